@@ -1,0 +1,59 @@
+// A persistent pool of worker threads for data-parallel loops over row ranges.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/function_ref.h"
+
+namespace seam {
+
+class ThreadPool {
+ public:
+  // `n_threads` counts the calling thread: a pool of 1 runs everything inline.
+  // 0 means one thread per available core.
+  explicit ThreadPool(int n_threads = 0);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_threads_; }
+
+  // Runs fn(begin, end) over disjoint ranges covering [0, n), each at least
+  // `grain` long (except the last), on all threads; returns when every range
+  // is done. The first exception thrown by fn is rethrown here. Not reentrant:
+  // one parallel_for at a time per pool.
+  void parallel_for(std::size_t n, std::size_t grain, FunctionRef<void(std::size_t, std::size_t)> fn);
+
+  static int default_threads();
+
+ private:
+  void worker_loop();
+  void run_chunks();
+
+  int n_threads_;
+  std::vector<std::thread> workers_;
+
+  // The current job.
+  const FunctionRef<void(std::size_t, std::size_t)>* job_ = nullptr;
+  std::size_t job_n_ = 0;
+  std::size_t chunk_ = 1;
+  std::atomic<std::size_t> next_{0};
+  std::atomic<int> active_{0};
+  std::exception_ptr error_;
+  std::mutex error_mu_;
+
+  // Wake-up protocol: workers spin briefly on `generation_`, then block.
+  std::atomic<std::uint64_t> generation_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+};
+
+}  // namespace seam
