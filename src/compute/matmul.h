@@ -1,0 +1,38 @@
+// Matrix multiplication of a weight stored in its GGUF block format by f32
+// activations. This is the one entry point the forward pass uses; the fast
+// path (activations quantized once per call to the weight's dot type, integer
+// SIMD dot products, multi-token tiles) lives behind it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "format/tensor_type.h"
+
+namespace seam {
+
+// A 2-D weight in the file's layout: `n_out` rows of `n_in` elements each.
+struct WeightView {
+  TensorType type = TensorType::F32;
+  std::int64_t n_in = 0;   // ne[0]: row length (the reduction dimension)
+  std::int64_t n_out = 0;  // ne[1]: number of rows (output features)
+  const std::byte* data = nullptr;
+  std::size_t row_stride = 0;  // bytes between rows
+};
+
+// Reusable buffers for quantized activations; sized on first use, reused after.
+struct MatmulScratch {
+  std::vector<std::byte> act;
+};
+
+// y[t][r] = sum_k W[r][k] * x[t][k]
+// x: [n_tokens][n_in] f32 (row stride n_in); y: [n_tokens][ldy] f32, ldy >= n_out.
+void matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y, std::int64_t ldy,
+            ThreadPool& pool, MatmulScratch& scratch);
+
+// out[0..n_in) = row r of W, dequantized (embedding lookup).
+void get_row(const WeightView& w, std::int64_t r, float* out);
+
+}  // namespace seam

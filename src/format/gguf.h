@@ -1,0 +1,130 @@
+// GGUF v2/v3 reader (over a read-only mmap) and writer.
+//
+// Layout (little endian): magic "GGUF", u32 version, u64 tensor_count,
+// u64 kv_count, kv pairs, tensor infos, padding to `general.alignment`
+// (default 32), tensor data. Every read is bounds-checked: a hostile file gets
+// Error(BadFormat) naming the problem, never an out-of-bounds read.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "core/mapped_file.h"
+#include "format/tensor_type.h"
+
+namespace seam {
+
+enum class GgufValueType : std::uint32_t {
+  UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6,
+  BOOL = 7, STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+};
+std::string_view gguf_value_type_name(GgufValueType t);
+
+struct GgufValue;
+struct GgufArray {
+  GgufValueType elem_type = GgufValueType::UINT8;
+  std::vector<GgufValue> items;
+};
+
+// One metadata value; `type` says which alternative of `v` is set:
+// unsigned ints -> uint64_t, signed ints -> int64_t, floats -> double,
+// BOOL -> bool, STRING -> std::string, ARRAY -> GgufArray.
+struct GgufValue {
+  GgufValueType type = GgufValueType::UINT8;
+  std::variant<std::uint64_t, std::int64_t, double, bool, std::string, GgufArray> v;
+
+  static GgufValue u32(std::uint32_t x);
+  static GgufValue i32(std::int32_t x);
+  static GgufValue u64(std::uint64_t x);
+  static GgufValue f32(float x);
+  static GgufValue boolean(bool x);
+  static GgufValue str(std::string s);
+  static GgufValue array(GgufValueType elem, std::vector<GgufValue> items);
+  static GgufValue strings(const std::vector<std::string>& items);
+  static GgufValue f32s(const std::vector<float>& items);
+  static GgufValue i32s(const std::vector<std::int32_t>& items);
+};
+
+struct GgufTensor {
+  std::string name;
+  std::vector<std::uint64_t> ne;  // dims, fastest-varying first (ne[0] = row length)
+  TensorType type = TensorType::F32;
+  std::uint64_t offset = 0;       // relative to the data section
+  std::uint64_t nbytes = 0;
+  const std::byte* data = nullptr;  // points into the mapped file
+
+  std::uint64_t n_elements() const;
+  std::uint64_t n_rows() const { return ne.empty() ? 0 : n_elements() / ne[0]; }
+};
+
+class GgufFile {
+ public:
+  // Maps and parses a file. Throws Error(Io) or Error(BadFormat).
+  static GgufFile open(const std::string& path);
+  // Parses bytes owned by the caller (they must outlive the GgufFile).
+  static GgufFile parse(std::span<const std::byte> bytes, std::string source_name = "<memory>");
+
+  std::uint32_t version() const { return version_; }
+  std::uint64_t alignment() const { return alignment_; }
+  std::uint64_t data_offset() const { return data_offset_; }  // absolute start of tensor data
+  const std::string& source() const { return source_; }
+
+  const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return kv_; }
+  const GgufValue* find(std::string_view key) const;
+
+  // Typed getters: nullopt when absent; Error(BadFormat) naming the key when the
+  // stored type cannot represent the requested one (any integer type converts to
+  // any other in range; floats accept any numeric type).
+  std::optional<std::string> get_string(std::string_view key) const;
+  std::optional<std::int64_t> get_int(std::string_view key) const;
+  std::optional<std::uint64_t> get_uint(std::string_view key) const;
+  std::optional<double> get_float(std::string_view key) const;
+  std::optional<bool> get_bool(std::string_view key) const;
+  const GgufArray* get_array(std::string_view key) const;
+
+  const std::vector<GgufTensor>& tensors() const { return tensors_; }
+  const GgufTensor* find_tensor(std::string_view name) const;
+
+ private:
+  std::shared_ptr<MappedFile> file_;  // empty for parse()
+  std::string source_;
+  std::uint32_t version_ = 0;
+  std::uint64_t alignment_ = 32;
+  std::uint64_t data_offset_ = 0;
+  std::vector<std::pair<std::string, GgufValue>> kv_;
+  std::map<std::string, std::size_t, std::less<>> kv_index_;
+  std::vector<GgufTensor> tensors_;
+  std::map<std::string, std::size_t, std::less<>> tensor_index_;
+};
+
+// Builds a GGUF v3 file in memory or on disk. Tensors are written in the order
+// added, each aligned to `general.alignment` (default 32).
+class GgufWriter {
+ public:
+  void set(std::string key, GgufValue value);  // replaces an existing key
+  // `data` must hold exactly row_bytes(type, ne[0]) * (rows) bytes; it is copied.
+  void add_tensor(std::string name, std::vector<std::uint64_t> ne, TensorType type,
+                  std::span<const std::byte> data);
+  std::vector<std::byte> to_bytes() const;
+  void write(const std::string& path) const;  // Error(Io) on failure
+
+ private:
+  std::vector<std::pair<std::string, GgufValue>> kv_;
+  struct Pending {
+    std::string name;
+    std::vector<std::uint64_t> ne;
+    TensorType type;
+    std::vector<std::byte> data;
+  };
+  std::vector<Pending> tensors_;
+};
+
+}  // namespace seam
