@@ -245,6 +245,7 @@ def quantize_q4_0(x):
     x = np.ascontiguousarray(x, dtype=np.float32).reshape(-1, 32)
     idx = np.argmax(np.abs(x), axis=1)  # first index on ties, like the strict '<' scan
     mx = x[np.arange(x.shape[0]), idx]
+    mx = np.where(np.abs(mx) > 0, mx, np.float32(0))  # an all-zero block keeps max = +0.0
     d = mx / np.float32(-8)
     with np.errstate(divide="ignore"):
         idv = np.where(d != 0, np.float32(1) / d, np.float32(0)).astype(np.float32)

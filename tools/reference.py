@@ -1,0 +1,825 @@
+#!/usr/bin/env python3
+"""reference.py - an independent float64 numpy reference of decoder-only LLM forward passes.
+
+Written from the published math (LLaMA: RMSNorm, SwiGLU, rotary embeddings; RoFormer
+for RoPE; GQA), not from any engine's code.  Weights are read with tools/gguf.py and
+decoded exactly, then every computation runs in float64.
+
+Commands
+  reference.py gen --out FILE.gguf [--dim 48 --layers 2 --heads 3 --kv-heads 1 --ffn 100
+                   --vocab 300 --ctx 256 --tied|--untied --dtype F32|F16|Q8_0|Q4_0
+                   --seed 0 --rope-theta 10000 --rope-dim N --head-dim N --norm-eps 1e-5
+                   --llama3-rope-freqs --std S --name NAME]
+        random-weight llama GGUF with real metadata keys, tensor names and a small
+        SentencePiece-style vocabulary.
+  reference.py logits MODEL.gguf --tokens 1,2,3 --out FILE.f32 [--chunk N]
+        float32 LE logits for every position, shape (n_tokens, n_vocab), row-major.
+  reference.py greedy MODEL.gguf --tokens 1,2,3 --n 32 [--recompute] [--show]
+        JSON list of the n greedy next ids (argmax, lowest id on ties).
+  reference.py selftest [--quick]
+        reader/writer round trips, quantizer and dequantizer bit-exactness, forward-pass
+        invariants, and validation against llama.cpp outputs in $SEAM_SHARED_DIR
+        (default /work/shared).
+
+Architectures are recipes (RECIPES): a dict of options read by one forward pass, so a
+new architecture is a new dict (plus, if needed, a new option), never a copy of the loop.
+"""
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import zlib
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gguf  # noqa: E402
+
+# ----------------------------------------------------------------------------
+# architecture recipes
+#
+# rope:          "normal" rotates adjacent pairs (2i, 2i+1) (llama as stored in GGUF);
+#                "neox" rotates (i, i + n_rot/2).
+# qkv_bias:      add blk.N.attn_{q,k,v}.bias when present.
+# qk_norm:       per-head RMSNorm of q and k (blk.N.attn_{q,k}_norm.weight) before RoPE.
+# sliding_window:metadata key suffix holding the window (keys i - j >= window are masked),
+#                or None.
+# act:           FFN gate activation ("silu" -> SwiGLU).
+# Options later architectures need slot in here (e.g. gemma: embed_scale, post norms,
+# gelu, logit soft-capping; phi3: fused attn_qkv / ffn_up).
+DEFAULT_RECIPE = {
+    "rope": "normal",
+    "qkv_bias": False,
+    "qk_norm": False,
+    "sliding_window": None,
+    "act": "silu",
+}
+RECIPES = {
+    "llama": {},
+    "mistral": {"sliding_window": "attention.sliding_window"},
+    "qwen2": {"rope": "neox", "qkv_bias": True},
+    "qwen3": {"rope": "neox", "qk_norm": True},
+}
+
+
+class RefError(Exception):
+    pass
+
+
+def rms_norm(x, w, eps):
+    """x: (..., n) float64; w: (n,)."""
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
+
+
+def silu(x):
+    return x / (1.0 + np.exp(-x))
+
+
+ACTIVATIONS = {"silu": silu}
+
+
+def rope_angles(positions, n_rot, base, freq_factors=None, freq_scale=1.0):
+    """(T,) positions -> (T, n_rot/2) angles p * scale * base^(-2i/n_rot) / factor_i."""
+    i = np.arange(n_rot // 2, dtype=np.float64)
+    inv = base ** (-2.0 * i / n_rot)
+    if freq_factors is not None:
+        inv = inv / freq_factors
+    return np.asarray(positions, dtype=np.float64)[:, None] * freq_scale * inv[None, :]
+
+
+def apply_rope(x, ang, style):
+    """x: (heads, T, head_dim); ang: (T, n_rot/2). Dimensions >= n_rot pass through."""
+    n_rot = 2 * ang.shape[1]
+    out = x.copy()
+    cos, sin = np.cos(ang)[None], np.sin(ang)[None]
+    if style == "normal":
+        a, b = x[..., 0:n_rot:2], x[..., 1:n_rot:2]
+        out[..., 0:n_rot:2] = a * cos - b * sin
+        out[..., 1:n_rot:2] = a * sin + b * cos
+    elif style == "neox":
+        h = n_rot // 2
+        a, b = x[..., :h], x[..., h:n_rot]
+        out[..., :h] = a * cos - b * sin
+        out[..., h:n_rot] = a * sin + b * cos
+    else:
+        raise RefError(f"unknown rope style {style}")
+    return out
+
+
+class KVCache:
+    """Per-layer K and V for the positions seen so far: (n_head_kv, n_past, head_dim)."""
+
+    def __init__(self, n_layer):
+        self.k = [None] * n_layer
+        self.v = [None] * n_layer
+        self.n_past = 0
+
+
+class Model:
+    def __init__(self, path, recipe_overrides=None):
+        r = gguf.GGUFReader(path)
+        self.reader = r
+        md = r.metadata
+        arch = md.get("general.architecture")
+        if arch not in RECIPES:
+            raise RefError(f"architecture {arch!r} has no recipe; known: {sorted(RECIPES)}")
+        self.arch = arch
+        self.recipe = dict(DEFAULT_RECIPE, **RECIPES[arch], **(recipe_overrides or {}))
+
+        def hp(key, default=None, required=True):
+            full = f"{arch}.{key}"
+            if full in md:
+                v = md[full]
+                if isinstance(v, (list, np.ndarray)):
+                    if len(set(np.asarray(v).tolist())) != 1:
+                        raise RefError(f"per-layer {full} is not supported yet")
+                    v = np.asarray(v).tolist()[0]
+                return v
+            if required and default is None:
+                raise RefError(f"{path}: missing metadata {full}")
+            return default
+
+        self.n_embd = int(hp("embedding_length"))
+        self.n_layer = int(hp("block_count"))
+        self.n_head = int(hp("attention.head_count"))
+        self.n_head_kv = int(hp("attention.head_count_kv", self.n_head))
+        self.head_dim = int(hp("attention.key_length", self.n_embd // self.n_head))
+        self.v_head_dim = int(hp("attention.value_length", self.head_dim))
+        self.n_rot = int(hp("rope.dimension_count", self.head_dim))
+        self.freq_base = float(hp("rope.freq_base", 10000.0))
+        self.eps = float(hp("attention.layer_norm_rms_epsilon", 1e-5))
+        scaling = hp("rope.scaling.type", "none", required=False)
+        factor = float(hp("rope.scaling.factor", 0.0, required=False) or 0.0)
+        self.freq_scale = 1.0
+        if scaling == "linear" and factor > 0:
+            self.freq_scale = 1.0 / factor
+        elif scaling not in ("none", "linear", None) and "rope_freqs.weight" not in r.tensors:
+            raise RefError(f"rope scaling {scaling!r} is not supported yet")
+        sw = self.recipe["sliding_window"]
+        self.window = int(hp(sw, 0, required=False)) if sw else 0
+        if self.n_head % self.n_head_kv:
+            raise RefError("head_count must be a multiple of head_count_kv")
+        if self.n_rot % 2 or self.n_rot > self.head_dim:
+            raise RefError("rope.dimension_count must be even and <= head_dim")
+
+        need = ["token_embd.weight", "output_norm.weight"]
+        for i in range(self.n_layer):
+            need += [f"blk.{i}.{t}.weight" for t in ("attn_norm", "attn_q", "attn_k", "attn_v",
+                                                     "attn_output", "ffn_norm", "ffn_gate",
+                                                     "ffn_up", "ffn_down")]
+            if self.recipe["qk_norm"]:
+                need += [f"blk.{i}.attn_q_norm.weight", f"blk.{i}.attn_k_norm.weight"]
+        missing = [n for n in need if n not in r.tensors]
+        if missing:
+            raise RefError(f"{path}: missing tensors {missing[:4]}{' ...' if len(missing) > 4 else ''}")
+        self.w = {}
+        for name in r.tensors:
+            self.w[name] = r.tensor(name).astype(np.float64)
+        self.n_vocab = self.w["token_embd.weight"].shape[0]
+        self.out_w = self.w.get("output.weight", self.w["token_embd.weight"])
+        ff = self.w.get("rope_freqs.weight")
+        if ff is not None and ff.shape != (self.n_rot // 2,):
+            raise RefError(f"rope_freqs.weight has shape {ff.shape}, want ({self.n_rot // 2},)")
+        self.freq_factors = ff
+
+    def layer(self, i, name):
+        return self.w.get(f"blk.{i}.{name}")
+
+    def forward(self, tokens, cache=None):
+        """Logits (len(tokens), n_vocab) for tokens appended after the cache's positions."""
+        tokens = np.asarray(tokens, dtype=np.int64)
+        if tokens.ndim != 1 or tokens.size == 0:
+            raise RefError("need a non-empty 1-D list of token ids")
+        if tokens.min() < 0 or tokens.max() >= self.n_vocab:
+            raise RefError(f"token id out of range [0, {self.n_vocab})")
+        if cache is None:
+            cache = KVCache(self.n_layer)
+        rc = self.recipe
+        T = tokens.size
+        p0 = cache.n_past
+        pos = np.arange(p0, p0 + T)
+        ang = rope_angles(pos, self.n_rot, self.freq_base, self.freq_factors, self.freq_scale)
+        qpos, kpos = pos[:, None], np.arange(p0 + T)[None, :]
+        allowed = kpos <= qpos                                   # (T, p0+T)
+        if self.window:
+            allowed &= (qpos - kpos) < self.window
+        group = self.n_head // self.n_head_kv
+        H, HK, D, DV = self.n_head, self.n_head_kv, self.head_dim, self.v_head_dim
+        act = ACTIVATIONS[rc["act"]]
+
+        x = self.w["token_embd.weight"][tokens]                  # (T, n_embd)
+        for L in range(self.n_layer):
+            h = rms_norm(x, self.layer(L, "attn_norm.weight"), self.eps)
+            q = h @ self.layer(L, "attn_q.weight").T             # (T, H*D)
+            k = h @ self.layer(L, "attn_k.weight").T             # (T, HK*D)
+            v = h @ self.layer(L, "attn_v.weight").T             # (T, HK*DV)
+            if rc["qkv_bias"]:
+                bq, bk, bv = (self.layer(L, f"attn_{t}.bias") for t in "qkv")
+                q = q if bq is None else q + bq
+                k = k if bk is None else k + bk
+                v = v if bv is None else v + bv
+            q = q.reshape(T, H, D).transpose(1, 0, 2)            # (H, T, D)
+            k = k.reshape(T, HK, D).transpose(1, 0, 2)           # (HK, T, D)
+            v = v.reshape(T, HK, DV).transpose(1, 0, 2)          # (HK, T, DV)
+            if rc["qk_norm"]:
+                q = rms_norm(q, self.layer(L, "attn_q_norm.weight"), self.eps)
+                k = rms_norm(k, self.layer(L, "attn_k_norm.weight"), self.eps)
+            q = apply_rope(q, ang, rc["rope"])
+            k = apply_rope(k, ang, rc["rope"])
+            if cache.k[L] is not None:
+                k = np.concatenate([cache.k[L], k], axis=1)
+                v = np.concatenate([cache.v[L], v], axis=1)
+            cache.k[L], cache.v[L] = k, v
+            kh = np.repeat(k, group, axis=0)                     # query head h -> kv h//group
+            vh = np.repeat(v, group, axis=0)
+            s = q @ kh.transpose(0, 2, 1) / math.sqrt(D)         # (H, T, p0+T)
+            s = np.where(allowed[None], s, -np.inf)
+            s = s - s.max(axis=-1, keepdims=True)
+            p = np.exp(s)
+            p /= p.sum(axis=-1, keepdims=True)
+            o = (p @ vh).transpose(1, 0, 2).reshape(T, H * DV)   # (T, H*DV)
+            x = x + o @ self.layer(L, "attn_output.weight").T
+            h = rms_norm(x, self.layer(L, "ffn_norm.weight"), self.eps)
+            g = act(h @ self.layer(L, "ffn_gate.weight").T) * (h @ self.layer(L, "ffn_up.weight").T)
+            x = x + g @ self.layer(L, "ffn_down.weight").T
+        cache.n_past = p0 + T
+        x = rms_norm(x, self.w["output_norm.weight"], self.eps)
+        return x @ self.out_w.T                                  # (T, n_vocab)
+
+    def greedy(self, tokens, n, recompute=False, margins=None):
+        """n greedy ids (argmax, lowest id on ties). margins: optional list to receive top1-top2."""
+        out = []
+        if recompute:
+            seq = list(tokens)
+            for _ in range(n):
+                row = self.forward(seq)[-1]
+                out.append(_argmax(row, margins))
+                seq.append(out[-1])
+            return out
+        cache = KVCache(self.n_layer)
+        row = self.forward(tokens, cache)[-1]
+        for i in range(n):
+            out.append(_argmax(row, margins))
+            if i + 1 < n:
+                row = self.forward([out[-1]], cache)[-1]
+        return out
+
+    # --- vocabulary helpers (for printing only)
+    def decode(self, ids):
+        toks = self.reader.metadata.get("tokenizer.ggml.tokens")
+        types = self.reader.metadata.get("tokenizer.ggml.token_type")
+        if toks is None:
+            return " ".join(map(str, ids))
+        buf = bytearray()
+        for i in ids:
+            t = toks[i]
+            tt = int(types[i]) if types is not None else 1
+            if tt == 6 and t.startswith("<0x") and len(t) == 6:
+                buf.append(int(t[3:5], 16))
+            elif tt in (2, 3):
+                continue
+            else:
+                buf += t.replace("\u2581", " ").encode("utf-8", "surrogateescape")
+        return buf.decode("utf-8", "replace")
+
+
+def _argmax(row, margins=None):
+    i = int(np.argmax(row))  # first index of the maximum = lowest id on ties
+    if margins is not None:
+        rest = np.delete(row, i)
+        margins.append(float(row[i] - rest.max()) if rest.size else float("inf"))
+    return i
+
+
+# ----------------------------------------------------------------------------
+# random model generator
+
+
+def _rng(seed, name):
+    return np.random.default_rng([seed, zlib.crc32(name.encode())])
+
+
+def sp_vocab(n_vocab):
+    """SentencePiece-style vocab: specials, 256 byte tokens, then scored pieces."""
+    if n_vocab < 262:
+        raise RefError("--vocab must be at least 262 (3 specials + 256 bytes + pieces)")
+    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+    types = [2, 3, 3] + [6] * 256
+    letters = "etaoinshrdlucmfwypvbgkjqxz"
+    pieces = ["\u2581"] + [f"\u2581{c}" for c in letters] + list(letters)
+    pieces += [f"\u2581{a}{b}" for a in letters for b in letters]
+    pieces += [f"{a}{b}" for a in letters for b in letters]
+    k = 0
+    while len(pieces) < n_vocab - len(tokens):  # more than ~1400 pieces: numbered fillers
+        pieces.append(f"\u2581w{k}")
+        k += 1
+    need = n_vocab - len(tokens)
+    tokens += pieces[:need]
+    types += [1] * need
+    scores = [0.0] * 259 + [-float(i) for i in range(need)]
+    return tokens, scores, types
+
+
+def llama3_freq_factors(n_rot, base, orig_ctx, factor=8.0, low=1.0, high=4.0):
+    """Llama 3.1 rope frequency factors (divisors of each pair's frequency)."""
+    i = np.arange(n_rot // 2, dtype=np.float64)
+    freq = base ** (-2.0 * i / n_rot)
+    wavelen = 2 * math.pi / freq
+    out = np.empty_like(freq)
+    for j, wl in enumerate(wavelen):
+        if wl < orig_ctx / high:
+            out[j] = 1.0
+        elif wl > orig_ctx / low:
+            out[j] = factor
+        else:
+            smooth = (orig_ctx / wl - low) / (high - low)
+            out[j] = 1.0 / ((1 - smooth) / factor + smooth)
+    return out
+
+
+FILE_TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q8_0": 7}
+
+
+def gen_model(path, dim=48, layers=2, heads=3, kv_heads=1, ffn=100, vocab=300, ctx=256,
+              tied=False, dtype="F32", seed=0, rope_theta=10000.0, rope_dim=None,
+              head_dim=None, norm_eps=1e-5, llama3_rope_freqs=False, std=None, name=None):
+    """Write a random-weight llama GGUF; returns the writer's metadata summary."""
+    dtype = dtype.upper()
+    if dtype not in FILE_TYPES:
+        raise RefError(f"--dtype must be one of {sorted(FILE_TYPES)}")
+    hd = head_dim or dim // heads
+    if head_dim is None and dim % heads:
+        raise RefError("--dim must be a multiple of --heads (or pass --head-dim)")
+    if heads % kv_heads:
+        raise RefError("--heads must be a multiple of --kv-heads")
+    n_rot = rope_dim or hd
+    if n_rot % 2 or n_rot > hd:
+        raise RefError("--rope-dim must be even and <= head_dim")
+    if dtype in ("Q8_0", "Q4_0"):
+        for n, what in ((dim, "--dim"), (ffn, "--ffn"), (heads * hd, "heads*head_dim")):
+            if n % 32:
+                raise RefError(f"{dtype} needs {what} to be a multiple of 32 (got {n})")
+    # Layer matrices are scaled with 1/sqrt(fan-in) so that attention and FFN visibly move
+    # the residual stream at any width, while the planted successor below keeps argmax stable.
+    std = std if std is not None else 0.5 / math.sqrt(dim)
+    tokens, scores, types = sp_vocab(vocab)
+
+    w = gguf.GGUFWriter(path)
+    a = "llama"
+    w.add("general.architecture", a)
+    w.add("general.name", name or f"reference-llama-{dim}x{layers}-{dtype}")
+    w.add("general.file_type", FILE_TYPES[dtype])
+    if dtype in ("Q8_0", "Q4_0"):
+        w.add("general.quantization_version", 2)
+    w.add(f"{a}.vocab_size", vocab)
+    w.add(f"{a}.context_length", ctx)
+    w.add(f"{a}.embedding_length", dim)
+    w.add(f"{a}.block_count", layers)
+    w.add(f"{a}.feed_forward_length", ffn)
+    w.add(f"{a}.attention.head_count", heads)
+    w.add(f"{a}.attention.head_count_kv", kv_heads)
+    if head_dim is not None:
+        w.add(f"{a}.attention.key_length", hd)
+        w.add(f"{a}.attention.value_length", hd)
+    w.add(f"{a}.rope.freq_base", float(rope_theta))
+    w.add(f"{a}.rope.dimension_count", n_rot)
+    w.add(f"{a}.attention.layer_norm_rms_epsilon", float(norm_eps))
+    w.add("tokenizer.ggml.model", "llama")
+    w.add("tokenizer.ggml.tokens", tokens)
+    w.add("tokenizer.ggml.scores", np.asarray(scores, dtype=np.float32))
+    w.add("tokenizer.ggml.token_type", np.asarray(types, dtype=np.int32))
+    w.add("tokenizer.ggml.bos_token_id", 1)
+    w.add("tokenizer.ggml.eos_token_id", 2)
+    w.add("tokenizer.ggml.unknown_token_id", 0)
+    w.add("tokenizer.ggml.add_bos_token", True)
+    w.add("tokenizer.ggml.add_eos_token", False)
+
+    def normal(name, shape, s):
+        return _rng(seed, name).standard_normal(shape) * s
+
+    def norm_w(name):
+        return 1.0 + normal(name, (dim,), 0.1)
+
+    emb = normal("token_embd.weight", (vocab, dim), 1.0)
+    w.add_tensor("token_embd.weight", emb, dtype)
+    if llama3_rope_freqs:
+        ff = llama3_freq_factors(n_rot, rope_theta, ctx)
+        w.add_tensor("rope_freqs.weight", ff, "F32")
+    for L in range(layers):
+        p = f"blk.{L}."
+        w.add_tensor(p + "attn_norm.weight", norm_w(p + "attn_norm.weight"), "F32")
+        for t, rows, cols in (("attn_q", heads * hd, dim), ("attn_k", kv_heads * hd, dim),
+                              ("attn_v", kv_heads * hd, dim), ("attn_output", dim, heads * hd),
+                              ("ffn_gate", ffn, dim), ("ffn_up", ffn, dim),
+                              ("ffn_down", dim, ffn)):
+            s = std * (math.sqrt(dim / cols) if cols != dim else 1.0)
+            if t == "attn_q" or t == "attn_k":
+                s *= 2.0  # sharper attention patterns, so position (RoPE) matters
+            w.add_tensor(p + t + ".weight", normal(p + t + ".weight", (rows, cols), s), dtype)
+        w.add_tensor(p + "ffn_norm.weight", norm_w(p + "ffn_norm.weight"), "F32")
+    w.add_tensor("output_norm.weight", norm_w("output_norm.weight"), "F32")
+    if not tied:
+        # Planted successor: the normalized residual is close to the current token's
+        # embedding, so row succ(t) ~ alpha * emb[t] makes argmax = succ(last token) by a
+        # wide margin, and greedy runs visit many different tokens.
+        out = normal("output.weight", (vocab, dim), 0.02)
+        perm = _rng(seed, "successor").permutation(np.arange(3, vocab))
+        succ = np.concatenate([perm[:3], perm])   # ids 0..2 also map to ordinary tokens
+        alpha = 8.0 / dim
+        np.add.at(out, succ, alpha * emb)
+        w.add_tensor("output.weight", out, dtype)
+    w.write()
+    return {"path": path, "n_rot": n_rot, "head_dim": hd, "dtype": dtype, "tied": tied}
+
+
+# ----------------------------------------------------------------------------
+# selftest
+
+
+def _shared_dir():
+    return os.environ.get("SEAM_SHARED_DIR", "/work/shared")
+
+
+class _Checks:
+    def __init__(self):
+        self.failed = 0
+
+    def check(self, ok, what):
+        print(f"  {'ok  ' if ok else 'FAIL'} {what}")
+        if not ok:
+            self.failed += 1
+
+    def skip(self, what):
+        print(f"  skip {what}")
+
+
+def _st_gguf(c, tmp):
+    print("gguf reader/writer:")
+    w = gguf.GGUFWriter(os.path.join(tmp, "all.gguf"))
+    vals = {
+        "u8": (200, "uint8"), "i8": (-100, "int8"), "u16": (65535, "uint16"),
+        "i16": (-30000, "int16"), "u32": (4000000000, None), "i32": (-5, None),
+        "f32": (1.5, None), "bool": (True, None), "str": ("h\u00e9llo \u2581", None),
+        "u64": (2**40, None), "i64": (-2**40, None), "f64": (0.1, "float64"),
+        "a.str": (["a", "", "\u00fc"], None), "a.i32": ([1, -2, 3], None),
+        "a.f32": ([0.5, 2.0], None), "a.bool": ([True, False], None),
+        "a.u64": (np.arange(4, dtype=np.uint64), None),
+        "a.nested": ([[1, 2], [3], []], "array<array<int16>>"),
+        "a.nested_str": ([["x"], ["y", "z"]], None), "a.empty": ([], None),
+    }
+    want_types = {"u32": "uint32", "i32": "int32", "f32": "float32", "bool": "bool",
+                  "str": "string", "u64": "uint64", "i64": "int64", "a.str": "array<string>",
+                  "a.i32": "array<int32>", "a.f32": "array<float32>", "a.bool": "array<bool>",
+                  "a.u64": "array<uint64>", "a.nested": "array<array<int16>>",
+                  "a.nested_str": "array<array<string>>"}
+    for k, (v, t) in vals.items():
+        w.add(k, v, type=t)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((3, 64)).astype(np.float32)
+    for d in ("F32", "F16", "BF16", "Q8_0", "Q4_0"):
+        w.add_tensor("t." + d, x, d)
+    w.add_tensor("odd", rng.standard_normal((5, 7)), "F16")
+    w.write()
+    r = gguf.GGUFReader(w.path)
+
+    def same(a, b):
+        if isinstance(a, (list, tuple, np.ndarray)):
+            return len(a) == len(b) and all(same(p, q) for p, q in zip(a, b))
+        return a == b if not isinstance(a, float) else abs(a - b) <= 1e-7 * abs(a)
+
+    c.check(all(same(vals[k][0], r.metadata[k]) for k in vals), "metadata values round-trip")
+    c.check(all(r.types[k] == t for k, t in want_types.items()), "metadata types round-trip")
+    c.check(np.array_equal(r.tensor("t.F32"), x), "F32 tensor exact")
+    c.check(np.array_equal(r.tensor("t.F16"), x.astype(np.float16).astype(np.float32)),
+            "F16 tensor = round-to-nearest-even half")
+    c.check(r.tensors["odd"].ne == [7, 5] and r.tensor("odd").shape == (5, 7),
+            "numpy shape (5,7) <-> ne [7,5]")
+    c.check(float(np.abs(r.tensor("t.BF16") - x).max()) <= 2.0**-8 * float(np.abs(x).max()),
+            "BF16 tensor within half an ulp")
+    for d in ("Q8_0", "Q4_0"):
+        c.check(r.raw("t." + d) == gguf.encode_tensor(x, d)[1], f"{d} bytes round-trip")
+    for bad, what in ((lambda: w.add("k", 70000, type="uint16"), "out-of-range uint16"),
+                      (lambda: w.add_tensor("q", np.zeros((2, 48)), "Q8_0"), "Q8_0 row of 48"),
+                      (lambda: gguf.GGUFReader(os.path.join(tmp, "trunc.gguf")), "truncated")):
+        if what == "truncated":
+            with open(os.path.join(tmp, "trunc.gguf"), "wb") as f:
+                f.write(open(w.path, "rb").read()[:200])
+        try:
+            bad()
+            c.check(False, f"rejects {what}")
+        except gguf.GGUFError:
+            c.check(True, f"rejects {what}")
+    shared = _shared_dir()
+    for rel in ("models/stories260K.gguf", "models/quant/ref-llama-512-q4_k_m.gguf"):
+        p = os.path.join(shared, rel)
+        if not os.path.exists(p):
+            c.skip(f"byte-identical rewrite of {rel} (not found)")
+            continue
+        r = gguf.GGUFReader(p)
+        w = gguf.GGUFWriter(os.path.join(tmp, "rt.gguf"), alignment=r.alignment)
+        for k, v in r.metadata.items():
+            w.add(k, v, type=r.types[k])
+        for n, ti in r.tensors.items():
+            w.add_tensor_raw(n, ti.ne, ti.type, r.raw(n))
+        c.check(w.to_bytes() == open(p, "rb").read(), f"byte-identical rewrite of {rel}")
+
+
+def _st_quant(c, tmp):
+    print("quantizers:")
+    q = np.arange(-127, 128, 8, dtype=np.float32)            # 32 values -127, -119, ..., 121
+    x = q * np.float32(0.25)                                 # amax 31.75 -> d = 0.25 exactly
+    want = np.float16(0.25).tobytes() + q.astype(np.int8).tobytes()
+    c.check(gguf.quantize_q8_0(x) == want, "Q8_0 hand block, d = 0.25")
+    x = np.zeros(32, np.float32)
+    x[3], x[9], x[20] = 3.0, -3.0, 1.0          # tie on |x|: the first (+3) sets d = -0.375
+    qv = [min(15, int(v * np.float32(1 / -0.375) + np.float32(8.5))) for v in x]
+    want = np.float16(-0.375).tobytes() + bytes(qv[j] | (qv[j + 16] << 4) for j in range(16))
+    c.check(gguf.quantize_q4_0(x) == want, "Q4_0 hand block, tie -> first, d = -0.375")
+    c.check(gguf.quantize_q8_0(np.zeros(32)) == bytes(34), "Q8_0 zero block")
+    # ggml keeps max = +0.0 when no |x| exceeds 0, so d = 0/-8 = -0.0 (fp16 0x8000).
+    c.check(gguf.quantize_q4_0(-np.zeros(32)) == bytes([0, 0x80] + [0x88] * 16), "Q4_0 zero block")
+    y = np.array([0.5, -0.5, 1.5, -2.5] + [0.0] * 27 + [127.0], np.float32)  # d = 1: ties away
+    c.check(gguf.quantize_q8_0(y)[2:6] == bytes([1, 255, 2, 253]), "Q8_0 rounds half away from 0")
+    mk = os.path.join(_shared_dir(), "tools", "mkgguf.py")
+    if not os.path.exists(mk):
+        c.skip("quantizers vs mkgguf.py (not found)")
+        return
+    files = {}
+    for d in ("F32", "Q8_0", "Q4_0"):
+        files[d] = os.path.join(tmp, f"mk_{d}.gguf")
+        subprocess.run([sys.executable, mk, "--dim", "64", "--layers", "1", "--heads", "2",
+                        "--ffn", "96", "--vocab", "300", "--std", "0.7", "--dtype", d,
+                        "--seed", "5", "-o", files[d]], check=True, capture_output=True)
+    f32 = gguf.GGUFReader(files["F32"])
+    for d, fn in (("Q8_0", gguf.quantize_q8_0), ("Q4_0", gguf.quantize_q4_0)):
+        r = gguf.GGUFReader(files[d])
+        names = [n for n, ti in r.tensors.items() if ti.type == d]
+        bad = [n for n in names if fn(f32.tensor(n)) != r.raw(n)]
+        c.check(names and not bad, f"{d} quantizer bit-exact vs mkgguf.py on {len(names)} tensors")
+
+
+def _st_dequant(c):
+    print("dequantizers vs llama.cpp to_float dumps:")
+    d = os.path.join(_shared_dir(), "models", "quant", "dequant")
+    if not os.path.isdir(d):
+        c.skip(f"{d} not found")
+        return
+    for f in sorted(os.listdir(d)):
+        if not f.endswith(".raw"):
+            continue
+        t = f.split(".")[0].upper()
+        ref = np.fromfile(os.path.join(d, f[:-4] + ".f32"), "<f4")
+        got = gguf.dequantize(open(os.path.join(d, f), "rb").read(), t, ref.size)
+        bad = int(np.sum(got.view(np.uint32) != ref.view(np.uint32)))
+        c.check(bad == 0, f"{t:5s} {ref.size} values, {bad} bit mismatches")
+
+
+def _st_forward(c, tmp):
+    print("forward-pass invariants (random models from gen):")
+    p = os.path.join(tmp, "gqa.gguf")
+    gen_model(p, dim=48, layers=2, heads=6, kv_heads=2, ffn=100, vocab=300, seed=3,
+              llama3_rope_freqs=True, rope_theta=500000.0)
+    m = Model(p)
+    ids = [1, 17, 299, 42, 5, 200, 201, 77, 3, 150]
+    full = m.forward(ids)
+    cache = KVCache(m.n_layer)
+    parts = np.concatenate([m.forward(ids[:3], cache), m.forward(ids[3:4], cache),
+                            m.forward(ids[4:], cache)])
+    c.check(np.abs(parts - full).max() < 1e-9, "chunked prefill via KV cache == full forward")
+    c.check(m.greedy(ids, 8) == m.greedy(ids, 8, recompute=True), "greedy: cache == recompute")
+    prefix = m.forward(ids[:5])
+    c.check(np.abs(prefix - full[:5]).max() < 1e-9, "causal: later tokens do not change earlier rows")
+
+    # GQA == MHA whose kv weights are repeated per query group.
+    mha = Model(p)
+    g = m.n_head // m.n_head_kv
+    for L in range(m.n_layer):
+        for t in ("attn_k.weight", "attn_v.weight"):
+            wt = m.layer(L, t).reshape(m.n_head_kv, m.head_dim, -1)
+            mha.w[f"blk.{L}.{t}"] = np.repeat(wt, g, axis=0).reshape(m.n_head * m.head_dim, -1)
+    mha.n_head_kv = m.n_head
+    c.check(np.abs(mha.forward(ids) - full).max() < 1e-9, "GQA == MHA with repeated kv heads")
+
+    # Adjacent-pair RoPE == NEOX RoPE on q/k rows permuted evens-then-odds within each head.
+    nx = Model(p, {"rope": "neox"})
+    perm = np.concatenate([np.arange(0, m.head_dim, 2), np.arange(1, m.head_dim, 2)])
+    for L in range(m.n_layer):
+        for t, nh in (("attn_q.weight", m.n_head), ("attn_k.weight", m.n_head_kv)):
+            wt = m.layer(L, t).reshape(nh, m.head_dim, -1)[:, perm]
+            nx.w[f"blk.{L}.{t}"] = wt.reshape(nh * m.head_dim, -1)
+    c.check(np.abs(nx.forward(ids) - full).max() < 1e-9, "normal RoPE == NEOX on permuted q/k")
+    wrong = Model(p, {"rope": "neox"}).forward(ids)
+    c.check(np.abs(wrong - full).max() > 1e-3, "RoPE style visibly changes the logits")
+    nof = Model(p)
+    nof.freq_factors = None
+    c.check(np.abs(nof.forward(ids) - full).max() > 1e-3, "rope_freqs.weight is applied")
+    nof.freq_factors = np.ones(m.n_rot // 2)
+    c.check(np.abs(nof.forward(ids)[0] - full[0]).max() < 1e-9, "position 0 is unrotated")
+
+    # RoPE encodes relative position: q.k depends on p_q - p_k only (partial n_rot too).
+    rng = np.random.default_rng(7)
+    qv, kv = rng.standard_normal((2, 1, 1, 24))
+    ok = True
+    for style in ("normal", "neox"):
+        for n_rot in (24, 16):
+            ff = 1.0 + rng.random(n_rot // 2)
+
+            def dot(pq, pk):
+                aq = rope_angles([pq], n_rot, 10000.0, ff)
+                ak = rope_angles([pk], n_rot, 10000.0, ff)
+                return float(np.sum(apply_rope(qv, aq, style) * apply_rope(kv, ak, style)))
+            ok &= abs(dot(5, 2) - dot(105, 102)) < 1e-9 and abs(dot(5, 2) - dot(5, 3)) > 1e-6
+    c.check(ok, "RoPE q.k depends only on relative position (both styles, partial n_rot)")
+    sw = Model(p)
+    sw.window = 3
+    sw_full = sw.forward(ids)
+    c.check(np.abs(sw_full[:3] - full[:3]).max() < 1e-9 and np.abs(sw_full[3:] - full[3:]).max()
+            > 1e-6, "sliding window 3 only changes rows >= 3")
+
+    margins = []
+    gen_ids = m.greedy([1, 50], 24, margins=margins)
+    c.check(min(margins) > 0.5 and len(set(gen_ids)) > 12,
+            f"gen model greedy is stable (min margin {min(margins):.2f}) and varied")
+    for d in ("F16", "Q8_0", "Q4_0"):
+        q = os.path.join(tmp, f"gen_{d}.gguf")
+        gen_model(q, dim=64, layers=2, heads=4, kv_heads=2, ffn=96, vocab=300, seed=3, dtype=d)
+        r = gguf.GGUFReader(q)
+        c.check(r.tensors["blk.0.attn_q.weight"].type == d and
+                r.tensors["blk.0.attn_norm.weight"].type == "F32", f"gen --dtype {d} tensor types")
+    t = os.path.join(tmp, "tied.gguf")
+    gen_model(t, tied=True, seed=4)
+    mt = Model(t)
+    c.check("output.weight" not in mt.reader.tensors and mt.greedy([1, 77], 3) == [77, 77, 77],
+            "tied model: LM head = token_embd (greedy repeats the last token)")
+
+
+def _st_real(c, quick):
+    print("real models:")
+    shared = _shared_dir()
+    sp = os.path.join(shared, "models", "stories260K.gguf")
+    if os.path.exists(sp):
+        m = Model(sp)
+        prompt = [1, 403, 407, 261, 378]
+        out = m.greedy(prompt, 40)
+        text = m.decode(prompt + out)
+        print(f"    stories260K: {text!r}")
+        c.check(m.decode(prompt) == " Once upon a time" and "Lily" in text and out == m.greedy(
+            prompt, 40, recompute=True), "stories260K greedy story (a girl named Lily)")
+    else:
+        c.skip("stories260K.gguf not found")
+    if quick:
+        c.skip("ref-llama-512 twin logits (--quick)")
+        return
+    qd = os.path.join(shared, "models", "quant")
+    ej = os.path.join(qd, "expected.json")
+    if not os.path.exists(ej):
+        c.skip("models/quant not found")
+        return
+    files = json.load(open(ej))["files"]
+    for key in ("q4_k_m", "q2_k-pure", "q4_0"):
+        f = files[key]
+        if not os.path.exists(os.path.join(qd, f["file"])):
+            c.skip(f"{f['file']} not found")
+            continue
+        m = Model(os.path.join(qd, f["file"]))
+        ids = f["prompt_ids"]
+        last = m.forward(ids)[-1]
+        twin = np.fromfile(os.path.join(qd, f["twin_logits"]), "<f4")
+        d = last - twin
+        mx, rms = float(np.abs(d).max()), float(np.sqrt(np.mean(d * d)))
+        c.check(mx <= 2e-3 and rms <= 5e-4,
+                f"{key}: last-row logits vs llama.cpp twin: max abs {mx:.2e}, rms {rms:.2e}")
+        c.check(m.greedy(ids, 16) == f["greedy_ids"], f"{key}: 16 greedy ids == llama.cpp")
+
+
+def selftest(quick=False):
+    c = _Checks()
+    with tempfile.TemporaryDirectory() as tmp:
+        _st_gguf(c, tmp)
+        _st_quant(c, tmp)
+        _st_dequant(c)
+        _st_forward(c, tmp)
+        _st_real(c, quick)
+    print("selftest:", "PASSED" if not c.failed else f"{c.failed} FAILED")
+    return 1 if c.failed else 0
+
+
+# ----------------------------------------------------------------------------
+# CLI
+
+
+def _parse_tokens(s):
+    try:
+        ids = [int(t) for t in s.replace(" ", "").split(",") if t != ""]
+    except ValueError:
+        raise RefError(f"--tokens must be comma-separated integers, got {s!r}")
+    if not ids:
+        raise RefError("--tokens is empty")
+    return ids
+
+
+def cmd_gen(a):
+    info = gen_model(a.out, dim=a.dim, layers=a.layers, heads=a.heads, kv_heads=a.kv_heads,
+                     ffn=a.ffn, vocab=a.vocab, ctx=a.ctx, tied=a.tied, dtype=a.dtype,
+                     seed=a.seed, rope_theta=a.rope_theta, rope_dim=a.rope_dim,
+                     head_dim=a.head_dim, norm_eps=a.norm_eps,
+                     llama3_rope_freqs=a.llama3_rope_freqs, std=a.std, name=a.name)
+    print(json.dumps(info), file=sys.stderr)
+
+
+def cmd_logits(a):
+    m = Model(a.model)
+    ids = _parse_tokens(a.tokens)
+    if a.chunk:
+        cache = KVCache(m.n_layer)
+        rows = [m.forward(ids[i:i + a.chunk], cache) for i in range(0, len(ids), a.chunk)]
+        logits = np.concatenate(rows, axis=0)
+    else:
+        logits = m.forward(ids)
+    logits.astype("<f4").tofile(a.out)
+    print(f"wrote {a.out}: {logits.shape[0]} x {logits.shape[1]} float32", file=sys.stderr)
+
+
+def cmd_greedy(a):
+    m = Model(a.model)
+    ids = _parse_tokens(a.tokens)
+    if a.n < 0:
+        raise RefError("--n must be >= 0")
+    margins = []
+    out = m.greedy(ids, a.n, recompute=a.recompute, margins=margins)
+    print(json.dumps(out))
+    if a.show:
+        print(f"text: {m.decode(ids)!r} -> {m.decode(out)!r}", file=sys.stderr)
+        if margins:
+            print(f"min top1-top2 margin: {min(margins):.4f}", file=sys.stderr)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__.split("\n", 2)[2])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    g = sub.add_parser("gen", help="write a random-weight llama GGUF")
+    g.add_argument("--out", required=True)
+    g.add_argument("--dim", type=int, default=48)
+    g.add_argument("--layers", type=int, default=2)
+    g.add_argument("--heads", type=int, default=3)
+    g.add_argument("--kv-heads", type=int, default=None, help="default: --heads")
+    g.add_argument("--ffn", type=int, default=100)
+    g.add_argument("--vocab", type=int, default=300)
+    g.add_argument("--ctx", type=int, default=256)
+    t = g.add_mutually_exclusive_group()
+    t.add_argument("--tied", dest="tied", action="store_true",
+                   help="no output.weight: the LM head reuses token_embd")
+    t.add_argument("--untied", dest="tied", action="store_false", help="(default)")
+    g.set_defaults(tied=False)
+    g.add_argument("--dtype", default="F32", type=str.upper, choices=sorted(FILE_TYPES))
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--rope-theta", type=float, default=10000.0)
+    g.add_argument("--rope-dim", type=int, default=None, help="rope.dimension_count (<= head_dim)")
+    g.add_argument("--head-dim", type=int, default=None,
+                   help="attention.key_length/value_length (default dim/heads)")
+    g.add_argument("--norm-eps", type=float, default=1e-5)
+    g.add_argument("--llama3-rope-freqs", action="store_true",
+                   help="add rope_freqs.weight with Llama 3.1 frequency factors")
+    g.add_argument("--std", type=float, default=None, help="std of layer matrices (0.5/sqrt(dim))")
+    g.add_argument("--name", default=None)
+    lg = sub.add_parser("logits", help="logits of every position as float32")
+    lg.add_argument("model")
+    lg.add_argument("--tokens", required=True)
+    lg.add_argument("--out", required=True)
+    lg.add_argument("--chunk", type=int, default=0,
+                    help="feed the prompt in chunks of N through the KV cache")
+    gr = sub.add_parser("greedy", help="greedy continuation ids as JSON")
+    gr.add_argument("model")
+    gr.add_argument("--tokens", required=True)
+    gr.add_argument("--n", type=int, default=32)
+    gr.add_argument("--recompute", action="store_true",
+                    help="recompute the whole sequence each step instead of using the KV cache")
+    gr.add_argument("--show", action="store_true", help="print decoded text and margin to stderr")
+    st = sub.add_parser("selftest", help="internal checks")
+    st.add_argument("--quick", action="store_true", help="skip the 512-dim model checks")
+    a = ap.parse_args(argv)
+    if a.cmd == "gen" and a.kv_heads is None:
+        a.kv_heads = a.heads
+    try:
+        if a.cmd == "gen":
+            cmd_gen(a)
+        elif a.cmd == "logits":
+            cmd_logits(a)
+        elif a.cmd == "greedy":
+            cmd_greedy(a)
+        else:
+            return selftest(quick=a.quick)
+    except (RefError, gguf.GGUFError, OSError) as e:
+        print(f"reference.py: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
