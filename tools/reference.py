@@ -562,6 +562,34 @@ def _st_quant(c, tmp):
         c.check(names and not bad, f"{d} quantizer bit-exact vs mkgguf.py on {len(names)} tensors")
 
 
+def _st_llama_quantize(c):
+    """Our encoders vs llama-quantize's bytes: ref-llama-512's float weights are regenerated
+    from their documented generator (PCG64 seeded with (0, crc32(name)), N(0, 0.03^2) layer
+    matrices, N(0, 1) token_embd) and must encode to exactly the stored blocks."""
+    print("encoders vs llama-quantize (ref-llama-512):")
+    qd = os.path.join(_shared_dir(), "models", "quant")
+    p = os.path.join(qd, "ref-llama-512-q4_0.gguf")
+    if not os.path.exists(p):
+        c.skip(f"{p} not found")
+        return
+
+    def weights(name, shape):
+        g = np.random.default_rng([0, zlib.crc32(name.encode())])
+        return g.standard_normal(shape, dtype=np.float32) * np.float32(
+            1.0 if name == "token_embd.weight" else 0.03)
+
+    r = gguf.GGUFReader(p)
+    names = [n for n, ti in r.tensors.items() if ti.type == "Q4_0"]
+    bad = [n for n in names if gguf.quantize_q4_0(weights(n, r.tensors[n].shape)) != r.raw(n)]
+    c.check(names and not bad, f"Q4_0 bit-exact on {len(names)} tensors of {os.path.basename(p)}")
+    x = weights("blk.0.attn_q.weight", (512, 512))
+    for t in ("Q8_0", "F16", "BF16"):
+        raw = os.path.join(qd, "dequant", f"{t.lower()}.blk.0.attn_q.weight.raw")
+        if os.path.exists(raw):
+            c.check(gguf.encode_tensor(x, t)[1] == open(raw, "rb").read(),
+                    f"{t} bit-exact on blk.0.attn_q.weight")
+
+
 def _st_dequant(c):
     print("dequantizers vs llama.cpp to_float dumps:")
     d = os.path.join(_shared_dir(), "models", "quant", "dequant")
@@ -701,6 +729,7 @@ def selftest(quick=False):
     with tempfile.TemporaryDirectory() as tmp:
         _st_gguf(c, tmp)
         _st_quant(c, tmp)
+        _st_llama_quantize(c)
         _st_dequant(c)
         _st_forward(c, tmp)
         _st_real(c, quick)
