@@ -175,7 +175,8 @@ class Model:
                 need += [f"blk.{i}.attn_q_norm.weight", f"blk.{i}.attn_k_norm.weight"]
         missing = [n for n in need if n not in r.tensors]
         if missing:
-            raise RefError(f"{path}: missing tensors {missing[:4]}{' ...' if len(missing) > 4 else ''}")
+            more = " ..." if len(missing) > 4 else ""
+            raise RefError(f"{path}: missing tensors {missing[:4]}{more}")
         self.w = {}
         for name in r.tensors:
             self.w[name] = r.tensor(name).astype(np.float64)
@@ -620,7 +621,7 @@ def _st_forward(c, tmp):
     c.check(np.abs(parts - full).max() < 1e-9, "chunked prefill via KV cache == full forward")
     c.check(m.greedy(ids, 8) == m.greedy(ids, 8, recompute=True), "greedy: cache == recompute")
     prefix = m.forward(ids[:5])
-    c.check(np.abs(prefix - full[:5]).max() < 1e-9, "causal: later tokens do not change earlier rows")
+    c.check(np.abs(prefix - full[:5]).max() < 1e-9, "causal: later tokens leave earlier rows alone")
 
     # GQA == MHA whose kv weights are repeated per query group.
     mha = Model(p)
