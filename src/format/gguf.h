@@ -28,10 +28,17 @@ enum class GgufValueType : std::uint32_t {
 };
 std::string_view gguf_value_type_name(GgufValueType t);
 
+inline constexpr std::uint64_t kGgufDefaultAlignment = 32;
+// Deepest accepted nesting of arrays (an array of arrays has depth 2); deeper
+// input is refused so a hostile file cannot exhaust the stack.
+inline constexpr int kGgufMaxArrayDepth = 8;
+
 struct GgufValue;
 struct GgufArray {
   GgufValueType elem_type = GgufValueType::UINT8;
   std::vector<GgufValue> items;
+
+  bool operator==(const GgufArray& other) const;
 };
 
 // One metadata value; `type` says which alternative of `v` is set:
@@ -41,16 +48,26 @@ struct GgufValue {
   GgufValueType type = GgufValueType::UINT8;
   std::variant<std::uint64_t, std::int64_t, double, bool, std::string, GgufArray> v;
 
+  static GgufValue u8(std::uint8_t x);
+  static GgufValue i8(std::int8_t x);
+  static GgufValue u16(std::uint16_t x);
+  static GgufValue i16(std::int16_t x);
   static GgufValue u32(std::uint32_t x);
   static GgufValue i32(std::int32_t x);
   static GgufValue u64(std::uint64_t x);
+  static GgufValue i64(std::int64_t x);
   static GgufValue f32(float x);
+  static GgufValue f64(double x);
   static GgufValue boolean(bool x);
   static GgufValue str(std::string s);
   static GgufValue array(GgufValueType elem, std::vector<GgufValue> items);
   static GgufValue strings(const std::vector<std::string>& items);
   static GgufValue f32s(const std::vector<float>& items);
   static GgufValue i32s(const std::vector<std::int32_t>& items);
+
+  // Same type and same value; floats compare by bit pattern (so a NaN read
+  // back equals the NaN written).
+  bool operator==(const GgufValue& other) const;
 };
 
 struct GgufTensor {
@@ -118,6 +135,7 @@ class GgufWriter {
 
  private:
   std::vector<std::pair<std::string, GgufValue>> kv_;
+  std::uint64_t alignment_ = kGgufDefaultAlignment;  // from general.alignment
   struct Pending {
     std::string name;
     std::vector<std::uint64_t> ne;
