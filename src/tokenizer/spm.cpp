@@ -1,0 +1,188 @@
+// SentencePiece-style BPE (tokenizer.ggml.model = "llama").
+//
+// The text gets a dummy-prefix space, spaces become U+2581 '▁', and the text is
+// cut into UTF-8 characters. Adjacent symbols whose concatenation is a vocab
+// piece are merged, highest score first (leftmost on ties), until no pair is a
+// piece. A final symbol that is not a piece falls back to its <0xXX> byte tokens.
+// No Unicode normalization is applied, as in Llama 2's sentencepiece model.
+#include <array>
+#include <queue>
+
+#include "format/gguf.h"
+#include "seam/error.h"
+#include "tokenizer/families.h"
+#include "tokenizer/unicode.h"
+
+namespace seam {
+
+namespace {
+
+constexpr std::string_view kSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+// "<0xXX>" -> XX, or -1.
+int byte_of_piece(std::string_view s) {
+  if (s.size() != 6 || s.substr(0, 3) != "<0x" || s[5] != '>') return -1;
+  const int hi = hex_digit(s[3]), lo = hex_digit(s[4]);
+  return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
+}
+
+class SpmTokenizer final : public Tokenizer {
+ public:
+  SpmTokenizer(Vocab v, bool add_space_prefix)
+      : Tokenizer(std::move(v)), add_space_prefix_(add_space_prefix) {
+    byte_token_.fill(-1);
+    for (std::size_t id = 0; id < v_.text.size(); ++id) {
+      if (v_.attr[id] != TokenAttr::Byte) continue;
+      const int b = byte_of_piece(v_.text[id]);
+      if (b >= 0 && byte_token_[b] < 0) byte_token_[b] = static_cast<Token>(id);
+    }
+  }
+
+ protected:
+  void encode_fragment(std::string_view text, bool after_special,
+                       std::vector<Token>& out) const override;
+  std::string normal_piece(Token t) const override;
+  bool strips_leading_space() const override { return add_space_prefix_; }
+
+ private:
+  // Pieces a merge may produce: sentencepiece never merges into control,
+  // unknown, byte or unused pieces.
+  std::optional<Token> mergeable(std::string_view s) const {
+    auto it = v_.index.find(s);
+    if (it == v_.index.end()) return std::nullopt;
+    const TokenAttr a = v_.attr[it->second];
+    if (a != TokenAttr::Normal && a != TokenAttr::UserDefined) return std::nullopt;
+    return it->second;
+  }
+
+  bool add_space_prefix_;
+  std::array<Token, 256> byte_token_;  // byte -> its <0xXX> token, -1 if the vocab lacks it
+};
+
+void SpmTokenizer::encode_fragment(std::string_view text, bool after_special,
+                                   std::vector<Token>& out) const {
+  std::string s;
+  s.reserve(text.size() + 3);
+  if (add_space_prefix_ && after_special) s += kSpace;
+  for (char c : text) {
+    if (c == ' ') {
+      s += kSpace;
+    } else {
+      s += c;
+    }
+  }
+
+  // Symbols form a doubly linked list over `s`; a merged-away symbol has len 0.
+  struct Sym {
+    std::uint32_t off, len;
+    std::int32_t prev, next;
+  };
+  std::vector<Sym> sym;
+  sym.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    char32_t cp;
+    // An invalid byte stands alone, so it reaches byte fallback unchanged.
+    const int n = std::max(1, unicode::decode_utf8(s, i, cp));
+    const auto k = static_cast<std::int32_t>(sym.size());
+    sym.push_back({static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(n), k - 1, k + 1});
+    i += n;
+  }
+  if (sym.empty()) return;
+  sym.back().next = -1;
+
+  struct Bigram {
+    float score;
+    std::int32_t left, right;
+    std::uint32_t len;  // len of the merged piece when queued; a mismatch marks it stale
+  };
+  const auto worse = [](const Bigram& a, const Bigram& b) {
+    return a.score < b.score || (a.score == b.score && a.left > b.left);
+  };
+  std::priority_queue<Bigram, std::vector<Bigram>, decltype(worse)> queue(worse);
+  const auto try_add = [&](std::int32_t l, std::int32_t r) {
+    if (l < 0 || r < 0) return;
+    const std::uint32_t len = sym[l].len + sym[r].len;
+    if (auto t = mergeable(std::string_view(s).substr(sym[l].off, len))) {
+      queue.push({v_.score[*t], l, r, len});
+    }
+  };
+  for (std::size_t i = 1; i < sym.size(); ++i) {
+    try_add(static_cast<std::int32_t>(i - 1), static_cast<std::int32_t>(i));
+  }
+
+  while (!queue.empty()) {
+    const Bigram b = queue.top();
+    queue.pop();
+    Sym& l = sym[b.left];
+    Sym& r = sym[b.right];
+    if (l.len == 0 || r.len == 0 || l.next != b.right || l.len + r.len != b.len) continue;
+    l.len += r.len;
+    r.len = 0;
+    l.next = r.next;
+    if (r.next >= 0) sym[r.next].prev = b.left;
+    try_add(l.prev, b.left);
+    try_add(b.left, l.next);
+  }
+
+  for (std::int32_t i = 0; i >= 0; i = sym[i].next) {
+    const std::string_view p = std::string_view(s).substr(sym[i].off, sym[i].len);
+    if (auto t = mergeable(p)) {
+      out.push_back(*t);
+      continue;
+    }
+    bool all_bytes = true;
+    for (char c : p) all_bytes &= byte_token_[static_cast<unsigned char>(c)] >= 0;
+    if (all_bytes) {
+      for (char c : p) out.push_back(byte_token_[static_cast<unsigned char>(c)]);
+    } else if (v_.unk) {
+      out.push_back(*v_.unk);  // sentencepiece without byte fallback: one <unk> per piece
+    } else {
+      throw Error(Errc::InvalidArgument,
+                  "[tokenizer] the text holds a character this vocabulary cannot represent "
+                  "(no byte tokens and no unknown token)");
+    }
+  }
+}
+
+std::string SpmTokenizer::normal_piece(Token t) const {
+  const std::string& s = v_.text[t];
+  if (v_.attr[t] == TokenAttr::Byte) {
+    const int b = byte_of_piece(s);
+    if (b >= 0) return std::string(1, static_cast<char>(b));
+    return s;
+  }
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    if (s.compare(i, kSpace.size(), kSpace) == 0) {
+      out += ' ';
+      i += kSpace.size();
+    } else {
+      out += s[i++];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> make_spm_tokenizer(Vocab v, const GgufFile& file) {
+  // llama.cpp ignores the pre-tokenizer of SentencePiece vocabularies; we accept
+  // only the value converters write for them rather than guess at another.
+  if (v.pre != "default") {
+    throw Error(Errc::Unsupported, "[tokenizer] " + file.source() +
+                                       ": unsupported pre-tokenizer '" + v.pre +
+                                       "' for a SentencePiece ('llama') vocabulary");
+  }
+  const bool prefix = file.get_bool("tokenizer.ggml.add_space_prefix").value_or(true);
+  return std::make_unique<SpmTokenizer>(std::move(v), prefix);
+}
+
+}  // namespace seam
