@@ -1,0 +1,69 @@
+#include "compute/dot.h"
+
+namespace seam::dot {
+
+const Kernels* kernels(TensorType t) {
+#if SEAM_DOT_AVX2
+  static constexpr Kernels kF32{f32_f32, avx2::f32_f32};
+  static constexpr Kernels kF16{f16_f32, avx2::f16_f32};
+  static constexpr Kernels kBF16{bf16_f32, avx2::bf16_f32};
+  static constexpr Kernels kQ4_0{q4_0_q8_0, avx2::q4_0_q8_0};
+  static constexpr Kernels kQ8_0{q8_0_q8_0, avx2::q8_0_q8_0};
+  static constexpr Kernels kQ4_K{q4_k_q8_k, avx2::q4_k_q8_k};
+  static constexpr Kernels kQ6_K{q6_k_q8_k, avx2::q6_k_q8_k};
+#else
+  static constexpr Kernels kF32{f32_f32, f32_f32};
+  static constexpr Kernels kF16{f16_f32, f16_f32};
+  static constexpr Kernels kBF16{bf16_f32, bf16_f32};
+  static constexpr Kernels kQ4_0{q4_0_q8_0, q4_0_q8_0};
+  static constexpr Kernels kQ8_0{q8_0_q8_0, q8_0_q8_0};
+  static constexpr Kernels kQ4_K{q4_k_q8_k, q4_k_q8_k};
+  static constexpr Kernels kQ6_K{q6_k_q8_k, q6_k_q8_k};
+#endif
+  static constexpr Kernels kQ4_1{q4_1_q8_1, q4_1_q8_1};
+  static constexpr Kernels kQ5_0{q5_0_q8_0, q5_0_q8_0};
+  static constexpr Kernels kQ5_1{q5_1_q8_1, q5_1_q8_1};
+  static constexpr Kernels kQ2_K{q2_k_q8_k, q2_k_q8_k};
+  static constexpr Kernels kQ3_K{q3_k_q8_k, q3_k_q8_k};
+  static constexpr Kernels kQ5_K{q5_k_q8_k, q5_k_q8_k};
+  switch (t) {
+    case TensorType::F32:
+      return &kF32;
+    case TensorType::F16:
+      return &kF16;
+    case TensorType::BF16:
+      return &kBF16;
+    case TensorType::Q4_0:
+      return &kQ4_0;
+    case TensorType::Q4_1:
+      return &kQ4_1;
+    case TensorType::Q5_0:
+      return &kQ5_0;
+    case TensorType::Q5_1:
+      return &kQ5_1;
+    case TensorType::Q8_0:
+      return &kQ8_0;
+    case TensorType::Q2_K:
+      return &kQ2_K;
+    case TensorType::Q3_K:
+      return &kQ3_K;
+    case TensorType::Q4_K:
+      return &kQ4_K;
+    case TensorType::Q5_K:
+      return &kQ5_K;
+    case TensorType::Q6_K:
+      return &kQ6_K;
+    default:
+      return nullptr;
+  }
+}
+
+const char* simd_name() {
+#if SEAM_DOT_AVX2
+  return "avx2";
+#else
+  return "scalar";
+#endif
+}
+
+}  // namespace seam::dot

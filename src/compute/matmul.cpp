@@ -1,0 +1,102 @@
+#include "compute/matmul.h"
+
+#include <algorithm>
+#include <string>
+
+#include "compute/dot.h"
+#include "compute/quant.h"
+#include "seam/error.h"
+
+namespace seam {
+namespace {
+
+const quant::TypeTraits& checked_traits(const WeightView& w, const char* op) {
+  const quant::TypeTraits* tr = quant::traits(w.type);
+  if (!tr) {
+    throw Error(Errc::Unsupported, std::string(op) + " tensor type " + quant::type_name(w.type) +
+                                       " has no CPU kernels in this build");
+  }
+  if (w.n_in <= 0 || w.n_out < 0 || w.n_in % tr->block_size != 0) {
+    throw Error(Errc::InvalidArgument, std::string(op) + " weight shape [" +
+                                           std::to_string(w.n_in) + ", " + std::to_string(w.n_out) +
+                                           "] is invalid for " + quant::type_name(w.type) +
+                                           " (row length must be a positive multiple of " +
+                                           std::to_string(tr->block_size) + ")");
+  }
+  const std::size_t row = quant::row_size(w.type, w.n_in);
+  if (w.row_stride < row || (w.n_out > 0 && w.data == nullptr)) {
+    throw Error(Errc::InvalidArgument, std::string(op) + " weight rows of " +
+                                           std::to_string(w.row_stride) + " bytes cannot hold " +
+                                           std::to_string(w.n_in) + " " + quant::type_name(w.type) +
+                                           " elements");
+  }
+  return *tr;
+}
+
+}  // namespace
+
+void matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y, std::int64_t ldy,
+            ThreadPool& pool, MatmulScratch& scratch) {
+  const quant::TypeTraits& tr = checked_traits(w, "[matmul]");
+  if (n_tokens < 0 || ldy < w.n_out) {
+    throw Error(Errc::InvalidArgument, "[matmul] n_tokens " + std::to_string(n_tokens) + " / ldy " +
+                                           std::to_string(ldy) + " do not fit an output of " +
+                                           std::to_string(w.n_out) + " columns");
+  }
+  if (n_tokens == 0 || w.n_out == 0) return;
+  const dot::Kernels* k = dot::kernels(w.type);
+  if (!k) {
+    throw Error(Errc::Unsupported,
+                "[matmul] tensor type " + quant::type_name(w.type) + " has no dot kernel");
+  }
+
+  // Activations in the weight's dot type, quantized once for all output rows:
+  // act: [n_tokens][act_stride bytes].
+  const std::byte* act = reinterpret_cast<const std::byte*>(x);
+  std::size_t act_stride = static_cast<std::size_t>(w.n_in) * sizeof(float);
+  if (tr.dot_type != TensorType::F32) {
+    act_stride = quant::row_size(tr.dot_type, w.n_in);
+    const std::size_t need = act_stride * static_cast<std::size_t>(n_tokens);
+    if (scratch.act.size() < need) scratch.act.resize(need);
+    std::byte* q = scratch.act.data();
+    auto quantize = [&](std::size_t b, std::size_t e) {
+      for (std::size_t t = b; t < e; ++t) {
+        quant::quantize_row(tr.dot_type, x + t * static_cast<std::size_t>(w.n_in),
+                            q + t * act_stride, w.n_in);
+      }
+    };
+    pool.parallel_for(static_cast<std::size_t>(n_tokens), 1, quantize);
+    act = q;
+  }
+
+  // Each output row is one weight row against all tokens, kMaxTile tokens per
+  // kernel call: the kernel unpacks each weight block once per tile, and the row
+  // (a few KiB) stays in L1 across tiles while the activations sit in L2.
+  const dot::DotFn fn = k->fast;
+  const std::int64_t n_in = w.n_in;
+  auto rows = [&](std::size_t b, std::size_t e) {
+    for (std::size_t r = b; r < e; ++r) {
+      const std::byte* wr = w.data + r * w.row_stride;
+      for (std::int64_t t0 = 0; t0 < n_tokens; t0 += dot::kMaxTile) {
+        const int nt = static_cast<int>(std::min<std::int64_t>(dot::kMaxTile, n_tokens - t0));
+        fn(n_in, wr, act + static_cast<std::size_t>(t0) * act_stride, act_stride, nt,
+           y + t0 * ldy + static_cast<std::int64_t>(r), static_cast<std::size_t>(ldy));
+      }
+    }
+  };
+  // Small rows make per-chunk overhead matter; aim for >= ~64K weight elements per chunk.
+  const std::size_t grain = static_cast<std::size_t>(std::max<std::int64_t>(1, 65536 / n_in));
+  pool.parallel_for(static_cast<std::size_t>(w.n_out), grain, rows);
+}
+
+void get_row(const WeightView& w, std::int64_t r, float* out) {
+  checked_traits(w, "[get_row]");
+  if (r < 0 || r >= w.n_out) {
+    throw Error(Errc::InvalidArgument, "[get_row] row " + std::to_string(r) +
+                                           " is out of range for a tensor of " +
+                                           std::to_string(w.n_out) + " rows");
+  }
+  quant::dequantize_row(w.type, w.data + static_cast<std::size_t>(r) * w.row_stride, out, w.n_in);
+}
+
+}  // namespace seam

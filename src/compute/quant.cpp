@@ -1,0 +1,493 @@
+#include "compute/quant.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "compute/quant_blocks.h"
+#include "core/half.h"
+#include "seam/error.h"
+
+namespace seam::quant {
+namespace {
+
+float h2f(std::uint16_t h) { return fp16_to_f32(h); }
+
+// Round to nearest, ties to even, for |v| < 2^22: adding 1.5 * 2^23 leaves the
+// rounded integer in the low mantissa bits (ggml's nearest_int).
+int nearest_int(float v) {
+  const float t = v + 12582912.0f;
+  return static_cast<int>(std::bit_cast<std::uint32_t>(t) & 0x007fffffu) - 0x00400000;
+}
+
+// C's roundf (half away from zero), narrowed to int8. Out-of-range values occur
+// only when 1/d overflows (subnormal scales); they saturate, as the numpy
+// reference does, where C's cast would be undefined. NaN becomes 0.
+std::int8_t round_i8(float v) {
+  const float r = std::round(v);
+  if (!(r == r)) return 0;
+  return static_cast<std::int8_t>(std::clamp(r, -128.0f, 127.0f));
+}
+
+// +8.5 then truncation is round-half-up into 0..16, and 16 clamps to 15. A
+// non-finite t (1/d overflowed for a block of subnormals) gives 0, as ggml's
+// cast does on x86 and as the numpy reference does.
+int q4_nibble(float t) {
+  if (!std::isfinite(t)) return 0;
+  return std::clamp(static_cast<int>(t), 0, 15);
+}
+
+void dequant_q4_0(const BlockQ4_0* b, float* y, std::int64_t nb) {
+  for (std::int64_t i = 0; i < nb; ++i, y += kQK4_0) {
+    const float d = h2f(b[i].d);
+    for (int j = 0; j < kQK4_0 / 2; ++j) {
+      y[j] = static_cast<float>((b[i].qs[j] & 0xF) - 8) * d;
+      y[j + 16] = static_cast<float>((b[i].qs[j] >> 4) - 8) * d;
+    }
+  }
+}
+
+void dequant_q4_1(const BlockQ4_1* b, float* y, std::int64_t nb) {
+  for (std::int64_t i = 0; i < nb; ++i, y += kQK4_1) {
+    const float d = h2f(b[i].d), m = h2f(b[i].m);
+    for (int j = 0; j < kQK4_1 / 2; ++j) {
+      y[j] = static_cast<float>(b[i].qs[j] & 0xF) * d + m;
+      y[j + 16] = static_cast<float>(b[i].qs[j] >> 4) * d + m;
+    }
+  }
+}
+
+// Element j of a Q5 block: low nibble from qs, bit 4 from the little-endian qh word.
+inline int q5_value(const std::uint8_t* qs, std::uint32_t qh, int j) {
+  const int lo = j < 16 ? (qs[j] & 0xF) : (qs[j - 16] >> 4);
+  return lo | static_cast<int>(((qh >> j) & 1u) << 4);
+}
+
+inline std::uint32_t load_u32le(const std::uint8_t* p) {
+  return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
+         static_cast<std::uint32_t>(p[2]) << 16 | static_cast<std::uint32_t>(p[3]) << 24;
+}
+
+void dequant_q5_0(const BlockQ5_0* b, float* y, std::int64_t nb) {
+  for (std::int64_t i = 0; i < nb; ++i, y += kQK5_0) {
+    const float d = h2f(b[i].d);
+    const std::uint32_t qh = load_u32le(b[i].qh);
+    for (int j = 0; j < kQK5_0; ++j) y[j] = static_cast<float>(q5_value(b[i].qs, qh, j) - 16) * d;
+  }
+}
+
+void dequant_q5_1(const BlockQ5_1* b, float* y, std::int64_t nb) {
+  for (std::int64_t i = 0; i < nb; ++i, y += kQK5_1) {
+    const float d = h2f(b[i].d), m = h2f(b[i].m);
+    const std::uint32_t qh = load_u32le(b[i].qh);
+    for (int j = 0; j < kQK5_1; ++j) y[j] = static_cast<float>(q5_value(b[i].qs, qh, j)) * d + m;
+  }
+}
+
+void dequant_q8_0(const BlockQ8_0* b, float* y, std::int64_t nb) {
+  for (std::int64_t i = 0; i < nb; ++i, y += kQK8_0) {
+    const float d = h2f(b[i].d);
+    for (int j = 0; j < kQK8_0; ++j) y[j] = static_cast<float>(b[i].qs[j]) * d;
+  }
+}
+
+// In the K-quant decoders every product d * sc * q is exact in f32, so the only
+// rounding is the final subtraction of the min: any evaluation order gives ggml's bits.
+void dequant_q2_k(const BlockQ2_K* b, float* y, std::int64_t nb) {
+  for (std::int64_t i = 0; i < nb; ++i, y += kQK_K) {
+    const float d = h2f(b[i].d), dmin = h2f(b[i].dmin);
+    for (int e = 0; e < kQK_K; ++e) {
+      const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+      const int q = (b[i].qs[32 * h + l] >> (2 * k)) & 3;
+      const std::uint8_t sc = b[i].scales[e / 16];
+      const float dl = d * static_cast<float>(sc & 0xF);
+      const float ml = dmin * static_cast<float>(sc >> 4);
+      y[e] = dl * static_cast<float>(q) - ml;
+    }
+  }
+}
+
+void dequant_q3_k(const BlockQ3_K* b, float* y, std::int64_t nb) {
+  for (std::int64_t i = 0; i < nb; ++i, y += kQK_K) {
+    const float d = h2f(b[i].d);
+    for (int e = 0; e < kQK_K; ++e) {
+      const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+      int q = (b[i].qs[32 * h + l] >> (2 * k)) & 3;
+      if (!((b[i].hmask[l] >> (e / 32)) & 1)) q -= 4;
+      const float dl = d * static_cast<float>(scale_q3_k(e / 16, b[i].scales) - 32);
+      y[e] = dl * static_cast<float>(q);
+    }
+  }
+}
+
+void dequant_q4_k(const BlockQ4_K* b, float* y, std::int64_t nb) {
+  for (std::int64_t i = 0; i < nb; ++i, y += kQK_K) {
+    const float d = h2f(b[i].d), dmin = h2f(b[i].dmin);
+    for (int s = 0; s < 8; ++s) {
+      std::uint8_t sc, mn;
+      scale_min_k4(s, b[i].scales, sc, mn);
+      const float dl = d * sc, ml = dmin * mn;
+      const std::uint8_t* q = b[i].qs + 32 * (s / 2);
+      const int shift = 4 * (s & 1);
+      for (int l = 0; l < 32; ++l) {
+        y[32 * s + l] = dl * static_cast<float>((q[l] >> shift) & 0xF) - ml;
+      }
+    }
+  }
+}
+
+void dequant_q5_k(const BlockQ5_K* b, float* y, std::int64_t nb) {
+  for (std::int64_t i = 0; i < nb; ++i, y += kQK_K) {
+    const float d = h2f(b[i].d), dmin = h2f(b[i].dmin);
+    for (int s = 0; s < 8; ++s) {
+      std::uint8_t sc, mn;
+      scale_min_k4(s, b[i].scales, sc, mn);
+      const float dl = d * sc, ml = dmin * mn;
+      const std::uint8_t* q = b[i].qs + 32 * (s / 2);
+      const int shift = 4 * (s & 1);
+      for (int l = 0; l < 32; ++l) {
+        const int v = ((q[l] >> shift) & 0xF) | (((b[i].qh[l] >> s) & 1) << 4);
+        y[32 * s + l] = dl * static_cast<float>(v) - ml;
+      }
+    }
+  }
+}
+
+// Element e of a Q6_K block as a signed 6-bit value (-32..31).
+inline int q6_value(const BlockQ6_K& b, int e) {
+  const int h = e / 128, g = (e % 128) / 32, l = e % 32;  // g: which 32-run of the half
+  const std::uint8_t lo_byte = b.ql[64 * h + 32 * (g & 1) + l];
+  const int lo = (g < 2) ? (lo_byte & 0xF) : (lo_byte >> 4);
+  const int hi = (b.qh[32 * h + l] >> (2 * g)) & 3;
+  return (lo | (hi << 4)) - 32;
+}
+
+void dequant_q6_k(const BlockQ6_K* b, float* y, std::int64_t nb) {
+  for (std::int64_t i = 0; i < nb; ++i, y += kQK_K) {
+    const float d = h2f(b[i].d);
+    for (int e = 0; e < kQK_K; ++e) {
+      y[e] = d * static_cast<float>(b[i].scales[e / 16]) * static_cast<float>(q6_value(b[i], e));
+    }
+  }
+}
+
+}  // namespace
+
+const TypeTraits* traits(TensorType t) {
+  static constexpr TypeTraits kF32{1, 4, TensorType::F32};
+  static constexpr TypeTraits kF16{1, 2, TensorType::F32};
+  static constexpr TypeTraits kBF16{1, 2, TensorType::F32};
+  static constexpr TypeTraits kQ4_0{kQK4_0, sizeof(BlockQ4_0), TensorType::Q8_0};
+  static constexpr TypeTraits kQ4_1{kQK4_1, sizeof(BlockQ4_1), TensorType::Q8_1};
+  static constexpr TypeTraits kQ5_0{kQK5_0, sizeof(BlockQ5_0), TensorType::Q8_0};
+  static constexpr TypeTraits kQ5_1{kQK5_1, sizeof(BlockQ5_1), TensorType::Q8_1};
+  static constexpr TypeTraits kQ8_0{kQK8_0, sizeof(BlockQ8_0), TensorType::Q8_0};
+  static constexpr TypeTraits kQ2_K{kQK_K, sizeof(BlockQ2_K), TensorType::Q8_K};
+  static constexpr TypeTraits kQ3_K{kQK_K, sizeof(BlockQ3_K), TensorType::Q8_K};
+  static constexpr TypeTraits kQ4_K{kQK_K, sizeof(BlockQ4_K), TensorType::Q8_K};
+  static constexpr TypeTraits kQ5_K{kQK_K, sizeof(BlockQ5_K), TensorType::Q8_K};
+  static constexpr TypeTraits kQ6_K{kQK_K, sizeof(BlockQ6_K), TensorType::Q8_K};
+  switch (t) {
+    case TensorType::F32:
+      return &kF32;
+    case TensorType::F16:
+      return &kF16;
+    case TensorType::BF16:
+      return &kBF16;
+    case TensorType::Q4_0:
+      return &kQ4_0;
+    case TensorType::Q4_1:
+      return &kQ4_1;
+    case TensorType::Q5_0:
+      return &kQ5_0;
+    case TensorType::Q5_1:
+      return &kQ5_1;
+    case TensorType::Q8_0:
+      return &kQ8_0;
+    case TensorType::Q2_K:
+      return &kQ2_K;
+    case TensorType::Q3_K:
+      return &kQ3_K;
+    case TensorType::Q4_K:
+      return &kQ4_K;
+    case TensorType::Q5_K:
+      return &kQ5_K;
+    case TensorType::Q6_K:
+      return &kQ6_K;
+    default:
+      return nullptr;
+  }
+}
+
+std::string type_name(TensorType t) {
+  switch (t) {
+    case TensorType::F32:
+      return "F32";
+    case TensorType::F16:
+      return "F16";
+    case TensorType::BF16:
+      return "BF16";
+    case TensorType::Q4_0:
+      return "Q4_0";
+    case TensorType::Q4_1:
+      return "Q4_1";
+    case TensorType::Q5_0:
+      return "Q5_0";
+    case TensorType::Q5_1:
+      return "Q5_1";
+    case TensorType::Q8_0:
+      return "Q8_0";
+    case TensorType::Q8_1:
+      return "Q8_1";
+    case TensorType::Q2_K:
+      return "Q2_K";
+    case TensorType::Q3_K:
+      return "Q3_K";
+    case TensorType::Q4_K:
+      return "Q4_K";
+    case TensorType::Q5_K:
+      return "Q5_K";
+    case TensorType::Q6_K:
+      return "Q6_K";
+    case TensorType::Q8_K:
+      return "Q8_K";
+    case TensorType::IQ2_XXS:
+      return "IQ2_XXS";
+    case TensorType::IQ2_XS:
+      return "IQ2_XS";
+    case TensorType::IQ3_XXS:
+      return "IQ3_XXS";
+    case TensorType::IQ1_S:
+      return "IQ1_S";
+    case TensorType::IQ4_NL:
+      return "IQ4_NL";
+    case TensorType::IQ3_S:
+      return "IQ3_S";
+    case TensorType::IQ2_S:
+      return "IQ2_S";
+    case TensorType::IQ4_XS:
+      return "IQ4_XS";
+    case TensorType::I8:
+      return "I8";
+    case TensorType::I16:
+      return "I16";
+    case TensorType::I32:
+      return "I32";
+    case TensorType::I64:
+      return "I64";
+    case TensorType::F64:
+      return "F64";
+    case TensorType::IQ1_M:
+      return "IQ1_M";
+    case TensorType::TQ1_0:
+      return "TQ1_0";
+    case TensorType::TQ2_0:
+      return "TQ2_0";
+    case TensorType::MXFP4:
+      return "MXFP4";
+  }
+  return "type " + std::to_string(static_cast<std::uint32_t>(t));
+}
+
+namespace {
+
+// Geometry of any type compute reads or writes, including the activation formats.
+bool geometry(TensorType t, std::uint32_t& block, std::uint32_t& bytes) {
+  if (const TypeTraits* tr = traits(t)) {
+    block = tr->block_size;
+    bytes = tr->type_size;
+    return true;
+  }
+  switch (t) {
+    case TensorType::Q8_1:
+      block = kQK8_1, bytes = sizeof(BlockQ8_1);
+      return true;
+    case TensorType::Q8_K:
+      block = kQK_K, bytes = sizeof(BlockQ8_K);
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::int64_t check_blocks(TensorType t, std::int64_t n, const char* what) {
+  std::uint32_t block = 0, bytes = 0;
+  if (!geometry(t, block, bytes)) {
+    throw Error(Errc::Unsupported, std::string(what) + ": tensor type " + type_name(t) +
+                                       " is not supported by this build's CPU kernels");
+  }
+  if (n < 0 || n % block != 0) {
+    throw Error(Errc::InvalidArgument, std::string(what) + ": row length " + std::to_string(n) +
+                                           " is not a multiple of " + type_name(t) +
+                                           "'s block size " + std::to_string(block));
+  }
+  return n / block;
+}
+
+}  // namespace
+
+std::size_t row_size(TensorType t, std::int64_t n) {
+  std::uint32_t block = 0, bytes = 0;
+  const std::int64_t nb = check_blocks(t, n, "[row_size]");
+  geometry(t, block, bytes);
+  return static_cast<std::size_t>(nb) * bytes;
+}
+
+void dequantize_row(TensorType t, const void* src, float* y, std::int64_t n) {
+  const std::int64_t nb = check_blocks(t, n, "[dequantize]");
+  switch (t) {
+    case TensorType::F32:
+      std::memcpy(y, src, static_cast<std::size_t>(n) * sizeof(float));
+      return;
+    case TensorType::F16: {
+      const auto* h = static_cast<const std::uint16_t*>(src);
+      for (std::int64_t i = 0; i < n; ++i) y[i] = fp16_to_f32(h[i]);
+      return;
+    }
+    case TensorType::BF16: {
+      const auto* h = static_cast<const std::uint16_t*>(src);
+      for (std::int64_t i = 0; i < n; ++i) y[i] = bf16_to_f32(h[i]);
+      return;
+    }
+    case TensorType::Q4_0:
+      return dequant_q4_0(static_cast<const BlockQ4_0*>(src), y, nb);
+    case TensorType::Q4_1:
+      return dequant_q4_1(static_cast<const BlockQ4_1*>(src), y, nb);
+    case TensorType::Q5_0:
+      return dequant_q5_0(static_cast<const BlockQ5_0*>(src), y, nb);
+    case TensorType::Q5_1:
+      return dequant_q5_1(static_cast<const BlockQ5_1*>(src), y, nb);
+    case TensorType::Q8_0:
+      return dequant_q8_0(static_cast<const BlockQ8_0*>(src), y, nb);
+    case TensorType::Q2_K:
+      return dequant_q2_k(static_cast<const BlockQ2_K*>(src), y, nb);
+    case TensorType::Q3_K:
+      return dequant_q3_k(static_cast<const BlockQ3_K*>(src), y, nb);
+    case TensorType::Q4_K:
+      return dequant_q4_k(static_cast<const BlockQ4_K*>(src), y, nb);
+    case TensorType::Q5_K:
+      return dequant_q5_k(static_cast<const BlockQ5_K*>(src), y, nb);
+    case TensorType::Q6_K:
+      return dequant_q6_k(static_cast<const BlockQ6_K*>(src), y, nb);
+    default:
+      throw Error(Errc::Unsupported,
+                  "[dequantize] tensor type " + type_name(t) + " cannot be decoded by this build");
+  }
+}
+
+void quantize_row_q8_0(const float* x, void* dst, std::int64_t n) {
+  const std::int64_t nb = check_blocks(TensorType::Q8_0, n, "[quantize]");
+  auto* y = static_cast<BlockQ8_0*>(dst);
+  for (std::int64_t i = 0; i < nb; ++i, x += kQK8_0) {
+    float amax = 0.0f;
+    for (int j = 0; j < kQK8_0; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = f32_to_fp16(d);
+    for (int j = 0; j < kQK8_0; ++j) y[i].qs[j] = round_i8(x[j] * id);
+  }
+}
+
+void quantize_row_q8_1(const float* x, void* dst, std::int64_t n) {
+  const std::int64_t nb = check_blocks(TensorType::Q8_1, n, "[quantize]");
+  auto* y = static_cast<BlockQ8_1*>(dst);
+  for (std::int64_t i = 0; i < nb; ++i, x += kQK8_1) {
+    float amax = 0.0f;
+    for (int j = 0; j < kQK8_1; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = f32_to_fp16(d);
+    int sum = 0;
+    for (int j = 0; j < kQK8_1; ++j) {
+      y[i].qs[j] = round_i8(x[j] * id);
+      sum += y[i].qs[j];
+    }
+    // s uses the f32 d, not its fp16 rounding, as ggml does.
+    y[i].s = f32_to_fp16(static_cast<float>(sum) * d);
+  }
+}
+
+void quantize_row_q8_K(const float* x, void* dst, std::int64_t n) {
+  const std::int64_t nb = check_blocks(TensorType::Q8_K, n, "[quantize]");
+  auto* y = static_cast<BlockQ8_K*>(dst);
+  for (std::int64_t i = 0; i < nb; ++i, x += kQK_K) {
+    float amax = 0.0f, max = 0.0f;  // max: the signed value of the first largest |x|
+    for (int j = 0; j < kQK_K; ++j) {
+      const float ax = std::fabs(x[j]);
+      if (ax > amax) {
+        amax = ax;
+        max = x[j];
+      }
+    }
+    if (amax == 0.0f) {
+      std::memset(&y[i], 0, sizeof(BlockQ8_K));
+      continue;
+    }
+    // Scaling by -127/max (not 128) keeps every q within [-127, 127].
+    const float iscale = -127.0f / max;
+    for (int j = 0; j < kQK_K; ++j) {
+      y[i].qs[j] = static_cast<std::int8_t>(std::min(127, nearest_int(iscale * x[j])));
+    }
+    for (int g = 0; g < kQK_K / 16; ++g) {
+      int sum = 0;
+      for (int j = 0; j < 16; ++j) sum += y[i].qs[16 * g + j];
+      y[i].bsums[g] = static_cast<std::int16_t>(sum);
+    }
+    y[i].d = 1.0f / iscale;
+  }
+}
+
+void quantize_row_q4_0(const float* x, void* dst, std::int64_t n) {
+  const std::int64_t nb = check_blocks(TensorType::Q4_0, n, "[quantize]");
+  auto* y = static_cast<BlockQ4_0*>(dst);
+  for (std::int64_t i = 0; i < nb; ++i, x += kQK4_0) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < kQK4_0; ++j) {
+      if (amax < std::fabs(x[j])) {
+        amax = std::fabs(x[j]);
+        max = x[j];
+      }
+    }
+    // The largest-magnitude value maps to -8 exactly, using the full signed nibble range.
+    const float d = max / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = f32_to_fp16(d);
+    for (int j = 0; j < kQK4_0 / 2; ++j) {
+      const int q0 = q4_nibble(x[j] * id + 8.5f);
+      const int q1 = q4_nibble(x[j + 16] * id + 8.5f);
+      y[i].qs[j] = static_cast<std::uint8_t>(q0 | (q1 << 4));
+    }
+  }
+}
+
+void quantize_row(TensorType t, const float* x, void* dst, std::int64_t n) {
+  switch (t) {
+    case TensorType::Q8_0:
+      return quantize_row_q8_0(x, dst, n);
+    case TensorType::Q8_1:
+      return quantize_row_q8_1(x, dst, n);
+    case TensorType::Q8_K:
+      return quantize_row_q8_K(x, dst, n);
+    case TensorType::Q4_0:
+      return quantize_row_q4_0(x, dst, n);
+    case TensorType::F32:
+      std::memcpy(dst, x, static_cast<std::size_t>(std::max<std::int64_t>(n, 0)) * sizeof(float));
+      return;
+    case TensorType::F16: {
+      auto* h = static_cast<std::uint16_t*>(dst);
+      for (std::int64_t i = 0; i < n; ++i) h[i] = f32_to_fp16(x[i]);
+      return;
+    }
+    case TensorType::BF16: {
+      auto* h = static_cast<std::uint16_t*>(dst);
+      for (std::int64_t i = 0; i < n; ++i) h[i] = f32_to_bf16(x[i]);
+      return;
+    }
+    default:
+      throw Error(Errc::Unsupported,
+                  "[quantize] quantizing to " + type_name(t) + " is not implemented yet");
+  }
+}
+
+}  // namespace seam::quant

@@ -1,0 +1,45 @@
+// Row conversions between f32 and the GGUF block formats: exact decoders for
+// every type the CPU kernels read, and the reference quantizers (ggml's
+// quantize_row_*_ref rules) for activations and for writing weights.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "format/tensor_type.h"
+
+namespace seam::quant {
+
+// What compute knows about a type it has kernels for.
+struct TypeTraits {
+  std::uint32_t block_size;  // elements per block
+  std::uint32_t type_size;   // bytes per block
+  TensorType dot_type;       // activation format its dot kernel takes (F32 for float weights)
+};
+
+// Traits of a weight type this build can decode and multiply, or nullptr.
+const TypeTraits* traits(TensorType t);
+
+// "Q4_K", or "type 42" for an id compute does not know; for error messages.
+std::string type_name(TensorType t);
+
+// Bytes of one row of n elements; throws Unsupported for types without kernels
+// and InvalidArgument when n is not a multiple of the block size.
+std::size_t row_size(TensorType t, std::int64_t n);
+
+// dst[0..n) = decoded src, bit-identical to ggml's to_float. n must be a
+// multiple of the block size. Throws Unsupported for types it cannot decode.
+void dequantize_row(TensorType t, const void* src, float* dst, std::int64_t n);
+
+// Quantizes x[0..n) into blocks of `t`, following ggml's reference rules.
+// Supported: Q8_0, Q8_1, Q8_K (activations), Q4_0 (weights; Q8_0 doubles as a weight
+// format), F32, F16, BF16. Throws Unsupported for others.
+void quantize_row(TensorType t, const float* x, void* dst, std::int64_t n);
+
+void quantize_row_q8_0(const float* x, void* dst, std::int64_t n);
+void quantize_row_q8_1(const float* x, void* dst, std::int64_t n);
+void quantize_row_q8_K(const float* x, void* dst, std::int64_t n);
+void quantize_row_q4_0(const float* x, void* dst, std::int64_t n);
+
+}  // namespace seam::quant

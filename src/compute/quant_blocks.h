@@ -1,0 +1,148 @@
+// GGUF quantization block layouts, byte for byte as ggml stores them
+// (ggml-common.h). Half-precision fields are raw IEEE binary16 bits.
+// Every struct is standard-layout with no padding; sizes are asserted.
+#pragma once
+
+#include <cstdint>
+
+namespace seam::quant {
+
+inline constexpr int kQK4_0 = 32;
+inline constexpr int kQK4_1 = 32;
+inline constexpr int kQK5_0 = 32;
+inline constexpr int kQK5_1 = 32;
+inline constexpr int kQK8_0 = 32;
+inline constexpr int kQK8_1 = 32;
+inline constexpr int kQK_K = 256;  // K-quant super-block
+inline constexpr int kKScaleSize = 12;
+
+// x = (q - 8) * d, q a nibble; qs[j] low nibble = x[j], high nibble = x[j + 16].
+struct BlockQ4_0 {
+  std::uint16_t d;
+  std::uint8_t qs[kQK4_0 / 2];
+};
+
+// x = q * d + m.
+struct BlockQ4_1 {
+  std::uint16_t d;
+  std::uint16_t m;
+  std::uint8_t qs[kQK4_1 / 2];
+};
+
+// 5-bit q: low nibble as Q4_0, bit 4 of element j is bit j of qh (little endian); x = (q - 16) * d.
+struct BlockQ5_0 {
+  std::uint16_t d;
+  std::uint8_t qh[4];
+  std::uint8_t qs[kQK5_0 / 2];
+};
+
+// x = q * d + m, q as in Q5_0.
+struct BlockQ5_1 {
+  std::uint16_t d;
+  std::uint16_t m;
+  std::uint8_t qh[4];
+  std::uint8_t qs[kQK5_1 / 2];
+};
+
+// x = q * d.
+struct BlockQ8_0 {
+  std::uint16_t d;
+  std::int8_t qs[kQK8_0];
+};
+
+// Activation type for Q4_1/Q5_1: s = d * sum(qs), so the weight's m term costs one multiply.
+struct BlockQ8_1 {
+  std::uint16_t d;
+  std::uint16_t s;
+  std::int8_t qs[kQK8_1];
+};
+
+// 16 sub-blocks of 16; scales[j] = (4-bit min << 4) | 4-bit scale; 2-bit q packed four per byte:
+// qs[32*h + l] holds element 128*h + 32*k + l in bits 2k..2k+1 (l < 32).
+// x = d * sc * q - dmin * mn.
+struct BlockQ2_K {
+  std::uint8_t scales[kQK_K / 16];
+  std::uint8_t qs[kQK_K / 4];
+  std::uint16_t d;
+  std::uint16_t dmin;
+};
+
+// 16 sub-blocks of 16; 3-bit q = low 2 bits (packed as Q2_K) + high bit in hmask
+// (element 32*k + l -> bit k of hmask[l]); a cleared high bit means q - 4.
+// 6-bit signed scales (minus 32) packed into 12 bytes. x = d * (sc - 32) * q.
+struct BlockQ3_K {
+  std::uint8_t hmask[kQK_K / 8];
+  std::uint8_t qs[kQK_K / 4];
+  std::uint8_t scales[kKScaleSize];
+  std::uint16_t d;
+};
+
+// 8 sub-blocks of 32 with 6-bit scale and min packed into 12 bytes;
+// qs[32*p + l] low nibble = element 64*p + l, high nibble = element 64*p + 32 + l.
+// x = d * sc * q - dmin * mn.
+struct BlockQ4_K {
+  std::uint16_t d;
+  std::uint16_t dmin;
+  std::uint8_t scales[kKScaleSize];
+  std::uint8_t qs[kQK_K / 2];
+};
+
+// As Q4_K plus a fifth bit: element 32*k + l takes bit k of qh[l].
+struct BlockQ5_K {
+  std::uint16_t d;
+  std::uint16_t dmin;
+  std::uint8_t scales[kKScaleSize];
+  std::uint8_t qh[kQK_K / 8];
+  std::uint8_t qs[kQK_K / 2];
+};
+
+// 16 sub-blocks of 16 with int8 scales; 6-bit q (low 4 in ql, high 2 in qh), x = d * sc * (q - 32).
+struct BlockQ6_K {
+  std::uint8_t ql[kQK_K / 2];
+  std::uint8_t qh[kQK_K / 4];
+  std::int8_t scales[kQK_K / 16];
+  std::uint16_t d;
+};
+
+// Activation type for the K-quants: f32 scale, bsums[j] = sum of qs[16j .. 16j+16).
+struct BlockQ8_K {
+  float d;
+  std::int8_t qs[kQK_K];
+  std::int16_t bsums[kQK_K / 16];
+};
+
+static_assert(sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ4_1) == 20);
+static_assert(sizeof(BlockQ5_0) == 22);
+static_assert(sizeof(BlockQ5_1) == 24);
+static_assert(sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockQ8_1) == 36);
+static_assert(sizeof(BlockQ2_K) == 84);
+static_assert(sizeof(BlockQ3_K) == 110);
+static_assert(sizeof(BlockQ4_K) == 144);
+static_assert(sizeof(BlockQ5_K) == 176);
+static_assert(sizeof(BlockQ6_K) == 210);
+static_assert(sizeof(BlockQ8_K) == 292);
+
+// Sub-block j (0..7) of a Q4_K/Q5_K 12-byte scale field: 6-bit scale and 6-bit min.
+// Bytes 0..3 hold scales 0..3 (low 6 bits) and the top 2 bits of scales 4..7;
+// bytes 4..7 the same for mins; bytes 8..11 the low nibbles of scale/min 4..7.
+inline void scale_min_k4(int j, const std::uint8_t* q, std::uint8_t& sc, std::uint8_t& mn) {
+  if (j < 4) {
+    sc = q[j] & 63;
+    mn = q[j + 4] & 63;
+  } else {
+    sc = static_cast<std::uint8_t>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+    mn = static_cast<std::uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
+// Sub-block j (0..15) of a Q3_K scale field, unsigned 6-bit (subtract 32 for the signed scale):
+// low 4 bits from nibble j of bytes 0..7, high 2 bits from bytes 8..11.
+inline int scale_q3_k(int j, const std::uint8_t* s) {
+  const int lo = j < 8 ? (s[j] & 0xF) : (s[j - 8] >> 4);
+  const int hi = (s[8 + (j & 3)] >> (2 * (j >> 2))) & 3;
+  return lo | (hi << 4);
+}
+
+}  // namespace seam::quant

@@ -1,0 +1,163 @@
+// matmul against a naive double-precision reference on the dequantized weights,
+// for every weight type, odd shapes and several thread counts.
+#include "compute/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "compute/quant.h"
+#include "compute/quant_blocks.h"
+#include "core/half.h"
+#include "quant_testutil.h"
+#include "seam/error.h"
+
+namespace seam {
+namespace {
+
+using testutil::decode_act;
+
+class MatmulTypes : public ::testing::TestWithParam<TensorType> {};
+
+// Two checks per output, both with bounds derived from the formats:
+// (a) against the reference on the *quantized* activations (decoded): the kernel's
+//     integer sums are exact, so only f32 rounding of the per-block scaling and of
+//     the accumulation remains: 1e-5 of sum|w*a| (>> n_blocks * 2^-24). Q8_1 adds the
+//     fp16 rounding of its s = d*sum(q) field, which meets the weight's min m:
+//     |m| * |d * sum q| * 2^-10 per block (2^-11 for s, 2^-11 for d's own rounding).
+// (b) against the reference on the f32 activations: quantizing to 8 bits moves each
+//     activation by at most half a step, amax/254, plus the fp16 rounding of the
+//     scale (127 steps * d * 2^-11 = amax/2048); the error is then at most
+//     sum_k |w_k| * amax(block of k) * (1/254 + 1/2048), plus (a)'s bound.
+TEST_P(MatmulTypes, MatchesDoubleReference) {
+  const TensorType type = GetParam();
+  const quant::TypeTraits& tr = *quant::traits(type);
+  const TensorType dt = tr.dot_type;
+  const std::int64_t n_in = testutil::test_row_len(type);
+  const std::size_t row = quant::row_size(type, n_in);
+  const std::int64_t act_block = dt == TensorType::Q8_K ? 256 : dt == TensorType::F32 ? 1 : 32;
+  std::mt19937 rng(1234 + static_cast<int>(type));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+
+  ThreadPool pools[3] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
+  MatmulScratch scratch;
+  for (std::int64_t n_out : {1, 3, 37, 129}) {
+    const std::size_t stride = row + (n_out % 2 ? 6 : 0);  // padded rows for odd n_out
+    const std::vector<std::byte> wbytes = testutil::random_weights(type, n_out, n_in, stride, rng);
+    const WeightView w{type, n_in, n_out, wbytes.data(), stride};
+    std::vector<std::vector<double>> wd(n_out);  // [n_out][n_in] dequantized
+    std::vector<float> tmp(n_in);
+    for (std::int64_t r = 0; r < n_out; ++r) {
+      get_row(w, r, tmp.data());
+      wd[r].assign(tmp.begin(), tmp.end());
+    }
+    for (std::int64_t n_tok : {1, 2, 5, 17}) {
+      std::vector<float> x(n_tok * n_in);  // [n_tok][n_in]
+      for (float& v : x) v = normal(rng);
+      // Quantized activations as the kernel sees them.
+      std::vector<std::vector<double>> ad(n_tok);
+      const std::size_t arow = dt == TensorType::F32 ? n_in * 4 : quant::row_size(dt, n_in);
+      std::vector<std::byte> aq(arow);
+      for (std::int64_t t = 0; t < n_tok; ++t) {
+        quant::quantize_row(dt, x.data() + t * n_in, aq.data(), n_in);
+        ad[t] = decode_act(dt, aq.data(), n_in);
+      }
+      // References and bounds per (token, row): [n_tok][n_out].
+      std::vector<double> ref_q(n_tok * n_out), ref_x(n_tok * n_out), tol_a(n_tok * n_out),
+          tol_b(n_tok * n_out);
+      for (std::int64_t t = 0; t < n_tok; ++t) {
+        const float* xt = x.data() + t * n_in;
+        std::vector<double> amax(n_in / act_block, 0.0);
+        for (std::int64_t k = 0; k < n_in; ++k) {
+          amax[k / act_block] = std::max(amax[k / act_block], std::fabs(double{xt[k]}));
+        }
+        for (std::int64_t r = 0; r < n_out; ++r) {
+          double rq = 0, rx = 0, mag = 0, qerr = 0, q81 = 0;
+          for (std::int64_t k = 0; k < n_in; ++k) {
+            rq += wd[r][k] * ad[t][k];
+            rx += wd[r][k] * xt[k];
+            mag += std::fabs(wd[r][k] * ad[t][k]);
+            if (act_block > 1) {
+              qerr += std::fabs(wd[r][k]) * amax[k / act_block] * (1.0 / 254 + 1.0 / 2048);
+            }
+          }
+          if (dt == TensorType::Q8_1) {
+            for (std::int64_t b = 0; b < n_in / 32; ++b) {
+              std::uint16_t mh;
+              std::memcpy(&mh, wbytes.data() + r * stride + b * tr.type_size + 2, 2);
+              double s = 0;
+              for (int j = 0; j < 32; ++j) s += ad[t][b * 32 + j];
+              q81 += std::fabs(fp16_to_f32(mh) * s) * (1.0 / 1024);
+            }
+          }
+          const std::size_t i = t * n_out + r;
+          ref_q[i] = rq;
+          ref_x[i] = rx;
+          tol_a[i] = 1e-5 * mag + q81 + 1e-30;
+          tol_b[i] = tol_a[i] + qerr;
+        }
+      }
+      for (int p = 0; p < 3; ++p) {
+        const std::int64_t ldy = n_out + 3;
+        std::vector<float> y(n_tok * ldy, 12345.0f);
+        matmul(w, x.data(), n_tok, y.data(), ldy, pools[p], scratch);
+        for (std::int64_t t = 0; t < n_tok; ++t) {
+          for (std::int64_t r = 0; r < n_out; ++r) {
+            const std::size_t i = t * n_out + r;
+            const double got = y[t * ldy + r];
+            ASSERT_NEAR(got, ref_q[i], tol_a[i])
+                << quant::type_name(type) << " n_out " << n_out << " n_tok " << n_tok << " threads "
+                << p + 1 << " r " << r << " t " << t;
+            ASSERT_NEAR(got, ref_x[i], tol_b[i]) << quant::type_name(type) << " r " << r;
+          }
+          for (std::int64_t r = n_out; r < ldy; ++r) ASSERT_EQ(y[t * ldy + r], 12345.0f);
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTypes, ::testing::ValuesIn(testutil::kernel_types()),
+                         [](const auto& info) { return quant::type_name(info.param); });
+
+TEST(Matmul, UnsupportedTypeIsNamed) {
+  ThreadPool pool(1);
+  MatmulScratch scratch;
+  std::vector<std::byte> data(1024);
+  float x[256] = {}, y[1];
+  const WeightView w{TensorType::IQ4_XS, 256, 1, data.data(), 136};
+  try {
+    matmul(w, x, 1, y, 1, pool, scratch);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::Unsupported);
+    EXPECT_NE(std::string(e.what()).find("IQ4_XS"), std::string::npos) << e.what();
+  }
+  float row[256];
+  EXPECT_THROW(get_row(w, 0, row), Error);
+}
+
+TEST(Matmul, RejectsInconsistentShapes) {
+  ThreadPool pool(1);
+  MatmulScratch scratch;
+  std::vector<std::byte> data(34 * 4);
+  float x[64] = {}, y[8];
+  // Row length not a multiple of the block.
+  EXPECT_THROW(matmul({TensorType::Q8_0, 48, 2, data.data(), 68}, x, 1, y, 2, pool, scratch),
+               Error);
+  // Rows too short for their elements.
+  EXPECT_THROW(matmul({TensorType::Q8_0, 64, 2, data.data(), 34}, x, 1, y, 2, pool, scratch),
+               Error);
+  // ldy smaller than n_out.
+  EXPECT_THROW(matmul({TensorType::Q8_0, 64, 2, data.data(), 68}, x, 1, y, 1, pool, scratch),
+               Error);
+  // Zero tokens is a no-op, not an error.
+  EXPECT_NO_THROW(matmul({TensorType::Q8_0, 64, 2, data.data(), 68}, x, 0, y, 2, pool, scratch));
+}
+
+}  // namespace
+}  // namespace seam

@@ -1,0 +1,205 @@
+// Quantizers: Q8_0 and Q4_0 against mkgguf.py's numpy port of ggml's reference
+// quantizers (bit for bit), and the activation formats Q8_1 / Q8_K against
+// their defining rules.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "compute/quant.h"
+#include "compute/quant_blocks.h"
+#include "core/half.h"
+#include "seam/error.h"
+
+namespace seam {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace seam::quant;
+
+// Values that exercise the rounding rules: ties at half steps, all-zero blocks,
+// a negative extreme, repeated extremes (first one wins), subnormals and huge
+// magnitudes, plus plain Gaussian blocks.
+std::vector<float> tricky_values() {
+  std::vector<float> v;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int b = 0; b < 40; ++b) {
+    for (int j = 0; j < 32; ++j) v.push_back(normal(rng) * (b % 5 == 0 ? 1e-3f : 1.0f));
+  }
+  v.insert(v.end(), 32, 0.0f);                                                  // all-zero block
+  for (int j = 0; j < 32; ++j) v.push_back(static_cast<float>(j - 16) * 0.5f);  // exact ties
+  for (int j = 0; j < 32; ++j) v.push_back(j == 5 ? -3.0f : (j == 9 ? 3.0f : 0.1f * j));
+  for (int j = 0; j < 32; ++j) v.push_back(static_cast<float>(j % 17) * 127.0f / 16.0f);
+  for (int j = 0; j < 32; ++j) v.push_back((j % 2 ? 1e-40f : -2e-39f) * (j + 1));
+  for (int j = 0; j < 32; ++j) v.push_back((j % 3 - 1) * 6.0e4f);
+  for (int j = 0; j < 32; ++j) v.push_back((j % 2 ? 1e-44f : -3e-45f) * (j + 1));  // 1/d overflows
+  return v;
+}
+
+std::vector<char> slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::vector<char>(std::istreambuf_iterator<char>(f), {});
+}
+
+TEST(QuantizeRef, Q8_0AndQ4_0MatchMkgguf) {
+  const std::vector<float> x = tricky_values();
+  const fs::path dir = fs::path(SEAM_SCRATCH_DIR) / "quant_quantize_test";
+  fs::create_directories(dir);
+  {
+    std::ofstream f(dir / "x.f32", std::ios::binary);
+    f.write(reinterpret_cast<const char*>(x.data()), static_cast<std::streamsize>(x.size() * 4));
+  }
+  {
+    std::ofstream py(dir / "q.py");
+    py << "import sys, numpy as np\n"
+          "sys.path.insert(0, sys.argv[1])\n"
+          "import mkgguf\n"
+          "x = np.fromfile(sys.argv[2] + '/x.f32', dtype=np.float32)\n"
+          "mkgguf.quantize_q8_0(x).tofile(sys.argv[2] + '/x.q8_0')\n"
+          "mkgguf.quantize_q4_0(x).tofile(sys.argv[2] + '/x.q4_0')\n";
+  }
+  const std::string cmd = std::string(SEAM_PYTHON) + " -W ignore " + (dir / "q.py").string() + " " +
+                          SEAM_SHARED_DIR + "/tools " + dir.string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+
+  const std::int64_t n = static_cast<std::int64_t>(x.size());
+  std::vector<char> q8(row_size(TensorType::Q8_0, n)), q4(row_size(TensorType::Q4_0, n));
+  quantize_row(TensorType::Q8_0, x.data(), q8.data(), n);
+  quantize_row(TensorType::Q4_0, x.data(), q4.data(), n);
+  const std::vector<char> ref8 = slurp(dir / "x.q8_0"), ref4 = slurp(dir / "x.q4_0");
+  ASSERT_EQ(ref8.size(), q8.size());
+  ASSERT_EQ(ref4.size(), q4.size());
+  for (std::size_t b = 0; b < q8.size() / 34; ++b) {
+    EXPECT_EQ(std::memcmp(q8.data() + 34 * b, ref8.data() + 34 * b, 34), 0) << "Q8_0 block " << b;
+  }
+  for (std::size_t b = 0; b < q4.size() / 18; ++b) {
+    EXPECT_EQ(std::memcmp(q4.data() + 18 * b, ref4.data() + 18 * b, 18), 0) << "Q4_0 block " << b;
+  }
+}
+
+TEST(QuantizeRef, Q4_0HandComputed) {
+  // The extreme is x = -4, so d = -4 / -8 = 0.5 and q = trunc(x / d + 8.5), clamped to 15.
+  float x[32] = {};
+  x[0] = -4.0f;   // -8 + 8.5 -> 0
+  x[1] = 3.75f;   // 7.5 + 8.5 = 16 -> clamped to 15
+  x[2] = -0.25f;  // -0.5 + 8.5 = 8 (ties round up)
+  x[3] = 0.25f;   // 0.5 + 8.5 = 9
+  x[20] = 1.0f;   // element 20 -> high nibble of byte 4: 2 + 8.5 -> 10
+  BlockQ4_0 b;
+  quantize_row_q4_0(x, &b, 32);
+  EXPECT_EQ(fp16_to_f32(b.d), 0.5f);
+  EXPECT_EQ(b.qs[0] & 0xF, 0);
+  EXPECT_EQ(b.qs[1] & 0xF, 15);
+  EXPECT_EQ(b.qs[2] & 0xF, 8);
+  EXPECT_EQ(b.qs[3] & 0xF, 9);
+  EXPECT_EQ(b.qs[4], 8 | (10 << 4));
+}
+
+TEST(QuantizeAct, Q8_1CarriesScaledSum) {
+  const std::vector<float> x = tricky_values();
+  const std::int64_t n = static_cast<std::int64_t>(x.size());
+  std::vector<BlockQ8_1> q(n / 32);
+  std::vector<BlockQ8_0> r(n / 32);
+  quantize_row_q8_1(x.data(), q.data(), n);
+  quantize_row_q8_0(x.data(), r.data(), n);
+  for (std::size_t b = 0; b < q.size(); ++b) {
+    // Same d and quants as Q8_0; s = fp16(d_f32 * sum q).
+    EXPECT_EQ(q[b].d, r[b].d) << b;
+    EXPECT_EQ(std::memcmp(q[b].qs, r[b].qs, 32), 0) << b;
+    int sum = 0;
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) {
+      sum += q[b].qs[j];
+      amax = std::max(amax, std::fabs(x[32 * b + j]));
+    }
+    EXPECT_EQ(q[b].s, f32_to_fp16(static_cast<float>(sum) * (amax / 127.0f))) << b;
+  }
+}
+
+TEST(QuantizeAct, Q8_KRules) {
+  std::vector<float> x(512);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  for (float& v : x) v = normal(rng);
+  x[77] = -9.0f;  // the extreme of block 0 maps to exactly -127
+  x[300] = 0.0f;
+  BlockQ8_K q[2];
+  quantize_row_q8_K(x.data(), q, 512);
+  EXPECT_EQ(q[0].d, 1.0f / (-127.0f / -9.0f));
+  EXPECT_EQ(q[0].qs[77], -127);
+  for (int b = 0; b < 2; ++b) {
+    for (int g = 0; g < 16; ++g) {
+      int s = 0;
+      for (int j = 0; j < 16; ++j) s += q[b].qs[16 * g + j];
+      EXPECT_EQ(q[b].bsums[g], s);
+    }
+    const float iscale = 1.0f / q[b].d;
+    for (int j = 0; j < 256; ++j) {
+      const float v = iscale * x[256 * b + j];
+      // Round half to even, within one step of the scaled value.
+      EXPECT_LE(std::fabs(v - q[b].qs[j]), 0.5f + 1e-4f) << b << " " << j;
+    }
+  }
+  // Ties go to even: scaled values 0.5 and 1.5 and 2.5.
+  std::vector<float> t(256, 0.0f);
+  t[0] = -127.0f;  // iscale = -127 / -127 = 1
+  t[1] = 0.5f;
+  t[2] = 1.5f;
+  t[3] = 2.5f;
+  t[4] = -3.5f;
+  BlockQ8_K qt;
+  quantize_row_q8_K(t.data(), &qt, 256);
+  EXPECT_EQ(qt.d, 1.0f);
+  EXPECT_EQ(qt.qs[0], -127);
+  EXPECT_EQ(qt.qs[1], 0);
+  EXPECT_EQ(qt.qs[2], 2);
+  EXPECT_EQ(qt.qs[3], 2);
+  EXPECT_EQ(qt.qs[4], -4);
+  // All-zero blocks give zeros, not NaNs.
+  std::vector<float> z(256, 0.0f);
+  quantize_row_q8_K(z.data(), &qt, 256);
+  EXPECT_EQ(qt.d, 0.0f);
+  for (int g = 0; g < 16; ++g) EXPECT_EQ(qt.bsums[g], 0);
+}
+
+TEST(QuantizeAct, RoundTripErrorWithinHalfStep) {
+  std::vector<float> x(256 * 3);
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (float& v : x) v = normal(rng);
+  const std::int64_t n = static_cast<std::int64_t>(x.size());
+  std::vector<char> q(row_size(TensorType::Q8_0, n));
+  std::vector<float> y(n);
+  quantize_row_q8_0(x.data(), q.data(), n);
+  dequantize_row(TensorType::Q8_0, q.data(), y.data(), n);
+  for (std::int64_t b = 0; b < n / 32; ++b) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[32 * b + j]));
+    for (int j = 0; j < 32; ++j) {
+      EXPECT_LE(std::fabs(y[32 * b + j] - x[32 * b + j]), amax / 254.0f + amax / 2048.0f);
+    }
+  }
+}
+
+TEST(QuantizeAct, UnsupportedTargetIsNamed) {
+  float x[256] = {};
+  char out[512];
+  try {
+    quantize_row(TensorType::IQ2_XXS, x, out, 256);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::Unsupported);
+    EXPECT_NE(std::string(e.what()).find("IQ2_XXS"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace seam

@@ -1,0 +1,132 @@
+// Helpers shared by the compute kernel tests: random weight blocks with sane
+// scales, and a decoder of the activation formats (Q8_0/Q8_1/Q8_K).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "compute/quant.h"
+#include "compute/quant_blocks.h"
+#include "core/half.h"
+
+namespace seam::testutil {
+
+// n_rows rows of n_in elements of type t, rows `stride` bytes apart. Quant bytes
+// are uniform random; every fp16 scale/min is replaced by a value in
+// [1e-3, 2e-2) (mins signed) so results stay finite and of sane magnitude.
+inline std::vector<std::byte> random_weights(TensorType t, std::int64_t n_rows, std::int64_t n_in,
+                                             std::size_t stride, std::mt19937& rng) {
+  using namespace seam::quant;
+  std::vector<std::byte> buf(stride * static_cast<std::size_t>(n_rows));
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (auto& b : buf) b = static_cast<std::byte>(byte(rng));
+  std::uniform_real_distribution<float> scale(1e-3f, 2e-2f), sgn(-1.0f, 1.0f);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto put_half = [&](std::byte* p, float v) {
+    const std::uint16_t h = f32_to_fp16(v);
+    std::memcpy(p, &h, 2);
+  };
+  const TypeTraits* tr = traits(t);
+  const std::size_t bs = tr->type_size;
+  const std::int64_t nb = n_in / tr->block_size;
+  for (std::int64_t r = 0; r < n_rows; ++r) {
+    std::byte* row = buf.data() + r * stride;
+    for (std::int64_t i = 0; i < nb; ++i) {
+      std::byte* b = row + i * bs;
+      switch (t) {
+        case TensorType::F32: {
+          const float v = normal(rng);
+          std::memcpy(b, &v, 4);
+          break;
+        }
+        case TensorType::F16:
+          put_half(b, normal(rng));
+          break;
+        case TensorType::BF16: {
+          const std::uint16_t h = f32_to_bf16(normal(rng));
+          std::memcpy(b, &h, 2);
+          break;
+        }
+        case TensorType::Q4_0:
+        case TensorType::Q5_0:
+        case TensorType::Q8_0:
+          put_half(b, scale(rng));
+          break;
+        case TensorType::Q4_1:
+        case TensorType::Q5_1:
+        case TensorType::Q4_K:
+        case TensorType::Q5_K:
+          put_half(b, scale(rng));
+          put_half(b + 2, t == TensorType::Q4_1 || t == TensorType::Q5_1 ? scale(rng) * sgn(rng)
+                                                                         : scale(rng));
+          break;
+        case TensorType::Q2_K:
+          put_half(b + offsetof(BlockQ2_K, d), scale(rng));
+          put_half(b + offsetof(BlockQ2_K, dmin), scale(rng));
+          break;
+        case TensorType::Q3_K:
+          put_half(b + offsetof(BlockQ3_K, d), scale(rng));
+          break;
+        case TensorType::Q6_K:
+          put_half(b + offsetof(BlockQ6_K, d), scale(rng));
+          break;
+        default:
+          break;
+      }
+    }
+  }
+  return buf;
+}
+
+// Decodes one activation row in dot type `t` (F32 rows are copied).
+inline std::vector<double> decode_act(TensorType t, const void* src, std::int64_t n) {
+  using namespace seam::quant;
+  std::vector<double> out(static_cast<std::size_t>(n));
+  switch (t) {
+    case TensorType::F32: {
+      const auto* f = static_cast<const float*>(src);
+      for (std::int64_t i = 0; i < n; ++i) out[i] = f[i];
+      break;
+    }
+    case TensorType::Q8_0: {
+      const auto* b = static_cast<const BlockQ8_0*>(src);
+      for (std::int64_t i = 0; i < n; ++i) out[i] = fp16_to_f32(b[i / 32].d) * b[i / 32].qs[i % 32];
+      break;
+    }
+    case TensorType::Q8_1: {
+      const auto* b = static_cast<const BlockQ8_1*>(src);
+      for (std::int64_t i = 0; i < n; ++i) out[i] = fp16_to_f32(b[i / 32].d) * b[i / 32].qs[i % 32];
+      break;
+    }
+    case TensorType::Q8_K: {
+      const auto* b = static_cast<const BlockQ8_K*>(src);
+      for (std::int64_t i = 0; i < n; ++i) {
+        out[i] = static_cast<double>(b[i / 256].d) * b[i / 256].qs[i % 256];
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  return out;
+}
+
+// All weight types with CPU kernels.
+inline const std::vector<TensorType>& kernel_types() {
+  static const std::vector<TensorType> v = {
+      TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q4_0, TensorType::Q4_1,
+      TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0, TensorType::Q2_K, TensorType::Q3_K,
+      TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
+  return v;
+}
+
+// A row length with several blocks (an odd count) that is not a power of two.
+inline std::int64_t test_row_len(TensorType t) {
+  const std::uint32_t bs = quant::traits(t)->block_size;
+  return bs == 1 ? 83 : bs == 32 ? 32 * 7 : 256 * 3;
+}
+
+}  // namespace seam::testutil
