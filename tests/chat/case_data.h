@@ -1,0 +1,87 @@
+// Loads shared/templates (templates.json, fixtures.json, cases.jsonl) and
+// builds each case's template context the way the README prescribes.
+#pragma once
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace seam::test {
+
+inline std::string templates_dir() { return std::string(SEAM_SHARED_DIR) + "/templates"; }
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct TemplateCase {
+  std::string template_name;
+  std::string fixture;
+  bool expect_error = false;
+  std::string expected;    // output, or the error message
+  std::string error_kind;  // "raise_exception" or "runtime" when expect_error
+};
+
+struct TemplateData {
+  std::map<std::string, nlohmann::ordered_json> templates;  // by name
+  std::map<std::string, nlohmann::ordered_json> fixtures;   // by id
+  std::vector<TemplateCase> cases;
+  std::string clock;  // the pinned strftime_now instant
+};
+
+inline TemplateData load_template_data() {
+  TemplateData d;
+  const std::string dir = templates_dir();
+  const auto tj = nlohmann::ordered_json::parse(read_file(dir + "/templates.json"));
+  for (const auto& t : tj.at("templates")) d.templates[t.at("name").get<std::string>()] = t;
+  const auto fj = nlohmann::ordered_json::parse(read_file(dir + "/fixtures.json"));
+  d.clock = fj.at("strftime_now").get<std::string>();
+  for (const auto& f : fj.at("fixtures")) d.fixtures[f.at("id").get<std::string>()] = f;
+  std::istringstream lines(read_file(dir + "/cases.jsonl"));
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    const auto c = nlohmann::ordered_json::parse(line);
+    TemplateCase tc;
+    tc.template_name = c.at("template").get<std::string>();
+    tc.fixture = c.at("fixture").get<std::string>();
+    if (c.contains("expected")) {
+      tc.expected = c.at("expected").get<std::string>();
+    } else {
+      tc.expect_error = true;
+      tc.expected = c.at("error").get<std::string>();
+      tc.error_kind = c.at("error_kind").get<std::string>();
+    }
+    d.cases.push_back(std::move(tc));
+  }
+  return d;
+}
+
+// The context of README "How a case is rendered": messages, tools/documents
+// (null when absent), add_generation_prompt, special tokens (left undefined
+// when null), then the fixture's kwargs.
+inline nlohmann::ordered_json build_context(const nlohmann::ordered_json& tmpl,
+                                            const nlohmann::ordered_json& fixture) {
+  nlohmann::ordered_json ctx = nlohmann::ordered_json::object();
+  ctx["messages"] = fixture.at("messages");
+  ctx["tools"] = fixture.contains("tools") ? fixture.at("tools") : nlohmann::ordered_json();
+  ctx["documents"] =
+      fixture.contains("documents") ? fixture.at("documents") : nlohmann::ordered_json();
+  ctx["add_generation_prompt"] = fixture.at("add_generation_prompt");
+  for (const char* tok : {"bos_token", "eos_token"}) {
+    const auto& v = fixture.contains(tok) ? fixture.at(tok) : tmpl.at(tok);
+    if (!v.is_null()) ctx[tok] = v;
+  }
+  if (fixture.contains("kwargs"))
+    for (const auto& [k, v] : fixture.at("kwargs").items()) ctx[k] = v;
+  return ctx;
+}
+
+}  // namespace seam::test
