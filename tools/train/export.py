@@ -6,7 +6,10 @@ Verification (on by default):
      rounding only) and has the GGUF shape ne = [in, out];
   2. greedy continuations of a prompt: the torch model (fp32), the torch model
      with the weights decoded from the file, and tools/reference.py (float64
-     numpy, reading only the file) must give the same ids.
+     numpy, reading only the file) must give the same ids;
+  3. with --seam BINARY, the engine itself: `seam tokenize` must split held-out
+     verses exactly as SentencePiece does, and `seam run --temp 0` must print the
+     same greedy text.
 Prints a sampled continuation of the prompt too.
 """
 import argparse
@@ -114,6 +117,29 @@ def verify_tensors(path, model):
     return r
 
 
+def check_engine(args, sp, greedy_ids):
+    with open(os.path.join(args.out, "valid.txt"), encoding="utf-8") as f:
+        verses = [v for v in f.read().split("\n") if v][::7]
+    for v in verses:
+        r = subprocess.run([args.seam, "tokenize", "-m", args.gguf, "--json", "--", v],
+                           check=True, capture_output=True, text=True)
+        got = json.loads(r.stdout)["ids"]
+        if got != [sp.bos_id()] + sp.encode(v):
+            sys.exit(f"FAIL: seam tokenize differs from SentencePiece on {v!r}")
+    print(f"seam tokenize matches SentencePiece on {len(verses)} held-out verses")
+    r = subprocess.run([args.seam, "run", "-m", args.gguf, "-p", args.prompt, "--temp", "0",
+                        "-n", str(args.n), "-t", "1"], check=True, capture_output=True,
+                       text=True)
+    # seam prints only the continuation, as it reads after the prompt.
+    prompt = sp.encode(args.prompt)
+    full, head = sp.decode(prompt + greedy_ids), sp.decode(prompt)
+    assert full.startswith(head)
+    want = full[len(head):]
+    if r.stdout.rstrip("\n") != want:
+        sys.exit(f"FAIL: seam run greedy printed {r.stdout!r}, torch gives {want!r}")
+    print("seam run --temp 0 prints the same greedy text")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="build-train", help="training folder (ckpt.pt, kjv.model)")
@@ -122,6 +148,7 @@ def main():
     ap.add_argument("--prompt", default="And God said")
     ap.add_argument("--n", type=int, default=40)
     ap.add_argument("--no-verify", action="store_true")
+    ap.add_argument("--seam", help="also check against this seam binary")
     args = ap.parse_args()
     torch.set_num_threads(1)
 
@@ -168,6 +195,8 @@ def main():
         sys.exit("FAIL: reference.py and the torch model disagree on the exported file")
     if g_filed != g_torch:
         print("note: file rounding changed the fp32 greedy path (the file itself is consistent)")
+    if args.seam:
+        check_engine(args, sp, g_filed)
     print("OK: the exported file reproduces the torch model's greedy continuation")
 
 
