@@ -31,46 +31,54 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard lock(mu_);
     stop_.store(true);
-    generation_.fetch_add(1);
+    job_id_.fetch_add(1);
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::run_chunks() {
+void ThreadPool::run_chunks(std::uint32_t job_id) {
+  std::uint64_t cur = claim_.load(std::memory_order_acquire);
   for (;;) {
-    std::size_t begin = next_.fetch_add(chunk_, std::memory_order_relaxed);
-    if (begin >= job_n_) break;
-    std::size_t end = std::min(job_n_, begin + chunk_);
+    if (static_cast<std::uint32_t>(cur >> 32) != job_id) return;
+    const auto idx = static_cast<std::uint32_t>(cur);
+    if (idx >= n_chunks_) return;
+    if (!claim_.compare_exchange_weak(cur, cur + 1, std::memory_order_acq_rel,
+                                      std::memory_order_acquire)) {
+      continue;
+    }
+    // The job cannot end while this chunk is unfinished, so its fields are stable here.
+    const std::size_t begin = static_cast<std::size_t>(idx) * chunk_;
+    const std::size_t end = std::min(job_n_, begin + chunk_);
     try {
       (*job_)(begin, end);
     } catch (...) {
       std::lock_guard lock(error_mu_);
       if (!error_) error_ = std::current_exception();
-      next_.store(job_n_);  // abandon the remaining chunks
     }
+    if (chunks_done_.fetch_add(1, std::memory_order_acq_rel) + 1 == n_chunks_) {
+      std::lock_guard lock(mu_);
+      done_.notify_one();
+    }
+    cur = claim_.load(std::memory_order_acquire);
   }
 }
 
 void ThreadPool::worker_loop() {
-  std::uint64_t seen = 0;
+  std::uint32_t seen = 0;
   for (;;) {
     int spins = 0;
-    while (generation_.load(std::memory_order_acquire) == seen && spins < kSpinIterations) {
+    while (job_id_.load(std::memory_order_acquire) == seen && spins < kSpinIterations) {
       SEAM_CPU_RELAX();
       ++spins;
     }
-    if (generation_.load(std::memory_order_acquire) == seen) {
+    if (job_id_.load(std::memory_order_acquire) == seen) {
       std::unique_lock lock(mu_);
-      wake_.wait(lock, [&] { return generation_.load() != seen; });
+      wake_.wait(lock, [&] { return job_id_.load() != seen; });
     }
-    seen = generation_.load(std::memory_order_acquire);
+    seen = job_id_.load(std::memory_order_acquire);
     if (stop_.load()) return;
-    run_chunks();
-    if (active_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      std::lock_guard lock(mu_);
-      done_.notify_one();
-    }
+    run_chunks(seen);
   }
 }
 
@@ -85,29 +93,30 @@ void ThreadPool::parallel_for(std::size_t n, std::size_t grain,
   // A few chunks per thread balances uneven cores without much contention.
   const std::size_t target_chunks = static_cast<std::size_t>(n_threads_) * 4;
   chunk_ = std::max(grain, (n + target_chunks - 1) / target_chunks);
+  n_chunks_.store(static_cast<std::uint32_t>((n + chunk_ - 1) / chunk_), std::memory_order_relaxed);
   job_ = &fn;
   job_n_ = n;
   error_ = nullptr;
-  next_.store(0, std::memory_order_relaxed);
-  active_.store(n_threads_ - 1, std::memory_order_relaxed);
+  chunks_done_.store(0, std::memory_order_relaxed);
+  const std::uint32_t id = job_id_.load(std::memory_order_relaxed) + 1;
+  claim_.store(static_cast<std::uint64_t>(id) << 32, std::memory_order_release);
   {
     std::lock_guard lock(mu_);
-    generation_.fetch_add(1, std::memory_order_release);
+    job_id_.store(id, std::memory_order_release);
   }
   wake_.notify_all();
 
-  run_chunks();
+  run_chunks(id);
 
   int spins = 0;
-  while (active_.load(std::memory_order_acquire) != 0 && spins < kSpinIterations) {
+  while (chunks_done_.load(std::memory_order_acquire) != n_chunks_ && spins < kSpinIterations) {
     SEAM_CPU_RELAX();
     ++spins;
   }
-  if (active_.load(std::memory_order_acquire) != 0) {
+  if (chunks_done_.load(std::memory_order_acquire) != n_chunks_) {
     std::unique_lock lock(mu_);
-    done_.wait(lock, [&] { return active_.load(std::memory_order_acquire) == 0; });
+    done_.wait(lock, [&] { return chunks_done_.load(std::memory_order_acquire) == n_chunks_; });
   }
-  job_ = nullptr;
   if (error_) std::rethrow_exception(error_);
 }
 

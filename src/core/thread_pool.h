@@ -4,6 +4,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -28,28 +29,37 @@ class ThreadPool {
   // `grain` long (except the last), on all threads; returns when every range
   // is done. The first exception thrown by fn is rethrown here. Not reentrant:
   // one parallel_for at a time per pool.
-  void parallel_for(std::size_t n, std::size_t grain, FunctionRef<void(std::size_t, std::size_t)> fn);
+  //
+  // The caller works too and may take every chunk itself: a worker that is
+  // slow to wake (an oversubscribed machine) delays nobody, since completion is
+  // counted in chunks, not in workers checking in.
+  void parallel_for(std::size_t n, std::size_t grain,
+                    FunctionRef<void(std::size_t, std::size_t)> fn);
 
   static int default_threads();
 
  private:
   void worker_loop();
-  void run_chunks();
+  // Claims and runs chunks of job `job_id` until none are left.
+  void run_chunks(std::uint32_t job_id);
 
   int n_threads_;
   std::vector<std::thread> workers_;
 
-  // The current job.
+  // The current job; written by the caller before it publishes `claim_`.
   const FunctionRef<void(std::size_t, std::size_t)>* job_ = nullptr;
   std::size_t job_n_ = 0;
   std::size_t chunk_ = 1;
-  std::atomic<std::size_t> next_{0};
-  std::atomic<int> active_{0};
+  std::atomic<std::uint32_t> n_chunks_{0};  // read by stale workers before their CAS fails
+  // (job id << 32) | next chunk index. A worker claims a chunk with a CAS that
+  // also checks the job id, so it can never run a chunk of a job that ended.
+  std::atomic<std::uint64_t> claim_{0};
+  std::atomic<std::uint32_t> chunks_done_{0};
   std::exception_ptr error_;
   std::mutex error_mu_;
 
-  // Wake-up protocol: workers spin briefly on `generation_`, then block.
-  std::atomic<std::uint64_t> generation_{0};
+  // Wake-up protocol: workers spin briefly on `job_id_`, then block on `wake_`.
+  std::atomic<std::uint32_t> job_id_{0};
   std::atomic<bool> stop_{false};
   std::mutex mu_;
   std::condition_variable wake_;
