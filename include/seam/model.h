@@ -1,0 +1,93 @@
+// seam::Model — a loaded checkpoint: weights (memory-mapped, in their file
+// format), hyperparameters, tokenizer and chat template. Immutable after load
+// and safe to share across threads; every Session holds a reference to it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "seam/session.h"
+#include "seam/types.h"
+
+namespace seam {
+
+// What this loaded checkpoint can actually do.
+struct Capabilities {
+  bool text_generation = false;  // has weights and an LM head
+  bool chat_template = false;    // carries a chat template
+  bool tool_use = false;         // its chat template renders `tools`
+  bool embeddings = false;       // can return hidden states (not yet offered)
+};
+
+struct ModelInfo {
+  std::string path;
+  std::string name;          // general.name, or the file name
+  std::string architecture;  // general.architecture, e.g. "llama"
+  std::uint32_t n_vocab = 0;
+  std::uint32_t n_ctx_train = 0;
+  std::uint32_t n_embd = 0;
+  std::uint32_t n_layer = 0;
+  std::uint32_t n_head = 0;
+  std::uint32_t n_head_kv = 0;
+  std::uint64_t n_params = 0;      // elements of all weights
+  std::uint64_t weight_bytes = 0;  // bytes of all weights as stored
+  std::string quantization;        // e.g. "Q4_K x25, Q6_K x5, F32 x9"
+  Capabilities capabilities;
+  std::optional<std::string> chat_template;
+};
+
+// The verdict of the admission check, made from the file header alone before
+// any weight is touched.
+struct Admission {
+  bool ok = false;
+  std::string reason;  // why not, e.g. "tensor blk.3.ffn_up.weight has type IQ2_XS, which
+                       // this build cannot decode"; empty when ok
+};
+
+struct LoadOptions {
+  int n_threads = 0;        // compute threads for sessions; 0 = one per core
+  bool vocab_only = false;  // load only the tokenizer (tensors may be absent)
+};
+
+class Model {
+ public:
+  // Loads a GGUF file. Runs admission first and throws Error(Unsupported or
+  // BadFormat) with its reason; Error(Io) when the file cannot be read.
+  static std::shared_ptr<const Model> load(const std::string& path, const LoadOptions& opts = {});
+  // Reads only the header of `path` and says whether this build can run it.
+  // Throws only for unreadable or corrupt files.
+  static Admission admit(const std::string& path);
+
+  virtual ~Model();
+  const ModelInfo& info() const;
+
+  // Text -> tokens. `add_bos` adds BOS/EOS as the model's metadata says;
+  // `parse_special` recognises special-token text such as "<|im_end|>".
+  std::vector<Token> tokenize(std::string_view text, bool add_bos, bool parse_special) const;
+  // The bytes one token contributes to the text (may be part of a UTF-8 character).
+  std::string detok(Token token, Detok mode) const;
+  // The text of a token sequence.
+  std::string detok(std::span<const Token> tokens, Detok mode) const;
+  bool is_eog(Token token) const;  // every end-of-generation id, not only EOS
+  std::optional<Token> bos() const;
+  std::optional<Token> eos() const;
+  std::optional<Token> special_token(std::string_view text) const;  // exact vocab lookup
+
+  // A new session with its own KV cache. Throws Error(InvalidArgument) for a
+  // config out of range, Error(Unsupported) for a vocab-only model.
+  std::unique_ptr<Session> session(const SessionConfig& config) const;
+
+  struct Impl;
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  explicit Model(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace seam

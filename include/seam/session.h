@@ -1,0 +1,72 @@
+// seam::Session — KV state for up to n_seq_max sequences over one Model, and
+// the batched decode that advances them.
+//
+// Failure contract: every Error(InvalidArgument) or Error(ContextFull) thrown
+// by a Session is raised before anything changes, so the session stays usable.
+// A failure inside a forward pass (Error(BackendFailure)) leaves the KV cache
+// half-written: the session is then corrupted and every later call throws
+// Error(SessionCorrupted) until it is destroyed and recreated.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "seam/types.h"
+
+namespace seam {
+
+// One token to run through the model: `token` of sequence `seq` at position
+// `pos`; `logits` asks for this row's next-token logits.
+struct Decode {
+  Token token = 0;
+  std::int32_t pos = 0;
+  std::uint32_t seq = 0;
+  bool logits = false;
+};
+
+struct SessionConfig {
+  std::uint32_t n_ctx = 4096;   // KV cells shared by all sequences
+  std::uint32_t n_batch = 512;  // most tokens per forward pass; larger decodes are split
+  std::uint32_t n_seq_max = 1;  // sequence ids are 0 .. n_seq_max-1 (at most 256)
+};
+
+class Session {
+ public:
+  virtual ~Session() = default;
+
+  // Runs every Decode through the model in one call (split internally into
+  // chunks of n_batch). Any mix of sequences is allowed; within a sequence
+  // positions must increase, and each position must be beyond what the
+  // sequence already holds. A token of sequence s attends to the cached
+  // positions of s that are <= its own.
+  // Errors (session unchanged): empty batch, token outside the vocabulary,
+  // seq >= n_seq_max, negative or non-increasing positions (ContextFull when
+  // fewer free cells than tokens).
+  virtual void decode(std::span<const Decode> batch) = 0;
+
+  // Next-token logits (n_vocab floats) of row `ith` of the last decode call;
+  // Error(InvalidArgument) if that row did not ask for logits. Valid until the
+  // next decode.
+  virtual std::span<const float> logits(std::size_t ith) const = 0;
+
+  // Removes sequence `seq` from the cache; cells no other sequence holds are freed.
+  virtual void clear_seq(std::uint32_t seq) = 0;
+  // Forks: `dst` (cleared first) shares every cell of `src` without copying K/V.
+  virtual void copy_seq(std::uint32_t src, std::uint32_t dst) = 0;
+  // Prefix reuse: keeps the longest cached prefix of `tokens` for `seq`, drops
+  // the rest of that sequence, and returns the prefix length. It returns at
+  // most tokens.size() - 1 so that the caller always decodes at least the last
+  // token (whose logits it needs): decode tokens[n..] at positions n.. next.
+  virtual std::size_t begin_prompt(std::uint32_t seq, std::span<const Token> tokens) = 0;
+
+  virtual std::uint32_t n_ctx() const = 0;
+  virtual std::uint32_t n_seq_max() const = 0;
+  virtual std::uint32_t free_cells() const = 0;
+  // Number of positions sequence `seq` holds, and its next position (last + 1, or 0).
+  virtual std::uint32_t seq_length(std::uint32_t seq) const = 0;
+  virtual std::int32_t seq_next_pos(std::uint32_t seq) const = 0;
+  virtual bool corrupted() const = 0;
+};
+
+}  // namespace seam

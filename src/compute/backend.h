@@ -1,0 +1,102 @@
+// ComputeBackend: the ops the forward pass is written against (DESIGN.md §3).
+//
+// CpuBackend implements every op. An accelerator backend derives from
+// CpuBackend and overrides the ops it accelerates; the rest fall back to the
+// CPU implementations. The forward pass never calls a kernel directly.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "compute/matmul.h"
+#include "core/thread_pool.h"
+
+namespace seam {
+
+enum class Activation { Silu, GeluTanh };
+
+struct RopeParams {
+  std::int32_t n_rot = 0;  // rotated dims per head (<= head_dim), even
+  float freq_base = 10000.0f;
+  bool neox = false;                    // rotate (i, i + n_rot/2) instead of adjacent (2i, 2i+1)
+  const float* freq_factors = nullptr;  // [n_rot/2] divisors of each frequency (Llama 3), or null
+};
+
+// Which KV cells each query row may see: row i attends to cells
+// cells[offsets[i] .. offsets[i+1]) (ascending positions).
+struct AttentionMask {
+  std::span<const std::uint32_t> offsets;  // [n_tokens + 1]
+  std::span<const std::uint32_t> cells;
+};
+
+struct AttentionArgs {
+  const float* q = nullptr;  // [n_tokens][n_head * head_dim]
+  const float* k = nullptr;  // cache: [n_cells][n_head_kv * head_dim]
+  const float* v = nullptr;  // cache: [n_cells][n_head_kv * head_dim]
+  float* out = nullptr;      // [n_tokens][n_head * head_dim]
+  std::int64_t n_tokens = 0;
+  std::int32_t n_head = 0;
+  std::int32_t n_head_kv = 0;
+  std::int32_t head_dim = 0;
+  float scale = 1.0f;    // applied to q.k
+  float softcap = 0.0f;  // if > 0: score = softcap * tanh(score / softcap)
+  AttentionMask mask;
+};
+
+class ComputeBackend {
+ public:
+  virtual ~ComputeBackend() = default;
+  virtual std::string_view name() const = 0;
+
+  // y[t][r] = sum_k W[r][k] x[t][k]; x [n_tokens][w.n_in], y [n_tokens][ldy].
+  virtual void matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y,
+                      std::int64_t ldy) = 0;
+  // out[i] = row ids[i] of W, dequantized; out [ids.size()][w.n_in].
+  virtual void get_rows(const WeightView& w, std::span<const std::int32_t> ids, float* out) = 0;
+  // y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w  (w may be null: no scale); in place allowed.
+  virtual void rms_norm(const float* x, const float* w, std::int64_t n_rows, std::int64_t n,
+                        float eps, float* y) = 0;
+  // Rotates each head of x [n_tokens][n_heads][head_dim] in place by its position.
+  virtual void rope(float* x, std::int64_t n_tokens, std::int32_t n_heads, std::int32_t head_dim,
+                    std::span<const std::int32_t> pos, const RopeParams& p) = 0;
+  // out = softmax(q k^T * scale (+ softcap), masked) v, per head; GQA: query
+  // head h reads kv head h / (n_head / n_head_kv).
+  virtual void attention(const AttentionArgs& a) = 0;
+  // out[i] = act(gate[i]) * up[i]
+  virtual void gated_activation(const float* gate, const float* up, std::int64_t n, Activation act,
+                                float* out) = 0;
+  // x[i] += y[i]
+  virtual void add(float* x, const float* y, std::int64_t n) = 0;
+  // x[r] = softmax(x[r]) over each of n_rows rows of length n.
+  virtual void softmax(float* x, std::int64_t n_rows, std::int64_t n) = 0;
+};
+
+class CpuBackend : public ComputeBackend {
+ public:
+  explicit CpuBackend(int n_threads = 0) : pool_(n_threads) {}
+  std::string_view name() const override { return "cpu"; }
+  int n_threads() const { return pool_.size(); }
+
+  void matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y,
+              std::int64_t ldy) override;
+  void get_rows(const WeightView& w, std::span<const std::int32_t> ids, float* out) override;
+  void rms_norm(const float* x, const float* w, std::int64_t n_rows, std::int64_t n, float eps,
+                float* y) override;
+  void rope(float* x, std::int64_t n_tokens, std::int32_t n_heads, std::int32_t head_dim,
+            std::span<const std::int32_t> pos, const RopeParams& p) override;
+  void attention(const AttentionArgs& a) override;
+  void gated_activation(const float* gate, const float* up, std::int64_t n, Activation act,
+                        float* out) override;
+  void add(float* x, const float* y, std::int64_t n) override;
+  void softmax(float* x, std::int64_t n_rows, std::int64_t n) override;
+
+ protected:
+  ThreadPool& pool() { return pool_; }
+
+ private:
+  ThreadPool pool_;
+  MatmulScratch scratch_;
+};
+
+}  // namespace seam

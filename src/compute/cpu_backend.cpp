@@ -1,0 +1,61 @@
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "compute/backend.h"
+#include "compute/ops.h"
+
+namespace seam {
+
+void CpuBackend::matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y,
+                        std::int64_t ldy) {
+  seam::matmul(w, x, n_tokens, y, ldy, pool_, scratch_);
+}
+
+void CpuBackend::get_rows(const WeightView& w, std::span<const std::int32_t> ids, float* out) {
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    get_row(w, ids[i], out + static_cast<std::int64_t>(i) * w.n_in);
+  }
+}
+
+void CpuBackend::rms_norm(const float* x, const float* w, std::int64_t n_rows, std::int64_t n,
+                          float eps, float* y) {
+  for (std::int64_t r = 0; r < n_rows; ++r) ops::rms_norm_row(x + r * n, w, n, eps, y + r * n);
+}
+
+void CpuBackend::rope(float* x, std::int64_t n_tokens, std::int32_t n_heads, std::int32_t head_dim,
+                      std::span<const std::int32_t> pos, const RopeParams& p) {
+  std::vector<float> cs(static_cast<std::size_t>(p.n_rot));  // [n_rot/2][cos, sin]
+  for (std::int64_t t = 0; t < n_tokens; ++t) {
+    ops::rope_angles(pos[static_cast<std::size_t>(t)], p, cs.data());
+    for (std::int32_t h = 0; h < n_heads; ++h) {
+      ops::rope_head(x + (t * n_heads + h) * head_dim, p, cs.data());
+    }
+  }
+}
+
+void CpuBackend::attention(const AttentionArgs& a) {
+  const std::size_t n_items = static_cast<std::size_t>(a.n_tokens) * a.n_head;
+  pool_.parallel_for(n_items, 1, [&](std::size_t begin, std::size_t end) {
+    thread_local std::vector<float> scores;
+    for (std::size_t item = begin; item < end; ++item) {
+      ops::attention_head(a, static_cast<std::int64_t>(item / a.n_head),
+                          static_cast<std::int32_t>(item % a.n_head), scores);
+    }
+  });
+}
+
+void CpuBackend::gated_activation(const float* gate, const float* up, std::int64_t n,
+                                  Activation act, float* out) {
+  ops::gated_activation(gate, up, n, act, out);
+}
+
+void CpuBackend::add(float* x, const float* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+void CpuBackend::softmax(float* x, std::int64_t n_rows, std::int64_t n) {
+  for (std::int64_t r = 0; r < n_rows; ++r) ops::softmax_row(x + r * n, n);
+}
+
+}  // namespace seam

@@ -1,0 +1,135 @@
+#include "compute/ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#endif
+
+namespace seam::ops {
+
+float dot_f32_ref(const float* a, const float* b, std::int64_t n) {
+  float s = 0.0f;
+  for (std::int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+float dot_f32(const float* a, const float* b, std::int64_t n) {
+#if defined(__AVX2__) && defined(__FMA__)
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  std::int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+  }
+  for (; i + 8 <= n; i += 8) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+  }
+  __m256 acc = _mm256_add_ps(acc0, acc1);
+  __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+  s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  s4 = _mm_add_ss(s4, _mm_movehdup_ps(s4));
+  float s = _mm_cvtss_f32(s4);
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+#else
+  return dot_f32_ref(a, b, n);
+#endif
+}
+
+void rms_norm_row(const float* x, const float* w, std::int64_t n, float eps, float* y) {
+  double sum = 0.0;
+  for (std::int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  const float scale = static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(n) + eps));
+  if (w) {
+    for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] * scale * w[i];
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] * scale;
+  }
+}
+
+void rope_angles(std::int32_t pos, const RopeParams& p, float* cs) {
+  const int half = p.n_rot / 2;
+  for (int i = 0; i < half; ++i) {
+    double theta = static_cast<double>(pos) * std::pow(static_cast<double>(p.freq_base),
+                                                       -2.0 * i / static_cast<double>(p.n_rot));
+    if (p.freq_factors) theta /= static_cast<double>(p.freq_factors[i]);
+    cs[2 * i] = static_cast<float>(std::cos(theta));
+    cs[2 * i + 1] = static_cast<float>(std::sin(theta));
+  }
+}
+
+void rope_head(float* x, const RopeParams& p, const float* cs) {
+  const int half = p.n_rot / 2;
+  for (int i = 0; i < half; ++i) {
+    const int i0 = p.neox ? i : 2 * i;
+    const int i1 = p.neox ? i + half : 2 * i + 1;
+    const float c = cs[2 * i], s = cs[2 * i + 1];
+    const float x0 = x[i0], x1 = x[i1];
+    x[i0] = x0 * c - x1 * s;
+    x[i1] = x0 * s + x1 * c;
+  }
+}
+
+void attention_head(const AttentionArgs& a, std::int64_t t, std::int32_t h,
+                    std::vector<float>& scores) {
+  const std::int32_t hd = a.head_dim;
+  const std::int32_t kv_h = h / (a.n_head / a.n_head_kv);
+  const std::int64_t kv_stride = static_cast<std::int64_t>(a.n_head_kv) * hd;
+  const float* q = a.q + (t * a.n_head + h) * hd;
+  float* out = a.out + (t * a.n_head + h) * hd;
+  const std::uint32_t begin = a.mask.offsets[static_cast<std::size_t>(t)];
+  const std::uint32_t end = a.mask.offsets[static_cast<std::size_t>(t) + 1];
+  const std::size_t n = end - begin;
+  std::fill(out, out + hd, 0.0f);
+  if (n == 0) return;
+  scores.resize(n);
+  float max_score = -std::numeric_limits<float>::infinity();
+  for (std::size_t j = 0; j < n; ++j) {
+    const float* k = a.k + a.mask.cells[begin + j] * kv_stride + kv_h * hd;
+    float s = dot_f32(q, k, hd) * a.scale;
+    if (a.softcap > 0.0f) s = a.softcap * std::tanh(s / a.softcap);
+    scores[j] = s;
+    max_score = std::max(max_score, s);
+  }
+  double sum = 0.0;
+  for (std::size_t j = 0; j < n; ++j) {
+    scores[j] = std::exp(scores[j] - max_score);
+    sum += scores[j];
+  }
+  const float inv = static_cast<float>(1.0 / sum);
+  for (std::size_t j = 0; j < n; ++j) {
+    const float* v = a.v + a.mask.cells[begin + j] * kv_stride + kv_h * hd;
+    const float p = scores[j] * inv;
+    for (std::int32_t d = 0; d < hd; ++d) out[d] += p * v[d];
+  }
+}
+
+void gated_activation(const float* gate, const float* up, std::int64_t n, Activation act,
+                      float* out) {
+  if (act == Activation::Silu) {
+    for (std::int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  } else {
+    constexpr float kSqrt2OverPi = 0.7978845608028654f;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float g = gate[i];
+      out[i] = 0.5f * g * (1.0f + std::tanh(kSqrt2OverPi * (g + 0.044715f * g * g * g))) * up[i];
+    }
+  }
+}
+
+void softmax_row(float* x, std::int64_t n) {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (std::int64_t i = 0; i < n; ++i) mx = std::max(mx, x[i]);
+  double sum = 0.0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - mx);
+    sum += x[i];
+  }
+  const float inv = static_cast<float>(1.0 / sum);
+  for (std::int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+}  // namespace seam::ops

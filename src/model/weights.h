@@ -1,0 +1,41 @@
+// Typed views of a model's tensors, validated at load. 2-D weights stay in
+// the file's block format (memory-mapped); 1-D vectors are copied to f32.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compute/matmul.h"
+
+namespace seam {
+
+struct LayerWeights {
+  const float* attn_norm = nullptr;       // [n_embd]
+  WeightView wq;                          // [n_embd] -> [n_head * head_dim]
+  WeightView wk;                          // [n_embd] -> [n_head_kv * head_dim]
+  WeightView wv;                          // [n_embd] -> [n_head_kv * head_dim]
+  WeightView wo;                          // [n_head * head_dim] -> [n_embd]
+  const float* bq = nullptr;              // [n_head * head_dim] (qkv_bias)
+  const float* bk = nullptr;              // [n_head_kv * head_dim]
+  const float* bv = nullptr;              // [n_head_kv * head_dim]
+  const float* q_norm = nullptr;          // [head_dim] (qk_norm)
+  const float* k_norm = nullptr;          // [head_dim]
+  const float* post_attn_norm = nullptr;  // [n_embd] (post_norms)
+  const float* ffn_norm = nullptr;        // [n_embd]
+  WeightView ffn_gate;                    // [n_embd] -> [n_ff]
+  WeightView ffn_up;                      // [n_embd] -> [n_ff]
+  WeightView ffn_down;                    // [n_ff] -> [n_embd]
+  const float* post_ffn_norm = nullptr;   // [n_embd] (post_norms)
+};
+
+struct ModelWeights {
+  WeightView token_embd;               // [n_embd] x n_vocab rows
+  const float* output_norm = nullptr;  // [n_embd]
+  WeightView output;                   // [n_embd] -> [n_vocab] (token_embd when tied)
+  const float* rope_freqs = nullptr;   // [n_rot/2] Llama 3 frequency factors, optional
+  std::vector<LayerWeights> layers;
+  std::vector<std::vector<float>> owned;  // storage of the f32 copies above
+};
+
+}  // namespace seam

@@ -1,0 +1,136 @@
+#include "runtime/forward.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace seam {
+
+ForwardScratch::ForwardScratch(const Hparams& hp, std::uint32_t n_batch) {
+  const std::size_t b = n_batch;
+  x.resize(b * hp.n_embd);
+  h.resize(b * hp.n_embd);
+  q.resize(b * hp.n_head * hp.head_dim);
+  k.resize(b * hp.n_head_kv * hp.head_dim);
+  v.resize(b * hp.n_head_kv * hp.head_dim);
+  attn.resize(b * hp.n_head * hp.head_dim);
+  gate.resize(b * hp.n_ff);
+  up.resize(b * hp.n_ff);
+  rows.resize(b * hp.n_embd);
+  tokens.resize(b);
+  pos.resize(b);
+}
+
+namespace {
+
+void add_bias(float* x, const float* bias, std::int64_t n_rows, std::int64_t n) {
+  for (std::int64_t r = 0; r < n_rows; ++r)
+    for (std::int64_t i = 0; i < n; ++i) x[r * n + i] += bias[i];
+}
+
+void soft_cap(float* x, std::int64_t n, float cap) {
+  for (std::int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
+}
+
+}  // namespace
+
+void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, KvCache& kv,
+             std::span<const Decode> batch, std::span<const std::uint32_t> cells, ForwardScratch& s,
+             float* logits) {
+  const Hparams& hp = spec.hp;
+  const Recipe& r = spec.recipe;
+  const std::int64_t T = static_cast<std::int64_t>(batch.size());
+  const std::int64_t E = hp.n_embd;
+  const std::int64_t QW = std::int64_t{hp.n_head} * hp.head_dim;
+  const std::int64_t KW = std::int64_t{hp.n_head_kv} * hp.head_dim;
+  const std::int64_t FF = hp.n_ff;
+
+  for (std::int64_t t = 0; t < T; ++t) {
+    s.tokens[t] = batch[t].token;
+    s.pos[t] = batch[t].pos;
+  }
+  const std::span<const std::int32_t> pos(s.pos.data(), batch.size());
+  kv.build_mask(batch, s.mask_offsets, s.mask_cells);
+
+  be.get_rows(w.token_embd, std::span<const std::int32_t>(s.tokens.data(), batch.size()),
+              s.x.data());
+  if (r.embd_scale > 0.0f) {
+    for (std::int64_t i = 0; i < T * E; ++i) s.x[i] *= r.embd_scale;
+  }
+
+  RopeParams rope;
+  rope.n_rot = static_cast<std::int32_t>(hp.n_rot);
+  rope.freq_base = hp.rope_base;
+  rope.neox = r.rope_neox;
+  rope.freq_factors = w.rope_freqs;
+
+  AttentionArgs att;
+  att.q = s.q.data();
+  att.out = s.attn.data();
+  att.n_tokens = T;
+  att.n_head = static_cast<std::int32_t>(hp.n_head);
+  att.n_head_kv = static_cast<std::int32_t>(hp.n_head_kv);
+  att.head_dim = static_cast<std::int32_t>(hp.head_dim);
+  att.scale =
+      r.attn_scale > 0.0f ? r.attn_scale : 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
+  att.softcap = r.attn_softcap;
+  att.mask.offsets = s.mask_offsets;
+  att.mask.cells = s.mask_cells;
+
+  for (std::uint32_t l = 0; l < hp.n_layer; ++l) {
+    const LayerWeights& L = w.layers[l];
+
+    // Attention block: x += Wo attn(rope(Wq h), rope(Wk h), Wv h), h = norm(x).
+    be.rms_norm(s.x.data(), L.attn_norm, T, E, hp.norm_eps, s.h.data());
+    be.matmul(L.wq, s.h.data(), T, s.q.data(), QW);
+    be.matmul(L.wk, s.h.data(), T, s.k.data(), KW);
+    be.matmul(L.wv, s.h.data(), T, s.v.data(), KW);
+    if (r.qkv_bias) {
+      add_bias(s.q.data(), L.bq, T, QW);
+      add_bias(s.k.data(), L.bk, T, KW);
+      add_bias(s.v.data(), L.bv, T, KW);
+    }
+    if (r.qk_norm) {
+      be.rms_norm(s.q.data(), L.q_norm, T * hp.n_head, hp.head_dim, hp.norm_eps, s.q.data());
+      be.rms_norm(s.k.data(), L.k_norm, T * hp.n_head_kv, hp.head_dim, hp.norm_eps, s.k.data());
+    }
+    be.rope(s.q.data(), T, att.n_head, att.head_dim, pos, rope);
+    be.rope(s.k.data(), T, att.n_head_kv, att.head_dim, pos, rope);
+
+    float* kc = kv.k(l);
+    float* vc = kv.v(l);
+    for (std::int64_t t = 0; t < T; ++t) {
+      std::memcpy(kc + cells[t] * KW, s.k.data() + t * KW, KW * sizeof(float));
+      std::memcpy(vc + cells[t] * KW, s.v.data() + t * KW, KW * sizeof(float));
+    }
+    att.k = kc;
+    att.v = vc;
+    be.attention(att);
+    be.matmul(L.wo, s.attn.data(), T, s.h.data(), E);
+    if (r.post_norms) be.rms_norm(s.h.data(), L.post_attn_norm, T, E, hp.norm_eps, s.h.data());
+    be.add(s.x.data(), s.h.data(), T * E);
+
+    // FFN block: x += Wdown (act(Wgate h) * Wup h), h = norm(x).
+    be.rms_norm(s.x.data(), L.ffn_norm, T, E, hp.norm_eps, s.h.data());
+    be.matmul(L.ffn_gate, s.h.data(), T, s.gate.data(), FF);
+    be.matmul(L.ffn_up, s.h.data(), T, s.up.data(), FF);
+    be.gated_activation(s.gate.data(), s.up.data(), T * FF, r.ffn_act, s.gate.data());
+    be.matmul(L.ffn_down, s.gate.data(), T, s.h.data(), E);
+    if (r.post_norms) be.rms_norm(s.h.data(), L.post_ffn_norm, T, E, hp.norm_eps, s.h.data());
+    be.add(s.x.data(), s.h.data(), T * E);
+  }
+
+  // LM head only for the rows that asked for logits.
+  std::int64_t n_out = 0;
+  for (std::int64_t t = 0; t < T; ++t) {
+    if (!batch[t].logits) continue;
+    std::memcpy(s.rows.data() + n_out * E, s.x.data() + t * E, E * sizeof(float));
+    ++n_out;
+  }
+  if (n_out == 0) return;
+  be.rms_norm(s.rows.data(), w.output_norm, n_out, E, hp.norm_eps, s.rows.data());
+  be.matmul(w.output, s.rows.data(), n_out, logits, hp.n_vocab);
+  if (r.final_softcap > 0.0f) soft_cap(logits, n_out * std::int64_t{hp.n_vocab}, r.final_softcap);
+}
+
+}  // namespace seam

@@ -1,0 +1,77 @@
+#include "runtime/kv_cache.h"
+
+namespace seam {
+
+KvCache::KvCache(std::uint32_t n_cells, std::uint32_t n_seq_max, std::uint32_t n_layer,
+                 std::uint32_t kv_width)
+    : kv_width_(kv_width), cells_(n_cells), seqs_(n_seq_max), k_(n_layer), v_(n_layer) {
+  free_.reserve(n_cells);
+  // Pop from the back hands out low cell indices first.
+  for (std::uint32_t c = n_cells; c-- > 0;) free_.push_back(c);
+  const std::size_t n = static_cast<std::size_t>(n_cells) * kv_width;
+  for (std::uint32_t l = 0; l < n_layer; ++l) {
+    k_[l].assign(n, 0.0f);
+    v_[l].assign(n, 0.0f);
+  }
+}
+
+std::vector<std::uint32_t> KvCache::allocate(std::span<const Decode> batch) {
+  std::vector<std::uint32_t> out;
+  out.reserve(batch.size());
+  for (const Decode& d : batch) {
+    const std::uint32_t c = free_.back();
+    free_.pop_back();
+    cells_[c].pos = d.pos;
+    cells_[c].token = d.token;
+    cells_[c].seqs.reset();
+    cells_[c].seqs.set(d.seq);
+    seqs_[d.seq][d.pos] = c;
+    out.push_back(c);
+  }
+  return out;
+}
+
+void KvCache::build_mask(std::span<const Decode> batch, std::vector<std::uint32_t>& offsets,
+                         std::vector<std::uint32_t>& cells) const {
+  offsets.clear();
+  cells.clear();
+  offsets.push_back(0);
+  for (const Decode& d : batch) {
+    const auto& m = seqs_[d.seq];
+    for (auto it = m.begin(); it != m.end() && it->first <= d.pos; ++it)
+      cells.push_back(it->second);
+    offsets.push_back(static_cast<std::uint32_t>(cells.size()));
+  }
+}
+
+void KvCache::release(std::uint32_t cell, std::uint32_t seq) {
+  Cell& c = cells_[cell];
+  c.seqs.reset(seq);
+  if (c.seqs.none()) {
+    c.pos = -1;
+    c.token = -1;
+    free_.push_back(cell);
+  }
+}
+
+void KvCache::clear_seq(std::uint32_t seq) {
+  for (const auto& [pos, cell] : seqs_[seq]) release(cell, seq);
+  seqs_[seq].clear();
+}
+
+void KvCache::copy_seq(std::uint32_t src, std::uint32_t dst) {
+  if (src == dst) return;
+  clear_seq(dst);
+  for (const auto& [pos, cell] : seqs_[src]) cells_[cell].seqs.set(dst);
+  seqs_[dst] = seqs_[src];
+}
+
+void KvCache::truncate_seq(std::uint32_t seq, std::int32_t pos) {
+  auto& m = seqs_[seq];
+  for (auto it = m.lower_bound(pos); it != m.end();) {
+    release(it->second, seq);
+    it = m.erase(it);
+  }
+}
+
+}  // namespace seam

@@ -1,0 +1,124 @@
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "runtime/model_impl.h"
+#include "seam/error.h"
+
+namespace seam {
+
+namespace {
+
+std::string quant_summary(const GgufFile& file) {
+  std::map<std::string, int> counts;
+  for (const GgufTensor& t : file.tensors()) {
+    auto info = tensor_type_info(static_cast<std::uint32_t>(t.type));
+    counts[info ? std::string(info->name) : "?"]++;
+  }
+  std::vector<std::pair<std::string, int>> sorted(counts.begin(), counts.end());
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string s;
+  for (const auto& [name, n] : sorted)
+    s += (s.empty() ? "" : ", ") + name + " x" + std::to_string(n);
+  return s;
+}
+
+ModelInfo describe(const GgufFile& file, const std::string& path, const ModelSpec* spec,
+                   const Tokenizer& tok) {
+  ModelInfo info;
+  info.path = path;
+  info.name = file.get_string("general.name").value_or(std::filesystem::path(path).filename());
+  info.architecture = file.get_string("general.architecture").value_or("");
+  info.n_vocab = static_cast<std::uint32_t>(tok.n_vocab());
+  if (spec) {
+    info.n_vocab = spec->hp.n_vocab;
+    info.n_ctx_train = spec->hp.n_ctx_train;
+    info.n_embd = spec->hp.n_embd;
+    info.n_layer = spec->hp.n_layer;
+    info.n_head = spec->hp.n_head;
+    info.n_head_kv = spec->hp.n_head_kv;
+    info.capabilities.text_generation = true;
+  }
+  for (const GgufTensor& t : file.tensors()) {
+    info.n_params += t.n_elements();
+    info.weight_bytes += t.nbytes;
+  }
+  info.quantization = quant_summary(file);
+  info.chat_template = file.get_string("tokenizer.chat_template");
+  info.capabilities.chat_template = info.chat_template.has_value();
+  info.capabilities.tool_use =
+      info.chat_template && info.chat_template->find("tools") != std::string::npos;
+  return info;
+}
+
+}  // namespace
+
+Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Model::~Model() = default;
+
+std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& opts) {
+  auto impl = std::make_unique<Impl>();
+  impl->file = GgufFile::open(path);
+  impl->options = opts;
+  impl->vocab_only = opts.vocab_only;
+  if (!opts.vocab_only) {
+    impl->spec = admit_model(impl->file);
+  }
+  impl->tokenizer = Tokenizer::from_gguf(impl->file);
+  if (!opts.vocab_only) {
+    if (impl->tokenizer->n_vocab() > impl->spec.hp.n_vocab) {
+      throw Error(Errc::BadFormat, "the tokenizer has more tokens than the model's embedding rows");
+    }
+    impl->weights = bind_weights(impl->file, impl->spec);
+  }
+  impl->info =
+      describe(impl->file, path, opts.vocab_only ? nullptr : &impl->spec, *impl->tokenizer);
+  return std::shared_ptr<const Model>(new Model(std::move(impl)));
+}
+
+Admission admission_verdict(const GgufFile& file) {
+  Admission a;
+  try {
+    admit_model(file);
+    Tokenizer::from_gguf(file);
+    a.ok = true;
+  } catch (const Error& e) {
+    if (e.code() != Errc::Unsupported && e.code() != Errc::BadFormat) throw;
+    a.reason = e.what();
+  }
+  return a;
+}
+
+Admission Model::admit(const std::string& path) { return admission_verdict(GgufFile::open(path)); }
+
+const ModelInfo& Model::info() const { return impl_->info; }
+
+std::vector<Token> Model::tokenize(std::string_view text, bool add_bos, bool parse_special) const {
+  return impl_->tokenizer->encode(text, add_bos, parse_special);
+}
+
+std::string Model::detok(Token token, Detok mode) const {
+  return impl_->tokenizer->piece(token, mode);
+}
+
+std::string Model::detok(std::span<const Token> tokens, Detok mode) const {
+  return impl_->tokenizer->decode(tokens, mode);
+}
+
+bool Model::is_eog(Token token) const { return impl_->tokenizer->is_eog(token); }
+std::optional<Token> Model::bos() const { return impl_->tokenizer->bos(); }
+std::optional<Token> Model::eos() const { return impl_->tokenizer->eos(); }
+std::optional<Token> Model::special_token(std::string_view text) const {
+  return impl_->tokenizer->find(text);
+}
+
+std::unique_ptr<Session> Model::session(const SessionConfig& config) const {
+  if (impl_->vocab_only) {
+    throw Error(Errc::Unsupported, "this model was loaded vocab-only; load it fully to decode");
+  }
+  return make_session(*this, config, std::make_unique<CpuBackend>(impl_->options.n_threads));
+}
+
+}  // namespace seam

@@ -1,0 +1,159 @@
+// CpuBackend's non-matmul ops against straightforward double-precision references.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "compute/backend.h"
+#include "compute/ops.h"
+
+namespace seam {
+namespace {
+
+std::vector<float> randn(std::mt19937& rng, std::size_t n, float scale = 1.0f) {
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+TEST(Ops, DotF32SimdMatchesScalarOnOddLengths) {
+  std::mt19937 rng(1);
+  for (std::int64_t n : {1, 7, 8, 15, 16, 17, 33, 64, 100, 1023}) {
+    auto a = randn(rng, n), b = randn(rng, n);
+    double exact = 0;
+    for (std::int64_t i = 0; i < n; ++i) exact += static_cast<double>(a[i]) * b[i];
+    EXPECT_NEAR(ops::dot_f32(a.data(), b.data(), n), exact, 1e-5 * (1 + std::sqrt(n)));
+    EXPECT_NEAR(ops::dot_f32_ref(a.data(), b.data(), n), exact, 1e-5 * (1 + std::sqrt(n)));
+  }
+}
+
+TEST(Ops, RmsNorm) {
+  std::mt19937 rng(2);
+  auto x = randn(rng, 37), w = randn(rng, 37);
+  std::vector<float> y(37);
+  ops::rms_norm_row(x.data(), w.data(), 37, 1e-5f, y.data());
+  double ss = 0;
+  for (float v : x) ss += static_cast<double>(v) * v;
+  const double scale = 1.0 / std::sqrt(ss / 37 + 1e-5);
+  for (int i = 0; i < 37; ++i) EXPECT_NEAR(y[i], x[i] * scale * w[i], 1e-5);
+}
+
+TEST(Ops, RopeAdjacentAndNeoxRotateTheRightPairs) {
+  RopeParams p;
+  p.n_rot = 6;
+  p.freq_base = 100.0f;
+  std::vector<float> cs(6);
+  ops::rope_angles(3, p, cs.data());
+  for (int i = 0; i < 3; ++i) {
+    const double theta = 3 * std::pow(100.0, -2.0 * i / 6);
+    EXPECT_NEAR(cs[2 * i], std::cos(theta), 1e-6);
+    EXPECT_NEAR(cs[2 * i + 1], std::sin(theta), 1e-6);
+  }
+  std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8};  // head_dim 8, last 2 dims pass through
+  auto adj = x;
+  ops::rope_head(adj.data(), p, cs.data());
+  for (int i = 0; i < 3; ++i) {
+    const float c = cs[2 * i], s = cs[2 * i + 1];
+    EXPECT_FLOAT_EQ(adj[2 * i], x[2 * i] * c - x[2 * i + 1] * s);
+    EXPECT_FLOAT_EQ(adj[2 * i + 1], x[2 * i] * s + x[2 * i + 1] * c);
+  }
+  EXPECT_EQ(adj[6], 7);
+  EXPECT_EQ(adj[7], 8);
+  p.neox = true;
+  auto nx = x;
+  ops::rope_head(nx.data(), p, cs.data());
+  for (int i = 0; i < 3; ++i) {
+    const float c = cs[2 * i], s = cs[2 * i + 1];
+    EXPECT_FLOAT_EQ(nx[i], x[i] * c - x[i + 3] * s);
+    EXPECT_FLOAT_EQ(nx[i + 3], x[i] * s + x[i + 3] * c);
+  }
+  // Llama 3 frequency factors divide each angle.
+  std::vector<float> factors = {1.0f, 2.0f, 4.0f};
+  p.freq_factors = factors.data();
+  ops::rope_angles(3, p, cs.data());
+  EXPECT_NEAR(cs[5], std::sin(3 * std::pow(100.0, -4.0 / 6) / 4), 1e-6);
+}
+
+// Masked GQA attention against a double-precision reference, multithreaded.
+TEST(Ops, AttentionMatchesReferenceWithMaskAndGqa) {
+  std::mt19937 rng(3);
+  const int n_head = 6, n_kv = 2, hd = 12, n_cells = 10, T = 4;
+  auto q = randn(rng, T * n_head * hd);
+  auto k = randn(rng, n_cells * n_kv * hd);
+  auto v = randn(rng, n_cells * n_kv * hd);
+  // Row t sees an arbitrary subset of cells, in the given order.
+  std::vector<std::vector<std::uint32_t>> vis = {{3}, {0, 5, 9}, {}, {1, 2, 3, 4, 6, 7, 8}};
+  std::vector<std::uint32_t> offsets = {0}, cells;
+  for (auto& r : vis) {
+    cells.insert(cells.end(), r.begin(), r.end());
+    offsets.push_back(static_cast<std::uint32_t>(cells.size()));
+  }
+  for (float softcap : {0.0f, 5.0f}) {
+    std::vector<float> out(T * n_head * hd, -1.0f);
+    AttentionArgs a;
+    a.q = q.data();
+    a.k = k.data();
+    a.v = v.data();
+    a.out = out.data();
+    a.n_tokens = T;
+    a.n_head = n_head;
+    a.n_head_kv = n_kv;
+    a.head_dim = hd;
+    a.scale = 0.3f;
+    a.softcap = softcap;
+    a.mask = {offsets, cells};
+    CpuBackend be(3);
+    be.attention(a);
+    for (int t = 0; t < T; ++t) {
+      for (int h = 0; h < n_head; ++h) {
+        const int kvh = h / (n_head / n_kv);
+        std::vector<double> w;
+        double mx = -1e300, sum = 0;
+        for (auto c : vis[t]) {
+          double s = 0;
+          for (int d = 0; d < hd; ++d)
+            s += static_cast<double>(q[(t * n_head + h) * hd + d]) * k[(c * n_kv + kvh) * hd + d];
+          s *= 0.3;
+          if (softcap > 0) s = softcap * std::tanh(s / softcap);
+          w.push_back(s);
+          mx = std::max(mx, s);
+        }
+        for (auto& s : w) sum += (s = std::exp(s - mx));
+        for (int d = 0; d < hd; ++d) {
+          double o = 0;
+          for (std::size_t j = 0; j < w.size(); ++j)
+            o += w[j] / sum * v[(vis[t][j] * n_kv + kvh) * hd + d];
+          EXPECT_NEAR(out[(t * n_head + h) * hd + d], o, 1e-5) << t << " " << h << " " << d;
+        }
+      }
+    }
+  }
+}
+
+TEST(Ops, GatedActivations) {
+  std::vector<float> g = {-3, -0.5f, 0, 0.7f, 4}, u = {1, 2, 3, -1, 0.5f}, out(5);
+  ops::gated_activation(g.data(), u.data(), 5, Activation::Silu, out.data());
+  for (int i = 0; i < 5; ++i) EXPECT_NEAR(out[i], g[i] / (1 + std::exp(-g[i])) * u[i], 1e-6);
+  ops::gated_activation(g.data(), u.data(), 5, Activation::GeluTanh, out.data());
+  for (int i = 0; i < 5; ++i) {
+    const double x = g[i];
+    const double ref =
+        0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))) * u[i];
+    EXPECT_NEAR(out[i], ref, 1e-6);
+  }
+}
+
+TEST(Ops, SoftmaxIsStableForLargeLogits) {
+  std::vector<float> x = {1000, 1001, 999, -1e30f};
+  ops::softmax_row(x.data(), 4);
+  const double e0 = std::exp(-1.0), e2 = std::exp(-2.0), z = e0 + 1 + e2;
+  EXPECT_NEAR(x[0], e0 / z, 1e-6);
+  EXPECT_NEAR(x[1], 1 / z, 1e-6);
+  EXPECT_NEAR(x[2], e2 / z, 1e-6);
+  EXPECT_EQ(x[3], 0.0f);
+}
+
+}  // namespace
+}  // namespace seam
