@@ -1,0 +1,89 @@
+// Runs tools/reference.py (numpy, Debian's python3) from tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "seam/types.h"
+
+namespace seam::testing {
+
+inline std::string scratch_dir() {
+  const std::string dir = std::string(SEAM_SCRATCH_DIR);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+inline std::string reference_py() { return std::string(SEAM_SOURCE_DIR) + "/tools/reference.py"; }
+
+// Runs a command and returns its stdout; fails the test on a non-zero exit.
+inline std::string run_command(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) {
+    ADD_FAILURE() << "cannot run: " << cmd;
+    return out;
+  }
+  char buf[4096];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int rc = pclose(p);
+  EXPECT_EQ(rc, 0) << "command failed: " << cmd << "\n" << out;
+  return out;
+}
+
+inline std::string join_ids(const std::vector<Token>& ids) {
+  std::string s;
+  for (std::size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
+  return s;
+}
+
+// reference.py gen ARGS -> path of the generated model (cached across tests by name).
+inline std::string generate_model(const std::string& name, const std::string& args) {
+  const std::string path = scratch_dir() + "/" + name + ".gguf";
+  if (!std::filesystem::exists(path)) {
+    run_command(std::string(SEAM_PYTHON) + " " + reference_py() + " gen --out " + path + ".tmp " +
+                args + " && mv " + path + ".tmp " + path);
+  }
+  return path;
+}
+
+// Reference logits for every position: [n_tokens][n_vocab].
+inline std::vector<float> reference_logits(const std::string& model, const std::vector<Token>& ids,
+                                           const std::string& tag) {
+  const std::string out = scratch_dir() + "/" + tag + ".logits.f32";
+  run_command(std::string(SEAM_PYTHON) + " " + reference_py() + " logits " + model + " --tokens " +
+              join_ids(ids) + " --out " + out);
+  std::ifstream f(out, std::ios::binary);
+  std::vector<float> v((std::filesystem::file_size(out)) / sizeof(float));
+  f.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
+  return v;
+}
+
+// Reference greedy continuation ids.
+inline std::vector<Token> reference_greedy(const std::string& model, const std::vector<Token>& ids,
+                                           int n) {
+  const std::string out =
+      run_command(std::string(SEAM_PYTHON) + " " + reference_py() + " greedy " + model +
+                  " --tokens " + join_ids(ids) + " --n " + std::to_string(n));
+  std::vector<Token> res;
+  std::string num;
+  for (char c : out) {
+    if ((c >= '0' && c <= '9') || c == '-') {
+      num += c;
+    } else if (!num.empty()) {
+      res.push_back(std::stoi(num));
+      num.clear();
+    }
+  }
+  if (!num.empty()) res.push_back(std::stoi(num));
+  return res;
+}
+
+}  // namespace seam::testing
