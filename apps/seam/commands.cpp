@@ -2,10 +2,18 @@
 
 namespace seam::cli {
 
+void add_run_command(CLI::App& app, CommandList& list);
+void add_inspect_command(CLI::App& app, CommandList& list);
+void add_tokenize_command(CLI::App& app, CommandList& list);
+void add_template_command(CLI::App& app, CommandList& list);
+
 // One line per subcommand; each add_* is defined in its cmd_*.cpp.
 CommandList register_commands(CLI::App& app) {
   CommandList list;
-  (void)app;
+  add_run_command(app, list);
+  add_inspect_command(app, list);
+  add_tokenize_command(app, list);
+  add_template_command(app, list);
   return list;
 }
 
