@@ -10,7 +10,7 @@
 #include "format/tensor_type.h"
 
 // AVX2 kernels need FMA and F16C too; Zen/Haswell and later have all three.
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && 0
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define SEAM_DOT_AVX2 1
 #else
 #define SEAM_DOT_AVX2 0

@@ -2,6 +2,7 @@
 // scales, and a decoder of the activation formats (Q8_0/Q8_1/Q8_K).
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -112,6 +113,45 @@ inline std::vector<double> decode_act(TensorType t, const void* src, std::int64_
       break;
   }
   return out;
+}
+
+// |min term| of each element of one weight row: the part of x = d*sc*q - m that
+// does not scale with q (zero for types without mins). Kernels subtract it
+// separately, so float rounding scales with it as well as with |x|.
+inline std::vector<double> min_terms(TensorType t, const std::byte* row, std::int64_t n) {
+  using namespace seam::quant;
+  std::vector<double> m(static_cast<std::size_t>(n), 0.0);
+  auto half = [](const std::byte* p) {
+    std::uint16_t h;
+    std::memcpy(&h, p, 2);
+    return static_cast<double>(fp16_to_f32(h));
+  };
+  const std::size_t bs = traits(t)->type_size;
+  for (std::int64_t e = 0; e < n; ++e) {
+    switch (t) {
+      case TensorType::Q4_1:
+      case TensorType::Q5_1:
+        m[e] = std::abs(half(row + e / 32 * bs + 2));
+        break;
+      case TensorType::Q2_K: {
+        const auto* b = reinterpret_cast<const BlockQ2_K*>(row + e / 256 * bs);
+        m[e] = std::abs(fp16_to_f32(b->dmin) * (b->scales[e % 256 / 16] >> 4));
+        break;
+      }
+      case TensorType::Q4_K:
+      case TensorType::Q5_K: {
+        const std::byte* b = row + e / 256 * bs;
+        std::uint8_t sc, mn;
+        scale_min_k4(static_cast<int>(e % 256 / 32), reinterpret_cast<const std::uint8_t*>(b + 4),
+                     sc, mn);
+        m[e] = std::abs(half(b + 2) * mn);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return m;
 }
 
 // All weight types with CPU kernels.

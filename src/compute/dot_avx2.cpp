@@ -1,0 +1,365 @@
+// AVX2 (+FMA, F16C) dot kernels. Each weight block is unpacked into registers
+// once and multiplied against up to kMaxTile activation rows (NT), so prefill
+// reads every weight byte once per tile. Integer parts match the scalar
+// reference exactly; only the f32 accumulation order differs.
+#include "compute/dot.h"
+
+#if SEAM_DOT_AVX2
+
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "compute/quant_blocks.h"
+
+namespace seam::dot::avx2 {
+namespace {
+
+using namespace seam::quant;
+
+inline float h2f(std::uint16_t h) { return _cvtsh_ss(h); }
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline int hsum_i32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+  return _mm_cvtsi128_si32(s);
+}
+
+// 8 int32 sums of adjacent products of signed bytes x*y. maddubs wants an
+// unsigned left operand, so move x's sign onto y: |x| * (y * sign(x)).
+inline __m256i dot_i8(__m256i x, __m256i y) {
+  const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+  return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+}
+
+template <class Block>
+inline const Block* act_row(const void* act, std::size_t stride, int t) {
+  return reinterpret_cast<const Block*>(static_cast<const std::byte*>(act) + t * stride);
+}
+
+// ---------------------------------------------------------------- float weights
+
+// Loads 8 weights as f32.
+struct LoadF32 {
+  static __m256 load(const void* w, std::int64_t k) {
+    return _mm256_loadu_ps(static_cast<const float*>(w) + k);
+  }
+  static float one(const void* w, std::int64_t k) { return static_cast<const float*>(w)[k]; }
+};
+struct LoadF16 {
+  static __m256 load(const void* w, std::int64_t k) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(
+        reinterpret_cast<const __m128i*>(static_cast<const std::uint16_t*>(w) + k)));
+  }
+  static float one(const void* w, std::int64_t k) {
+    return h2f(static_cast<const std::uint16_t*>(w)[k]);
+  }
+};
+struct LoadBF16 {
+  static __m256 load(const void* w, std::int64_t k) {
+    const __m128i h =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const std::uint16_t*>(w) + k));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+  static float one(const void* w, std::int64_t k) {
+    const std::uint32_t b = static_cast<std::uint32_t>(static_cast<const std::uint16_t*>(w)[k])
+                            << 16;
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+  }
+};
+
+// Two independent accumulators per token hide the FMA latency in decode.
+template <class L, int NT>
+void float_dot(std::int64_t n, const void* w, const void* act, std::size_t as, float* out,
+               std::size_t os) {
+  const float* a[NT];
+  __m256 acc0[NT], acc1[NT];
+  for (int t = 0; t < NT; ++t) {
+    a[t] = act_row<float>(act, as, t);
+    acc0[t] = _mm256_setzero_ps();
+    acc1[t] = _mm256_setzero_ps();
+  }
+  std::int64_t k = 0;
+  for (; k + 16 <= n; k += 16) {
+    const __m256 w0 = L::load(w, k), w1 = L::load(w, k + 8);
+    for (int t = 0; t < NT; ++t) {
+      acc0[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(a[t] + k), acc0[t]);
+      acc1[t] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(a[t] + k + 8), acc1[t]);
+    }
+  }
+  for (; k + 8 <= n; k += 8) {
+    const __m256 w0 = L::load(w, k);
+    for (int t = 0; t < NT; ++t) acc0[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(a[t] + k), acc0[t]);
+  }
+  for (int t = 0; t < NT; ++t) {
+    float s = hsum(_mm256_add_ps(acc0[t], acc1[t]));
+    for (std::int64_t j = k; j < n; ++j) s += L::one(w, j) * a[t][j];
+    out[t * os] = s;
+  }
+}
+
+// ---------------------------------------------------------------- Q4_0, Q8_0
+
+// 32 signed weights of a Q4_0 block: low nibbles are elements 0..15, high 16..31.
+inline __m256i unpack_q4_0(const BlockQ4_0& b) {
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+  const __m128i m = _mm_set1_epi8(0x0F);
+  const __m256i v = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+  return _mm256_sub_epi8(v, _mm256_set1_epi8(8));
+}
+
+inline __m256i unpack_q8_0(const BlockQ8_0& b) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
+}
+
+template <class WBlock, __m256i (*Unpack)(const WBlock&), int NT>
+void q_x_q8_0(std::int64_t n, const void* w, const void* act, std::size_t as, float* out,
+              std::size_t os) {
+  const auto* x = static_cast<const WBlock*>(w);
+  const std::int64_t nb = n / kQK8_0;
+  const BlockQ8_0* y[NT];
+  __m256 acc[NT];
+  for (int t = 0; t < NT; ++t) {
+    y[t] = act_row<BlockQ8_0>(act, as, t);
+    acc[t] = _mm256_setzero_ps();
+  }
+  for (std::int64_t i = 0; i < nb; ++i) {
+    const __m256i q = Unpack(x[i]);
+    const float dw = h2f(x[i].d);
+    for (int t = 0; t < NT; ++t) {
+      const __m256i yq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][i].qs));
+      const __m256 p = _mm256_cvtepi32_ps(dot_i8(q, yq));
+      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * h2f(y[t][i].d)), p, acc[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[t * os] = hsum(acc[t]);
+}
+
+// ---------------------------------------------------------------- Q4_K
+
+template <int NT>
+void q4_k(std::int64_t n, const void* w, const void* act, std::size_t as, float* out,
+          std::size_t os) {
+  const auto* x = static_cast<const BlockQ4_K*>(w);
+  const std::int64_t nb = n / kQK_K;
+  const BlockQ8_K* y[NT];
+  __m256 acc[NT];
+  float acc_m[NT];
+  for (int t = 0; t < NT; ++t) {
+    y[t] = act_row<BlockQ8_K>(act, as, t);
+    acc[t] = _mm256_setzero_ps();
+    acc_m[t] = 0.0f;
+  }
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  for (std::int64_t i = 0; i < nb; ++i) {
+    std::uint8_t sc[8], mn[8];
+    for (int j = 0; j < 8; ++j) scale_min_k4(j, x[i].scales, sc[j], mn[j]);
+    // mins16[2j] = mins16[2j+1] = mn_j, against bsums (sums of 16 activations).
+    const __m256i mins16 = _mm256_set_epi16(mn[7], mn[7], mn[6], mn[6], mn[5], mn[5], mn[4], mn[4],
+                                            mn[3], mn[3], mn[2], mn[2], mn[1], mn[1], mn[0], mn[0]);
+    __m256i sumi[NT];
+    for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
+    for (int p = 0; p < 4; ++p) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs + 32 * p));
+      const __m256i lo = _mm256_and_si256(q, m4);                        // elements 64p + 0..31
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);  // 64p + 32..63
+      const __m256i s_lo = _mm256_set1_epi16(sc[2 * p]);
+      const __m256i s_hi = _mm256_set1_epi16(sc[2 * p + 1]);
+      for (int t = 0; t < NT; ++t) {
+        const __m256i y_lo =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][i].qs + 64 * p));
+        const __m256i y_hi =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][i].qs + 64 * p + 32));
+        const __m256i a = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, y_lo), s_lo);
+        const __m256i b = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, y_hi), s_hi);
+        sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(a, b));
+      }
+    }
+    const float dx = h2f(x[i].d), dmx = h2f(x[i].dmin);
+    for (int t = 0; t < NT; ++t) {
+      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][i].bsums));
+      const int summs = hsum_i32(_mm256_madd_epi16(mins16, bs));
+      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(y[t][i].d * dx), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+      acc_m[t] += y[t][i].d * dmx * static_cast<float>(summs);
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[t * os] = hsum(acc[t]) - acc_m[t];
+}
+
+// ---------------------------------------------------------------- Q6_K
+
+template <int NT>
+void q6_k(std::int64_t n, const void* w, const void* act, std::size_t as, float* out,
+          std::size_t os) {
+  const auto* x = static_cast<const BlockQ6_K*>(w);
+  const std::int64_t nb = n / kQK_K;
+  const BlockQ8_K* y[NT];
+  __m256 acc[NT];
+  for (int t = 0; t < NT; ++t) {
+    y[t] = act_row<BlockQ8_K>(act, as, t);
+    acc[t] = _mm256_setzero_ps();
+  }
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i m2 = _mm256_set1_epi8(0x03);
+  const __m256i k32 = _mm256_set1_epi8(32);
+  for (std::int64_t i = 0; i < nb; ++i) {
+    __m256i sumi[NT];
+    for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+      const std::uint8_t* ql = x[i].ql + 64 * h;
+      const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
+      const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qh + 32 * h));
+      // Unsigned 6-bit q (0..63) of the four 32-element groups of this half.
+      __m256i q[4];
+      q[0] =
+          _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
+      q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4));
+      q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4));
+      q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
+      for (int g = 0; g < 4; ++g) {
+        // Scales of elements 0..15 and 16..31 of the group: the two 128-bit lanes.
+        const int s = 8 * h + 2 * g;
+        const __m256i scv =
+            _mm256_set_m128i(_mm_set1_epi16(x[i].scales[s + 1]), _mm_set1_epi16(x[i].scales[s]));
+        for (int t = 0; t < NT; ++t) {
+          const __m256i yq =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][i].qs + 128 * h + 32 * g));
+          // (q - 32) . y = q . y - 32 . y; both maddubs stay far from int16 saturation.
+          const __m256i p =
+              _mm256_sub_epi16(_mm256_maddubs_epi16(q[g], yq), _mm256_maddubs_epi16(k32, yq));
+          sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(p, scv));
+        }
+      }
+    }
+    const float dx = h2f(x[i].d);
+    for (int t = 0; t < NT; ++t) {
+      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(y[t][i].d * dx), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[t * os] = hsum(acc[t]);
+}
+
+// Dispatch n_act (1..kMaxTile) to the unrolled instantiation.
+template <template <int> class K>
+void tile(std::int64_t n, const void* w, const void* act, std::size_t as, int n_act, float* out,
+          std::size_t os) {
+  while (n_act > 0) {
+    const int nt = n_act > kMaxTile ? kMaxTile : n_act;
+    switch (nt) {
+      case 1:
+        K<1>::run(n, w, act, as, out, os);
+        break;
+      case 2:
+        K<2>::run(n, w, act, as, out, os);
+        break;
+      case 3:
+        K<3>::run(n, w, act, as, out, os);
+        break;
+      default:
+        K<4>::run(n, w, act, as, out, os);
+        break;
+    }
+    act = static_cast<const std::byte*>(act) + nt * as;
+    out += nt * os;
+    n_act -= nt;
+  }
+}
+
+template <int NT>
+struct KF32 {
+  static void run(std::int64_t n, const void* w, const void* a, std::size_t as, float* o,
+                  std::size_t os) {
+    float_dot<LoadF32, NT>(n, w, a, as, o, os);
+  }
+};
+template <int NT>
+struct KF16 {
+  static void run(std::int64_t n, const void* w, const void* a, std::size_t as, float* o,
+                  std::size_t os) {
+    float_dot<LoadF16, NT>(n, w, a, as, o, os);
+  }
+};
+template <int NT>
+struct KBF16 {
+  static void run(std::int64_t n, const void* w, const void* a, std::size_t as, float* o,
+                  std::size_t os) {
+    float_dot<LoadBF16, NT>(n, w, a, as, o, os);
+  }
+};
+template <int NT>
+struct KQ4_0 {
+  static void run(std::int64_t n, const void* w, const void* a, std::size_t as, float* o,
+                  std::size_t os) {
+    q_x_q8_0<BlockQ4_0, unpack_q4_0, NT>(n, w, a, as, o, os);
+  }
+};
+template <int NT>
+struct KQ8_0 {
+  static void run(std::int64_t n, const void* w, const void* a, std::size_t as, float* o,
+                  std::size_t os) {
+    q_x_q8_0<BlockQ8_0, unpack_q8_0, NT>(n, w, a, as, o, os);
+  }
+};
+template <int NT>
+struct KQ4_K {
+  static void run(std::int64_t n, const void* w, const void* a, std::size_t as, float* o,
+                  std::size_t os) {
+    q4_k<NT>(n, w, a, as, o, os);
+  }
+};
+template <int NT>
+struct KQ6_K {
+  static void run(std::int64_t n, const void* w, const void* a, std::size_t as, float* o,
+                  std::size_t os) {
+    q6_k<NT>(n, w, a, as, o, os);
+  }
+};
+
+}  // namespace
+
+void f32_f32(std::int64_t n, const void* w, const void* a, std::size_t as, int nt, float* o,
+             std::size_t os) {
+  tile<KF32>(n, w, a, as, nt, o, os);
+}
+void f16_f32(std::int64_t n, const void* w, const void* a, std::size_t as, int nt, float* o,
+             std::size_t os) {
+  tile<KF16>(n, w, a, as, nt, o, os);
+}
+void bf16_f32(std::int64_t n, const void* w, const void* a, std::size_t as, int nt, float* o,
+              std::size_t os) {
+  tile<KBF16>(n, w, a, as, nt, o, os);
+}
+void q4_0_q8_0(std::int64_t n, const void* w, const void* a, std::size_t as, int nt, float* o,
+               std::size_t os) {
+  tile<KQ4_0>(n, w, a, as, nt, o, os);
+}
+void q8_0_q8_0(std::int64_t n, const void* w, const void* a, std::size_t as, int nt, float* o,
+               std::size_t os) {
+  tile<KQ8_0>(n, w, a, as, nt, o, os);
+}
+void q4_k_q8_k(std::int64_t n, const void* w, const void* a, std::size_t as, int nt, float* o,
+               std::size_t os) {
+  tile<KQ4_K>(n, w, a, as, nt, o, os);
+}
+void q6_k_q8_k(std::int64_t n, const void* w, const void* a, std::size_t as, int nt, float* o,
+               std::size_t os) {
+  tile<KQ6_K>(n, w, a, as, nt, o, os);
+}
+
+}  // namespace seam::dot::avx2
+
+#endif  // SEAM_DOT_AVX2

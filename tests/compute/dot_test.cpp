@@ -1,0 +1,76 @@
+// SIMD dot kernels against the scalar reference, on random blocks of every type.
+#include "compute/dot.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "compute/quant.h"
+#include "quant_testutil.h"
+
+namespace seam {
+namespace {
+
+class DotTypes : public ::testing::TestWithParam<TensorType> {};
+
+// The integer sums are exact in both kernels; they differ only in the order in
+// which per-block f32 terms are accumulated (and in FMA use). Each of the ~n/32
+// additions rounds by <= 2^-24 of a partial sum bounded by sum|terms|, so
+// 1e-5 * sum|terms| (terms include the separately accumulated min parts) is a
+// safe bound for these row lengths (<= 1000 elements: 1e-5 > 30 * 2^-24).
+TEST_P(DotTypes, FastMatchesScalar) {
+  const TensorType type = GetParam();
+  const dot::Kernels* k = dot::kernels(type);
+  ASSERT_NE(k, nullptr);
+  const TensorType dt = quant::traits(type)->dot_type;
+  std::mt19937 rng(99 + static_cast<int>(type));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (std::int64_t n : {testutil::test_row_len(type), 4 * testutil::test_row_len(type) / 3}) {
+    if (n % quant::traits(type)->block_size) continue;
+    const std::size_t row = quant::row_size(type, n);
+    const std::size_t arow = dt == TensorType::F32 ? n * 4 : quant::row_size(dt, n);
+    for (int rep = 0; rep < 20; ++rep) {
+      const std::vector<std::byte> w = testutil::random_weights(type, 1, n, row, rng);
+      std::vector<float> wf(n);
+      quant::dequantize_row(type, w.data(), wf.data(), n);
+      const std::vector<double> mins = testutil::min_terms(type, w.data(), n);
+      const int n_act = 1 + rep % 7;  // crosses the kMaxTile split
+      std::vector<std::byte> act(arow * n_act);
+      std::vector<float> x(n);
+      for (int t = 0; t < n_act; ++t) {
+        // Every few reps, activations with a huge outlier push quants to +-127.
+        for (float& v : x) v = normal(rng) * (rep % 4 == 3 ? 100.0f : 1.0f);
+        if (rep % 5 == 4) x[t % n] = -1e4f;
+        quant::quantize_row(dt, x.data(), act.data() + t * arow, n);
+      }
+      std::vector<float> ref(n_act * 3, -1.0f), got(n_act * 3, -1.0f);
+      k->scalar(n, w.data(), act.data(), arow, n_act, ref.data(), 3);
+      k->fast(n, w.data(), act.data(), arow, n_act, got.data(), 3);
+      for (int t = 0; t < n_act; ++t) {
+        const std::vector<double> a = testutil::decode_act(dt, act.data() + t * arow, n);
+        double mag = 0;
+        for (std::int64_t i = 0; i < n; ++i)
+          mag += (std::fabs(wf[i]) + 2 * mins[i]) * std::fabs(a[i]);
+        EXPECT_NEAR(got[3 * t], ref[3 * t], 1e-5 * mag + 1e-30)
+            << quant::type_name(type) << " n " << n << " rep " << rep << " t " << t;
+        EXPECT_EQ(got[3 * t + 1], -1.0f);  // the stride is respected
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, DotTypes, ::testing::ValuesIn(testutil::kernel_types()),
+                         [](const auto& info) { return quant::type_name(info.param); });
+
+TEST(Dot, ReportsSimdPath) {
+  const std::string name = dot::simd_name();
+  EXPECT_TRUE(name == "avx2" || name == "scalar") << name;
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+  EXPECT_EQ(name, "avx2");
+#endif
+}
+
+}  // namespace
+}  // namespace seam
