@@ -43,6 +43,13 @@ class SpmTokenizer final : public Tokenizer {
       const int b = byte_of_piece(v_.text[id]);
       if (b >= 0 && byte_token_[b] < 0) byte_token_[b] = static_cast<Token>(id);
     }
+    for (std::size_t id = 0; id < v_.text.size() && !inner_space_; ++id) {
+      const std::string_view t = v_.text[id];
+      for (std::size_t p = t.find(kSpace, 1); p != std::string_view::npos && !inner_space_;
+           p = t.find(kSpace, p + 1)) {
+        inner_space_ = p < kSpace.size() || t.substr(p - kSpace.size(), kSpace.size()) != kSpace;
+      }
+    }
   }
 
  protected:
@@ -62,7 +69,13 @@ class SpmTokenizer final : public Tokenizer {
     return it->second;
   }
 
+  void encode_segment(std::string_view s, std::vector<Token>& out) const;
+
   bool add_space_prefix_;
+  // Whether some piece holds a '▁' right after another character. When none
+  // does, no merge can cross the start of a word, so words are merged one at a
+  // time: same result, small queues.
+  bool inner_space_ = false;
   std::array<Token, 256> byte_token_;  // byte -> its <0xXX> token, -1 if the vocab lacks it
 };
 
@@ -78,7 +91,24 @@ void SpmTokenizer::encode_fragment(std::string_view text, bool after_special,
       s += c;
     }
   }
+  if (inner_space_) {
+    encode_segment(s, out);
+    return;
+  }
+  const std::string_view sv(s);
+  std::size_t start = 0;
+  for (std::size_t p = sv.find(kSpace, 1); p != std::string_view::npos;
+       p = sv.find(kSpace, p + 1)) {
+    if (p >= kSpace.size() && sv.substr(p - kSpace.size(), kSpace.size()) == kSpace) {
+      continue;  // a run of spaces stays together ("▁▁▁▁" is a piece)
+    }
+    if (p > start) encode_segment(sv.substr(start, p - start), out);
+    start = p;
+  }
+  encode_segment(sv.substr(start), out);
+}
 
+void SpmTokenizer::encode_segment(std::string_view s, std::vector<Token>& out) const {
   // Symbols form a doubly linked list over `s`; a merged-away symbol has len 0.
   struct Sym {
     std::uint32_t off, len;
@@ -109,7 +139,7 @@ void SpmTokenizer::encode_fragment(std::string_view text, bool after_special,
   const auto try_add = [&](std::int32_t l, std::int32_t r) {
     if (l < 0 || r < 0) return;
     const std::uint32_t len = sym[l].len + sym[r].len;
-    if (auto t = mergeable(std::string_view(s).substr(sym[l].off, len))) {
+    if (auto t = mergeable(s.substr(sym[l].off, len))) {
       queue.push({v_.score[*t], l, r, len});
     }
   };
@@ -132,7 +162,7 @@ void SpmTokenizer::encode_fragment(std::string_view text, bool after_special,
   }
 
   for (std::int32_t i = 0; i >= 0; i = sym[i].next) {
-    const std::string_view p = std::string_view(s).substr(sym[i].off, sym[i].len);
+    const std::string_view p = s.substr(sym[i].off, sym[i].len);
     if (auto t = mergeable(p)) {
       out.push_back(*t);
       continue;

@@ -207,6 +207,10 @@ void Tokenizer::build_trie() {
 
 std::vector<Token> Tokenizer::encode(std::string_view text, bool add_special,
                                      bool parse_special) const {
+  if (text.size() > static_cast<std::size_t>(INT32_MAX)) {
+    throw Error(Errc::InvalidArgument, "[tokenizer] text of " + std::to_string(text.size()) +
+                                           " bytes is too long to tokenize (limit 2 GiB)");
+  }
   std::vector<Token> out;
   out.reserve(text.size() / 3 + 4);
   if (add_special && v_.add_bos && v_.bos) out.push_back(*v_.bos);

@@ -1,0 +1,342 @@
+// Tokenizer API behaviour and hostile input: refusals, special tokens, pieces,
+// end-of-generation ids, invalid UTF-8 and megabyte inputs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <ctime>
+#include <map>
+#include <thread>
+
+#include "format/gguf.h"
+#include "seam/error.h"
+#include "tokenizer/tokenizer.h"
+
+namespace seam {
+namespace {
+
+const std::string kDir = std::string(SEAM_SHARED_DIR) + "/tokenizers/";
+
+// Vocab files are loaded once per test binary; a Tokenizer is immutable.
+const Tokenizer& load(const std::string& gguf) {
+  static std::map<std::string, std::unique_ptr<Tokenizer>> cache;
+  auto& slot = cache[gguf];
+  if (!slot) slot = Tokenizer::from_gguf(GgufFile::open(kDir + gguf));
+  return *slot;
+}
+const Tokenizer& llama2() { return load("llama2-vocab.gguf"); }
+const Tokenizer& llama3() { return load("llama3-vocab.gguf"); }
+const Tokenizer& qwen2() { return load("qwen2-vocab.gguf"); }
+const Tokenizer& gpt2() { return load("ggml-vocab-gpt-2.gguf"); }
+const Tokenizer& phi3() { return load("ggml-vocab-phi-3.gguf"); }
+
+const std::vector<std::string>& all_vocabs() {
+  static const std::vector<std::string> v = {"llama2-vocab.gguf",
+                                             "llama3-vocab.gguf",
+                                             "qwen2-vocab.gguf",
+                                             "ggml-vocab-gpt-2.gguf",
+                                             "ggml-vocab-phi-3.gguf",
+                                             "ggml-vocab-deepseek-coder.gguf",
+                                             "ggml-vocab-deepseek-llm.gguf",
+                                             "ggml-vocab-falcon.gguf",
+                                             "ggml-vocab-mpt.gguf",
+                                             "ggml-vocab-refact.gguf",
+                                             "ggml-vocab-starcoder.gguf",
+                                             "ggml-vocab-bert-bge.gguf"};
+  return v;
+}
+
+// ---- loading from hand-built GGUF metadata ---------------------------------
+
+struct Built {
+  std::vector<std::byte> bytes;
+  GgufFile file;
+};
+
+// A five-token byte-level vocab ("a", "b", "ab", "<|end|>", "<|x|>") with one merge.
+GgufWriter tiny_bpe() {
+  GgufWriter w;
+  w.set("tokenizer.ggml.model", GgufValue::str("gpt2"));
+  w.set("tokenizer.ggml.pre", GgufValue::str("gpt-2"));
+  w.set("tokenizer.ggml.tokens", GgufValue::strings({"a", "b", "ab", "<|end|>", "<|x|>"}));
+  w.set("tokenizer.ggml.token_type", GgufValue::i32s({1, 1, 1, 3, 4}));
+  w.set("tokenizer.ggml.merges", GgufValue::strings({"a b"}));
+  w.set("tokenizer.ggml.eos_token_id", GgufValue::u32(3));
+  return w;
+}
+
+std::unique_ptr<Tokenizer> build(const GgufWriter& w) {
+  auto bytes = w.to_bytes();
+  const GgufFile f = GgufFile::parse(bytes, "tiny.gguf");
+  return Tokenizer::from_gguf(f);
+}
+
+void expect_error(const GgufWriter& w, Errc code, const std::string& needle) {
+  try {
+    build(w);
+    ADD_FAILURE() << "expected an error mentioning " << needle;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(TokenizerLoad, TinyBpeWorks) {
+  const auto t = build(tiny_bpe());
+  EXPECT_EQ(t->n_vocab(), 5u);
+  EXPECT_EQ(t->encode("abab", false, false), (std::vector<Token>{2, 2}));
+  EXPECT_EQ(t->encode("ab<|end|>", false, true), (std::vector<Token>{2, 3}));
+  // <|x|> is user-defined: split out even without parse_special.
+  EXPECT_EQ(t->encode("a<|x|>b", false, false), (std::vector<Token>{0, 4, 1}));
+  EXPECT_TRUE(t->is_eog(3));
+  EXPECT_FALSE(t->is_eog(2));
+}
+
+TEST(TokenizerLoad, RefusesUnknownModelByName) {
+  GgufWriter w = tiny_bpe();
+  w.set("tokenizer.ggml.model", GgufValue::str("rwkv-world"));
+  expect_error(w, Errc::Unsupported, "'rwkv-world'");
+}
+
+TEST(TokenizerLoad, RefusesUnknownPreByName) {
+  GgufWriter w = tiny_bpe();
+  w.set("tokenizer.ggml.pre", GgufValue::str("made-up-pre"));
+  expect_error(w, Errc::Unsupported, "'made-up-pre'");
+  w.set("tokenizer.ggml.model", GgufValue::str("llama"));
+  expect_error(w, Errc::Unsupported, "'made-up-pre'");
+}
+
+TEST(TokenizerLoad, RefusesInconsistentArrays) {
+  GgufWriter w = tiny_bpe();
+  w.set("tokenizer.ggml.token_type", GgufValue::i32s({1, 1, 1}));
+  expect_error(w, Errc::BadFormat, "token_type");
+
+  w = tiny_bpe();
+  w.set("tokenizer.ggml.scores", GgufValue::f32s({0, 0}));
+  expect_error(w, Errc::BadFormat, "scores");
+
+  w = tiny_bpe();
+  w.set("tokenizer.ggml.token_type", GgufValue::i32s({1, 1, 1, 9, 1}));
+  expect_error(w, Errc::BadFormat, "token_type[3]");
+
+  w = tiny_bpe();
+  w.set("tokenizer.ggml.eos_token_id", GgufValue::u32(5));
+  expect_error(w, Errc::BadFormat, "eos_token_id");
+
+  w = tiny_bpe();
+  w.set("tokenizer.ggml.merges", GgufValue::strings({"a b", "ab"}));
+  expect_error(w, Errc::BadFormat, "merges[1]");
+
+  w = tiny_bpe();
+  w.set("tokenizer.ggml.tokens", GgufValue::u32(3));
+  expect_error(w, Errc::BadFormat, "tokenizer.ggml.tokens");
+
+  GgufWriter none;
+  none.set("general.architecture", GgufValue::str("llama"));
+  expect_error(none, Errc::BadFormat, "tokenizer.ggml.model");
+}
+
+// ---- SPM specifics ----------------------------------------------------------
+
+TEST(TokenizerSpm, PiecesAndAttributes) {
+  const Tokenizer& t = llama2();
+  EXPECT_EQ(t.n_vocab(), 32000u);
+  EXPECT_EQ(t.bos(), 1);
+  EXPECT_EQ(t.eos(), 2);
+  EXPECT_EQ(t.attr(0), TokenAttr::Unknown);
+  EXPECT_EQ(t.attr(1), TokenAttr::Control);
+  EXPECT_EQ(t.attr(3 + 0x41), TokenAttr::Byte);
+  EXPECT_EQ(t.piece(3 + 0x41, Detok::Plain), "A");
+  EXPECT_EQ(t.piece(3 + 0xE2, Detok::Plain), "\xE2");
+  EXPECT_EQ(t.find("▁Hello"), 15043);
+  EXPECT_EQ(t.piece(15043, Detok::Plain), " Hello");
+  EXPECT_EQ(t.token_text(15043), "▁Hello");
+  EXPECT_EQ(t.piece(1, Detok::Text), "<s>");
+  EXPECT_EQ(t.piece(1, Detok::Plain), "");
+  EXPECT_FALSE(t.find("no such piece"));
+}
+
+TEST(TokenizerSpm, BosEosAndSpecialParsing) {
+  const Tokenizer& t = llama2();
+  EXPECT_EQ(t.encode("Hello", true, false), (std::vector<Token>{1, 15043}));
+  EXPECT_EQ(t.encode("", true, false), (std::vector<Token>{1}));
+  EXPECT_EQ(t.encode("", false, false), (std::vector<Token>{}));
+  // A special token is followed by a fresh dummy-prefix space, as in llama.cpp.
+  EXPECT_EQ(t.encode("<s>Hello</s>", false, true), (std::vector<Token>{1, 15043, 2}));
+  EXPECT_EQ(t.decode(std::vector<Token>{1, 15043, 3186}, Detok::Plain), "Hello world");
+  EXPECT_EQ(t.decode(std::vector<Token>{1, 15043, 3186}, Detok::Text), "<s>Hello world");
+  EXPECT_EQ(t.decode(std::vector<Token>{29871, 15043}, Detok::Plain), " Hello");
+}
+
+TEST(TokenizerSpm, Phi3UserDefinedAndControlTokens) {
+  const Tokenizer& t = phi3();
+  const auto end = t.find("<|end|>");
+  ASSERT_TRUE(end);
+  EXPECT_EQ(t.attr(*end), TokenAttr::Control);
+  EXPECT_TRUE(t.is_eog(*end));
+  EXPECT_EQ(t.encode("<|user|>\nHi<|end|>", false, true).front(), *t.find("<|user|>"));
+  EXPECT_EQ(t.encode("<|user|>\nHi<|end|>", false, true).back(), *end);
+  // "</s>" is user-defined in this vocab: one token whatever parse_special says.
+  ASSERT_EQ(t.attr(2), TokenAttr::UserDefined);
+  for (bool ps : {false, true}) {
+    const auto ids = t.encode("Hi</s>there", false, ps);
+    EXPECT_NE(std::find(ids.begin(), ids.end(), 2), ids.end()) << ps;
+  }
+}
+
+// ---- BPE specifics ----------------------------------------------------------
+
+TEST(TokenizerBpe, BosDefaultsAndEog) {
+  EXPECT_EQ(llama3().encode("Hi", true, false).front(), 128000);
+  EXPECT_EQ(qwen2().encode("Hi", true, false), qwen2().encode("Hi", false, false));
+  for (const char* s : {"<|eot_id|>", "<|end_of_text|>", "<|eom_id|>"}) {
+    EXPECT_TRUE(llama3().is_eog(*llama3().find(s))) << s;
+  }
+  EXPECT_FALSE(llama3().is_eog(128000));
+  EXPECT_FALSE(llama3().is_eog(*llama3().find("Hello")));
+  EXPECT_TRUE(qwen2().is_eog(*qwen2().find("<|im_end|>")));
+  EXPECT_TRUE(qwen2().is_eog(*qwen2().find("<|endoftext|>")));
+  EXPECT_FALSE(qwen2().is_eog(*qwen2().find("<|im_start|>")));
+  EXPECT_TRUE(gpt2().is_eog(50256));
+  EXPECT_EQ(gpt2().piece(50256, Detok::Text), "<|endoftext|>");
+  EXPECT_EQ(gpt2().piece(50256, Detok::Plain), "");
+  EXPECT_EQ(gpt2().piece(*gpt2().find("Ġworld"), Detok::Plain), " world");
+}
+
+TEST(TokenizerBpe, PiecesConcatenateToUtf8) {
+  // Byte-level pieces may split a character; together they give the text back.
+  for (const Tokenizer* t : {&llama3(), &qwen2(), &gpt2()}) {
+    const std::string s = "naïve café 東京 🚀";
+    std::string joined;
+    for (Token id : t->encode(s, false, false)) joined += t->piece(id, Detok::Plain);
+    EXPECT_EQ(joined, s);
+  }
+}
+
+// ---- every vocab: ids, specials, hostile input --------------------------------
+
+TEST(TokenizerAll, OutOfRangeIdsAreInvalidArgument) {
+  for (const auto& name : all_vocabs()) {
+    const Tokenizer& t = load(name);
+    const auto n = static_cast<Token>(t.n_vocab());
+    for (Token bad : {Token{-1}, n, Token{INT32_MAX}}) {
+      EXPECT_THROW(t.piece(bad, Detok::Text), Error) << name;
+      EXPECT_THROW(t.token_text(bad), Error) << name;
+      EXPECT_THROW(t.attr(bad), Error) << name;
+      EXPECT_THROW(t.is_eog(bad), Error) << name;
+      try {
+        t.decode(std::vector<Token>{0, bad}, Detok::Text);
+        ADD_FAILURE() << name;
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), Errc::InvalidArgument);
+      }
+    }
+  }
+}
+
+TEST(TokenizerAll, EverySpecialTokenWithParseSpecialOnAndOff) {
+  for (const auto& name : all_vocabs()) {
+    const Tokenizer& t = load(name);
+    int checked = 0;
+    for (Token id = 0; id < static_cast<Token>(t.n_vocab()); ++id) {
+      const TokenAttr a = t.attr(id);
+      if (a != TokenAttr::Control && a != TokenAttr::UserDefined && a != TokenAttr::Unknown) {
+        continue;
+      }
+      const std::string& s = t.token_text(id);
+      if (s.empty() || t.find(s) != id) continue;  // duplicates resolve to the first id
+      ++checked;
+      EXPECT_EQ(t.encode(s, false, true), std::vector<Token>{id}) << name << " " << s;
+      const auto plain = t.encode(s, false, false);
+      if (a == TokenAttr::UserDefined) {
+        EXPECT_EQ(plain, std::vector<Token>{id}) << name << " " << s;
+        continue;
+      }
+      EXPECT_EQ(std::find(plain.begin(), plain.end(), id), plain.end()) << name << " " << s;
+      if (t.model() != "bert") {  // WordPiece lowercases and cannot give the text back
+        EXPECT_EQ(t.decode(plain, Detok::Text), s) << name << " " << s;
+      }
+    }
+    EXPECT_GT(checked, 0) << name;
+  }
+}
+
+TEST(TokenizerAll, InvalidUtf8NeverCrashes) {
+  const std::vector<std::string> hostile = {"\xFF",
+                                            "\xC0\x80",
+                                            "\xED\xA0\x80",
+                                            "\xE2\x82",
+                                            "abc\xF4\x90\x80\x80"
+                                            "def",
+                                            "\x80\x80\x80",
+                                            "a\xC3",
+                                            "\xF0\x9F\x98",
+                                            std::string("nul\0inside", 10),
+                                            "\xE2\x96",
+                                            "\xEF\xBF\xBD"};
+  for (const auto& name : all_vocabs()) {
+    const Tokenizer& t = load(name);
+    for (const auto& s : hostile) {
+      for (bool ps : {false, true}) {
+        std::vector<Token> ids;
+        ASSERT_NO_THROW(ids = t.encode(s, true, ps)) << name;
+        for (Token id : ids) ASSERT_LT(static_cast<std::size_t>(id), t.n_vocab());
+        EXPECT_NO_THROW(t.decode(ids, Detok::Text));
+      }
+    }
+  }
+  // SPM keeps the bytes through byte fallback; byte-level BPE reads U+FFFD.
+  EXPECT_EQ(llama2().decode(llama2().encode("a\xFF"
+                                            "b\xC3",
+                                            false, false),
+                            Detok::Plain),
+            "a\xFF"
+            "b\xC3");
+  EXPECT_EQ(llama3().decode(llama3().encode("a\xFF"
+                                            "b",
+                                            false, false),
+                            Detok::Plain),
+            "a\xEF\xBF\xBD"
+            "b");
+}
+
+TEST(TokenizerAll, MegabyteOfOneCharacterIsFastAndRoundTrips) {
+  const std::vector<std::string> units = {"a", " ", "\n", "7", "€", "字", "!"};
+  for (const char* name :
+       {"llama2-vocab.gguf", "llama3-vocab.gguf", "qwen2-vocab.gguf", "ggml-vocab-gpt-2.gguf",
+        "ggml-vocab-deepseek-llm.gguf", "ggml-vocab-bert-bge.gguf"}) {
+    const Tokenizer& t = load(name);
+    for (const auto& u : units) {
+      std::string s;
+      while (s.size() < (1u << 20)) s += u;
+      // CPU time, not wall time: the test machine may be shared. Quadratic merging
+      // would take minutes here; the heap-based merge takes well under a second.
+      const std::clock_t c0 = std::clock();
+      const auto ids = t.encode(s, false, false);
+      const double secs = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
+      EXPECT_LT(secs, 3.0) << name << " x" << u;
+      if (t.model() == "bert") {  // whitespace-only text has no WordPiece tokens
+        EXPECT_EQ(ids.empty(), u == " " || u == "\n") << name << " x" << u;
+      } else {
+        EXPECT_EQ(t.decode(ids, Detok::Plain), s) << name << " x" << u;
+      }
+    }
+  }
+}
+
+TEST(TokenizerAll, ConcurrentEncodeAgrees) {
+  const Tokenizer& t = qwen2();
+  const std::string s = "Concurrency: 東京, naïve café, 12345 — <|im_start|>ok";
+  const auto want = t.encode(s, false, true);
+  std::vector<std::thread> threads;
+  std::vector<int> ok(4, 0);
+  for (int k = 0; k < 4; ++k) {
+    threads.emplace_back([&, k] {
+      for (int i = 0; i < 200; ++i) ok[k] += t.encode(s, false, true) == want;
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int k = 0; k < 4; ++k) EXPECT_EQ(ok[k], 200);
+}
+
+}  // namespace
+}  // namespace seam
