@@ -32,7 +32,14 @@ class GgufFile;
 enum class TokenAttr : std::uint8_t { Normal, Unknown, Control, UserDefined, Unused, Byte };
 
 // Everything the families share, as read from the file. Built by from_gguf.
+// Move-only: `index` views the strings in `text`.
 struct Vocab {
+  Vocab() = default;
+  Vocab(Vocab&&) = default;
+  Vocab& operator=(Vocab&&) = default;
+  Vocab(const Vocab&) = delete;
+  Vocab& operator=(const Vocab&) = delete;
+
   std::vector<std::string> text;  // [n_vocab] raw vocab strings
   std::vector<float> score;       // [n_vocab] SPM merge priority (0 where absent)
   std::vector<TokenAttr> attr;    // [n_vocab]
