@@ -38,8 +38,13 @@ class SpmTokenizer final : public Tokenizer {
   SpmTokenizer(Vocab v, bool add_space_prefix)
       : Tokenizer(std::move(v)), add_space_prefix_(add_space_prefix) {
     byte_token_.fill(-1);
+    // Byte tokens are typed Byte; a file without token types leaves them Normal,
+    // and then (as llama.cpp does) their "<0xXX>" spelling identifies them.
+    bool any_typed = false;
+    for (TokenAttr a : v_.attr) any_typed |= a == TokenAttr::Byte;
     for (std::size_t id = 0; id < v_.text.size(); ++id) {
-      if (v_.attr[id] != TokenAttr::Byte) continue;
+      const TokenAttr a = v_.attr[id];
+      if (a != TokenAttr::Byte && (any_typed || a != TokenAttr::Normal)) continue;
       const int b = byte_of_piece(v_.text[id]);
       if (b >= 0 && byte_token_[b] < 0) byte_token_[b] = static_cast<Token>(id);
     }
@@ -183,11 +188,8 @@ void SpmTokenizer::encode_segment(std::string_view s, std::vector<Token>& out) c
 
 std::string SpmTokenizer::normal_piece(Token t) const {
   const std::string& s = v_.text[t];
-  if (v_.attr[t] == TokenAttr::Byte) {
-    const int b = byte_of_piece(s);
-    if (b >= 0) return std::string(1, static_cast<char>(b));
-    return s;
-  }
+  const int b = byte_of_piece(s);
+  if (b >= 0 && byte_token_[b] == t) return std::string(1, static_cast<char>(b));
   std::string out;
   out.reserve(s.size());
   for (std::size_t i = 0; i < s.size();) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 
 #include "format/gguf.h"
 #include "seam/error.h"
@@ -46,10 +47,13 @@ constexpr std::array<std::string_view, 9> kEotTexts = {
     "<|eot_id|>",        "<|im_end|>", "<|end|>", "<end_of_turn>",
     "<|endoftext|>",     "<EOT>",      "_<EOT>",  "<｜end▁of▁sentence｜>",
     "<end_of_utterance>"};
-// Fill-in-the-middle pad / repo / file separators also stop generation in llama.cpp.
-constexpr std::array<std::string_view, 10> kFimEogTexts = {
-    "<|fim_pad|>", "<fim-pad>", "<fim_pad>",  "<|fim_repo|>", "<|repo_name|>",
-    "<fim-repo>",  "<REPO>",    "<reponame>", "<|file_sep|>", "<file_sep>"};
+// Fill-in-the-middle pad / repo / file-separator tokens, when their keys are
+// absent, are found by these texts (first in list order); they end generation too.
+constexpr std::array<std::string_view, 4> kFimPadTexts = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>",
+                                                          "<PAD>"};
+constexpr std::array<std::string_view, 5> kFimRepTexts = {"<|fim_repo|>", "<|repo_name|>",
+                                                          "<fim-repo>", "<REPO>", "<reponame>"};
+constexpr std::array<std::string_view, 1> kFimSepTexts = {"<|file_sep|>"};
 
 }  // namespace
 
@@ -143,33 +147,68 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
     for (std::string_view s : kEotTexts) {
       if (auto t = by_text(s)) {
         v.eot = t;
+        v.attr[*t] = TokenAttr::Control;
         break;
       }
     }
   }
   if (!v.eom) v.eom = by_text("<|eom_id|>");
+  // Tokens that end a turn or a FIM document, found by text, become control
+  // tokens (as llama.cpp makes them): never split out of plain text, never
+  // rendered by Detok::Plain.
   std::vector<Token> eog;
-  const auto add_eog = [&](std::optional<Token> t) {
+  const auto add_eog = [&](std::optional<Token> t, bool make_control) {
     if (!t) return;
     eog.push_back(*t);
+    if (make_control) v.attr[*t] = TokenAttr::Control;
   };
-  for (std::string_view s : kEogTexts) add_eog(by_text(s));
-  for (const char* key : {"tokenizer.ggml.fim_pad_token_id", "tokenizer.ggml.fim_rep_token_id",
-                          "tokenizer.ggml.fim_sep_token_id"}) {
-    add_eog(id(key));
+  const auto first_of = [&](std::span<const std::string_view> texts) -> std::optional<Token> {
+    for (std::string_view s : texts) {
+      if (auto t = by_text(s)) return t;
+    }
+    return std::nullopt;
+  };
+  for (std::string_view s : kEogTexts) add_eog(by_text(s), true);
+  const std::pair<const char*, std::span<const std::string_view>> fim[] = {
+      {"tokenizer.ggml.fim_pad_token_id", kFimPadTexts},
+      {"tokenizer.ggml.fim_rep_token_id", kFimRepTexts},
+      {"tokenizer.ggml.fim_sep_token_id", kFimSepTexts}};
+  for (const auto& [key, texts] : fim) {
+    if (auto t = id(key)) {
+      add_eog(t, false);
+    } else {
+      add_eog(first_of(texts), true);
+    }
   }
-  for (std::string_view s : kFimEogTexts) add_eog(by_text(s));
-  // Turn-ending tokens found by text must never be split out of user text as
-  // plain words or rendered in Plain mode: llama.cpp makes them control tokens.
-  for (Token t : eog) {
-    v.attr[t] = TokenAttr::Control;
-  }
-  add_eog(v.eos);
-  add_eog(v.eot);
-  add_eog(v.eom);
+  add_eog(v.eos, false);
+  add_eog(v.eot, false);
+  add_eog(v.eom, false);
   std::sort(eog.begin(), eog.end());
   eog.erase(std::unique(eog.begin(), eog.end()), eog.end());
+  // gpt-oss (o200k_harmony) ends turns with <|return|> / <|call|>; its <|end|>
+  // only closes a message, so it is ordinary user-defined text there.
+  const auto ret = by_text("<|return|>"), call = by_text("<|call|>"), end = by_text("<|end|>");
+  if (ret && call && end) {
+    eog.erase(std::remove(eog.begin(), eog.end(), *end), eog.end());
+    v.attr[*end] = TokenAttr::UserDefined;
+  }
   v.eog = std::move(eog);
+
+  // Phi-3's special tokens swallow the whitespace after them (rstrip in its
+  // tokenizer.json, which GGUF does not carry; llama.cpp keys it on the name).
+  v.rstrip.assign(n, 0);
+  std::string name = f.get_string("general.name").value_or("");
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (name.find("phi-3") != std::string::npos || name.find("phi3") != std::string::npos) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const TokenAttr a = v.attr[i];
+      v.rstrip[i] =
+          a == TokenAttr::Control || a == TokenAttr::UserDefined || a == TokenAttr::Unknown;
+    }
+    for (std::string_view s : {"<unk>", "<s>", "<|endoftext|>"}) {
+      if (auto t = by_text(s)) v.rstrip[*t] = 0;
+    }
+  }
 
   if (v.model == "llama") return make_spm_tokenizer(std::move(v), f);
   if (v.model == "gpt2") return make_bpe_tokenizer(std::move(v), f);
@@ -250,6 +289,9 @@ std::vector<Token> Tokenizer::encode(std::string_view text, bool add_special,
     out.push_back(best);
     after_special = true;
     i += best_len;
+    if (v_.rstrip[best]) {
+      while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+    }
     start = i;
   }
   flush(text.size());

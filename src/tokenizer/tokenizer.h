@@ -40,9 +40,10 @@ struct Vocab {
   Vocab(const Vocab&) = delete;
   Vocab& operator=(const Vocab&) = delete;
 
-  std::vector<std::string> text;  // [n_vocab] raw vocab strings
-  std::vector<float> score;       // [n_vocab] SPM merge priority (0 where absent)
-  std::vector<TokenAttr> attr;    // [n_vocab]
+  std::vector<std::string> text;     // [n_vocab] raw vocab strings
+  std::vector<float> score;          // [n_vocab] SPM merge priority (0 where absent)
+  std::vector<TokenAttr> attr;       // [n_vocab]
+  std::vector<std::uint8_t> rstrip;  // [n_vocab] 1: whitespace after this special token is dropped
   std::unordered_map<std::string_view, Token> index;  // text -> lowest id with that text
 
   std::string model;  // tokenizer.ggml.model

@@ -135,6 +135,18 @@ TEST(TokenizerLoad, RefusesInconsistentArrays) {
   expect_error(none, Errc::BadFormat, "tokenizer.ggml.model");
 }
 
+TEST(TokenizerLoad, SpmWithoutTokenTypesFindsByteTokensBySpelling) {
+  GgufWriter w;
+  w.set("tokenizer.ggml.model", GgufValue::str("llama"));
+  w.set("tokenizer.ggml.tokens",
+        GgufValue::strings({"<unk>", "<s>", "</s>", "<0xC3>", "<0xA9>", "\u2581a", "a", "\u2581"}));
+  w.set("tokenizer.ggml.scores", GgufValue::f32s({0, 0, 0, 0, 0, -1, -2, -3}));
+  const auto t = build(w);
+  EXPECT_EQ(t->encode("a\u00e9", false, false), (std::vector<Token>{5, 3, 4}));
+  EXPECT_EQ(t->decode(std::vector<Token>{5, 3, 4}, Detok::Plain), "a\u00e9");
+  EXPECT_EQ(t->piece(3, Detok::Plain), "\xC3");
+}
+
 // ---- SPM specifics ----------------------------------------------------------
 
 TEST(TokenizerSpm, PiecesAndAttributes) {
@@ -175,6 +187,11 @@ TEST(TokenizerSpm, Phi3UserDefinedAndControlTokens) {
   EXPECT_TRUE(t.is_eog(*end));
   EXPECT_EQ(t.encode("<|user|>\nHi<|end|>", false, true).front(), *t.find("<|user|>"));
   EXPECT_EQ(t.encode("<|user|>\nHi<|end|>", false, true).back(), *end);
+  // Phi-3's special tokens eat the whitespace after them; <|endoftext|> does not.
+  const Token hi = *t.find("\u2581Hi");
+  EXPECT_EQ(t.encode("<|user|>\nHi", false, true), (std::vector<Token>{*t.find("<|user|>"), hi}));
+  EXPECT_EQ(t.encode("<|endoftext|>\nHi", false, true),
+            (std::vector<Token>{32000, 29871, 13, 18567}));
   // "</s>" is user-defined in this vocab: one token whatever parse_special says.
   ASSERT_EQ(t.attr(2), TokenAttr::UserDefined);
   for (bool ps : {false, true}) {
@@ -300,10 +317,15 @@ TEST(TokenizerAll, InvalidUtf8NeverCrashes) {
 }
 
 TEST(TokenizerAll, MegabyteOfOneCharacterIsFastAndRoundTrips) {
-  const std::vector<std::string> units = {"a", " ", "\n", "7", "€", "字", "!"};
-  for (const char* name :
-       {"llama2-vocab.gguf", "llama3-vocab.gguf", "qwen2-vocab.gguf", "ggml-vocab-gpt-2.gguf",
-        "ggml-vocab-deepseek-llm.gguf", "ggml-vocab-bert-bge.gguf"}) {
+  // The inputs that make one huge symbol run: a single word, a single space run.
+  const std::vector<std::pair<const char*, std::vector<std::string>>> plan = {
+      {"llama2-vocab.gguf", {"a", " ", "!", "\n", "Hello world. "}},
+      {"llama3-vocab.gguf", {"a", " ", "\n", "7"}},
+      {"qwen2-vocab.gguf", {"€", " "}},
+      {"ggml-vocab-gpt-2.gguf", {"a", " "}},
+      {"ggml-vocab-deepseek-llm.gguf", {"字"}},
+      {"ggml-vocab-bert-bge.gguf", {"a", " "}}};
+  for (const auto& [name, units] : plan) {
     const Tokenizer& t = load(name);
     for (const auto& u : units) {
       std::string s;
