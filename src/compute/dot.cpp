@@ -4,28 +4,26 @@ namespace seam::dot {
 
 const Kernels* kernels(TensorType t) {
 #if SEAM_DOT_AVX2
-  static constexpr Kernels kF32{f32_f32, avx2::f32_f32};
-  static constexpr Kernels kF16{f16_f32, avx2::f16_f32};
-  static constexpr Kernels kBF16{bf16_f32, avx2::bf16_f32};
-  static constexpr Kernels kQ4_0{q4_0_q8_0, avx2::q4_0_q8_0};
-  static constexpr Kernels kQ8_0{q8_0_q8_0, avx2::q8_0_q8_0};
-  static constexpr Kernels kQ4_K{q4_k_q8_k, avx2::q4_k_q8_k};
-  static constexpr Kernels kQ6_K{q6_k_q8_k, avx2::q6_k_q8_k};
+#define SEAM_KERNELS(ref, simd) \
+  Kernels { ref, avx2::simd }
 #else
-  static constexpr Kernels kF32{f32_f32, f32_f32};
-  static constexpr Kernels kF16{f16_f32, f16_f32};
-  static constexpr Kernels kBF16{bf16_f32, bf16_f32};
-  static constexpr Kernels kQ4_0{q4_0_q8_0, q4_0_q8_0};
-  static constexpr Kernels kQ8_0{q8_0_q8_0, q8_0_q8_0};
-  static constexpr Kernels kQ4_K{q4_k_q8_k, q4_k_q8_k};
-  static constexpr Kernels kQ6_K{q6_k_q8_k, q6_k_q8_k};
+#define SEAM_KERNELS(ref, simd) \
+  Kernels { ref, ref }
 #endif
-  static constexpr Kernels kQ4_1{q4_1_q8_1, q4_1_q8_1};
-  static constexpr Kernels kQ5_0{q5_0_q8_0, q5_0_q8_0};
-  static constexpr Kernels kQ5_1{q5_1_q8_1, q5_1_q8_1};
-  static constexpr Kernels kQ2_K{q2_k_q8_k, q2_k_q8_k};
-  static constexpr Kernels kQ3_K{q3_k_q8_k, q3_k_q8_k};
-  static constexpr Kernels kQ5_K{q5_k_q8_k, q5_k_q8_k};
+  static constexpr Kernels kF32 = SEAM_KERNELS(f32_f32, f32_f32);
+  static constexpr Kernels kF16 = SEAM_KERNELS(f16_f32, f16_f32);
+  static constexpr Kernels kBF16 = SEAM_KERNELS(bf16_f32, bf16_f32);
+  static constexpr Kernels kQ4_0 = SEAM_KERNELS(q4_0_q8_0, q4_0_q8_0);
+  static constexpr Kernels kQ4_1 = SEAM_KERNELS(q4_1_q8_1, q4_1_q8_1);
+  static constexpr Kernels kQ5_0 = SEAM_KERNELS(q5_0_q8_0, q5_0_q8_0);
+  static constexpr Kernels kQ5_1 = SEAM_KERNELS(q5_1_q8_1, q5_1_q8_1);
+  static constexpr Kernels kQ8_0 = SEAM_KERNELS(q8_0_q8_0, q8_0_q8_0);
+  static constexpr Kernels kQ2_K = SEAM_KERNELS(q2_k_q8_k, q2_k_q8_k);
+  static constexpr Kernels kQ3_K = SEAM_KERNELS(q3_k_q8_k, q3_k_q8_k);
+  static constexpr Kernels kQ4_K = SEAM_KERNELS(q4_k_q8_k, q4_k_q8_k);
+  static constexpr Kernels kQ5_K = SEAM_KERNELS(q5_k_q8_k, q5_k_q8_k);
+  static constexpr Kernels kQ6_K = SEAM_KERNELS(q6_k_q8_k, q6_k_q8_k);
+#undef SEAM_KERNELS
   switch (t) {
     case TensorType::F32:
       return &kF32;

@@ -62,6 +62,12 @@ void q4_0_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*,
 void q8_0_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void q4_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void q6_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
+void q4_1_q8_1(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
+void q5_0_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
+void q5_1_q8_1(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
+void q2_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
+void q3_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
+void q5_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 }  // namespace avx2
 
 }  // namespace seam::dot

@@ -145,34 +145,104 @@ void q_x_q8_0(std::int64_t n, const void* w, const void* act, std::size_t as, fl
   for (int t = 0; t < NT; ++t) out[t * os] = hsum(acc[t]);
 }
 
-// ---------------------------------------------------------------- Q4_K
+// ---------------------------------------------------------------- Q4_1, Q5_0, Q5_1
 
-template <int NT>
-void q4_k(std::int64_t n, const void* w, const void* act, std::size_t as, float* out,
-          std::size_t os) {
-  const auto* x = static_cast<const BlockQ4_K*>(w);
-  const std::int64_t nb = n / kQK_K;
-  const BlockQ8_K* y[NT];
+// Byte j = 0xFF where bit j of the little-endian 32-bit word is set.
+inline __m256i bits_to_bytes(const std::uint8_t* p) {
+  std::uint32_t v;
+  std::memcpy(&v, p, 4);
+  const __m256i shuf = _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101,
+                                          0x0202020202020202, 0x0303030303030303);
+  const __m256i x = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(v)), shuf);
+  const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
+  return _mm256_cmpeq_epi8(_mm256_and_si256(x, bit), bit);
+}
+
+// 32 unsigned nibbles: elements 0..15 in the low lane, 16..31 in the high lane.
+inline __m256i nibbles(const std::uint8_t* qs) {
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m128i m = _mm_set1_epi8(0x0F);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+}
+
+inline __m256i unpack_q5_0(const BlockQ5_0& b) {
+  const __m256i q =
+      _mm256_or_si256(nibbles(b.qs), _mm256_and_si256(bits_to_bytes(b.qh), _mm256_set1_epi8(0x10)));
+  return _mm256_sub_epi8(q, _mm256_set1_epi8(16));
+}
+
+// Unsigned weights (q in 0..31) against Q8_1: sum (q*d + m) * a = d*da*(q.y) + m*s.
+inline __m256i unpack_q4_1(const BlockQ4_1& b) { return nibbles(b.qs); }
+inline __m256i unpack_q5_1(const BlockQ5_1& b) {
+  return _mm256_or_si256(nibbles(b.qs),
+                         _mm256_and_si256(bits_to_bytes(b.qh), _mm256_set1_epi8(0x10)));
+}
+
+template <class WBlock, __m256i (*Unpack)(const WBlock&), int NT>
+void q_x_q8_1(std::int64_t n, const void* w, const void* act, std::size_t as, float* out,
+              std::size_t os) {
+  const auto* x = static_cast<const WBlock*>(w);
+  const std::int64_t nb = n / kQK8_1;
+  const BlockQ8_1* y[NT];
   __m256 acc[NT];
   float acc_m[NT];
   for (int t = 0; t < NT; ++t) {
-    y[t] = act_row<BlockQ8_K>(act, as, t);
+    y[t] = act_row<BlockQ8_1>(act, as, t);
     acc[t] = _mm256_setzero_ps();
     acc_m[t] = 0.0f;
   }
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (std::int64_t i = 0; i < nb; ++i) {
+    const __m256i q = Unpack(x[i]);
+    const float dw = h2f(x[i].d), mw = h2f(x[i].m);
+    for (int t = 0; t < NT; ++t) {
+      const __m256i yq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][i].qs));
+      const __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(q, yq), ones));
+      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * h2f(y[t][i].d)), p, acc[t]);
+      acc_m[t] += mw * h2f(y[t][i].s);
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[t * os] = hsum(acc[t]) + acc_m[t];
+}
+
+// ---------------------------------------------------------------- Q4_K, Q5_K
+
+// For Q5_K, `qh` adds bit (2p) / (2p+1) of qh[l] as bit 4 of the low / high run.
+template <class Block, bool kHigh, int NT>
+void k4(std::int64_t n, const void* w, const void* act, std::size_t as, float* out,
+        std::size_t os) {
+  const auto* x = static_cast<const Block*>(w);
+  const std::int64_t nb = n / kQK_K;
+  const BlockQ8_K* y[NT];
+  __m256 acc[NT], acc_m[NT];
+  for (int t = 0; t < NT; ++t) {
+    y[t] = act_row<BlockQ8_K>(act, as, t);
+    acc[t] = _mm256_setzero_ps();
+    acc_m[t] = _mm256_setzero_ps();
+  }
   const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i one = _mm256_set1_epi8(1);
   for (std::int64_t i = 0; i < nb; ++i) {
     std::uint8_t sc[8], mn[8];
     for (int j = 0; j < 8; ++j) scale_min_k4(j, x[i].scales, sc[j], mn[j]);
     // mins16[2j] = mins16[2j+1] = mn_j, against bsums (sums of 16 activations).
     const __m256i mins16 = _mm256_set_epi16(mn[7], mn[7], mn[6], mn[6], mn[5], mn[5], mn[4], mn[4],
                                             mn[3], mn[3], mn[2], mn[2], mn[1], mn[1], mn[0], mn[0]);
+    __m256i hbits = _mm256_setzero_si256();
+    if constexpr (kHigh) hbits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qh));
     __m256i sumi[NT];
     for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
     for (int p = 0; p < 4; ++p) {
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs + 32 * p));
-      const __m256i lo = _mm256_and_si256(q, m4);                        // elements 64p + 0..31
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);  // 64p + 32..63
+      __m256i lo = _mm256_and_si256(q, m4);                        // elements 64p + 0..31
+      __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);  // 64p + 32..63
+      if constexpr (kHigh) {
+        // Per-byte bit extraction: a 16-bit shift by < 8 then a 0x01 byte mask.
+        const __m256i b0 = _mm256_and_si256(_mm256_srli_epi16(hbits, 2 * p), one);
+        const __m256i b1 = _mm256_and_si256(_mm256_srli_epi16(hbits, 2 * p + 1), one);
+        lo = _mm256_or_si256(lo, _mm256_slli_epi16(b0, 4));
+        hi = _mm256_or_si256(hi, _mm256_slli_epi16(b1, 4));
+      }
       const __m256i s_lo = _mm256_set1_epi16(sc[2 * p]);
       const __m256i s_hi = _mm256_set1_epi16(sc[2 * p + 1]);
       for (int t = 0; t < NT; ++t) {
@@ -188,12 +258,79 @@ void q4_k(std::int64_t n, const void* w, const void* act, std::size_t as, float*
     const float dx = h2f(x[i].d), dmx = h2f(x[i].dmin);
     for (int t = 0; t < NT; ++t) {
       const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][i].bsums));
-      const int summs = hsum_i32(_mm256_madd_epi16(mins16, bs));
+      const __m256 summs = _mm256_cvtepi32_ps(_mm256_madd_epi16(mins16, bs));
       acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(y[t][i].d * dx), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
-      acc_m[t] += y[t][i].d * dmx * static_cast<float>(summs);
+      acc_m[t] = _mm256_fmadd_ps(_mm256_set1_ps(y[t][i].d * dmx), summs, acc_m[t]);
     }
   }
-  for (int t = 0; t < NT; ++t) out[t * os] = hsum(acc[t]) - acc_m[t];
+  for (int t = 0; t < NT; ++t) out[t * os] = hsum(_mm256_sub_ps(acc[t], acc_m[t]));
+}
+
+// ---------------------------------------------------------------- Q2_K, Q3_K
+
+// Both pack 2-bit values as: qs[32h + l] bits 2k..2k+1 = element 128h + 32k + l;
+// each 32-run has two 16-element scales, one per 128-bit lane.
+template <bool kQ3, class Block, int NT>
+void k23(std::int64_t n, const void* w, const void* act, std::size_t as, float* out,
+         std::size_t os) {
+  const auto* x = static_cast<const Block*>(w);
+  const std::int64_t nb = n / kQK_K;
+  const BlockQ8_K* y[NT];
+  __m256 acc[NT], acc_m[NT];
+  for (int t = 0; t < NT; ++t) {
+    y[t] = act_row<BlockQ8_K>(act, as, t);
+    acc[t] = _mm256_setzero_ps();
+    acc_m[t] = _mm256_setzero_ps();
+  }
+  const __m256i m3 = _mm256_set1_epi8(3);
+  const __m256i one = _mm256_set1_epi8(1);
+  const __m256i k4 = _mm256_set1_epi8(4);
+  for (std::int64_t i = 0; i < nb; ++i) {
+    std::int16_t sc[16];
+    __m256i mins16 = _mm256_setzero_si256();
+    __m256i hmask = _mm256_setzero_si256();
+    if constexpr (kQ3) {
+      for (int j = 0; j < 16; ++j)
+        sc[j] = static_cast<std::int16_t>(scale_q3_k(j, x[i].scales) - 32);
+      hmask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].hmask));
+    } else {
+      for (int j = 0; j < 16; ++j) sc[j] = x[i].scales[j] & 0xF;
+      const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales));
+      mins16 = _mm256_cvtepu8_epi16(_mm_srli_epi16(_mm_and_si128(s, _mm_set1_epi8(-16)), 4));
+    }
+    __m256i sumi[NT];
+    for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+      const __m256i qs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs + 32 * h));
+      for (int k = 0; k < 4; ++k) {
+        __m256i q = _mm256_and_si256(_mm256_srli_epi16(qs, 2 * k), m3);
+        if constexpr (kQ3) {
+          // q3 = q2 - 4 * (1 - hbit) = (q2 + 4 * hbit) - 4: unsigned 0..7, minus 4 after.
+          const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hmask, 4 * h + k), one);
+          q = _mm256_or_si256(q, _mm256_slli_epi16(hb, 2));
+        }
+        const int s = 8 * h + 2 * k;
+        const __m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[s + 1]), _mm_set1_epi16(sc[s]));
+        for (int t = 0; t < NT; ++t) {
+          const __m256i yq =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][i].qs + 128 * h + 32 * k));
+          __m256i p = _mm256_maddubs_epi16(q, yq);
+          if constexpr (kQ3) p = _mm256_sub_epi16(p, _mm256_maddubs_epi16(k4, yq));
+          sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(p, scv));
+        }
+      }
+    }
+    const float dx = h2f(x[i].d);
+    for (int t = 0; t < NT; ++t) {
+      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(y[t][i].d * dx), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+      if constexpr (!kQ3) {
+        const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][i].bsums));
+        const __m256 summs = _mm256_cvtepi32_ps(_mm256_madd_epi16(mins16, bs));
+        acc_m[t] = _mm256_fmadd_ps(_mm256_set1_ps(y[t][i].d * h2f(x[i].dmin)), summs, acc_m[t]);
+      }
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[t * os] = hsum(_mm256_sub_ps(acc[t], acc_m[t]));
 }
 
 // ---------------------------------------------------------------- Q6_K
@@ -318,7 +455,49 @@ template <int NT>
 struct KQ4_K {
   static void run(std::int64_t n, const void* w, const void* a, std::size_t as, float* o,
                   std::size_t os) {
-    q4_k<NT>(n, w, a, as, o, os);
+    k4<BlockQ4_K, false, NT>(n, w, a, as, o, os);
+  }
+};
+template <int NT>
+struct KQ5_K {
+  static void run(std::int64_t n, const void* w, const void* a, std::size_t as, float* o,
+                  std::size_t os) {
+    k4<BlockQ5_K, true, NT>(n, w, a, as, o, os);
+  }
+};
+template <int NT>
+struct KQ2_K {
+  static void run(std::int64_t n, const void* w, const void* a, std::size_t as, float* o,
+                  std::size_t os) {
+    k23<false, BlockQ2_K, NT>(n, w, a, as, o, os);
+  }
+};
+template <int NT>
+struct KQ3_K {
+  static void run(std::int64_t n, const void* w, const void* a, std::size_t as, float* o,
+                  std::size_t os) {
+    k23<true, BlockQ3_K, NT>(n, w, a, as, o, os);
+  }
+};
+template <int NT>
+struct KQ4_1 {
+  static void run(std::int64_t n, const void* w, const void* a, std::size_t as, float* o,
+                  std::size_t os) {
+    q_x_q8_1<BlockQ4_1, unpack_q4_1, NT>(n, w, a, as, o, os);
+  }
+};
+template <int NT>
+struct KQ5_1 {
+  static void run(std::int64_t n, const void* w, const void* a, std::size_t as, float* o,
+                  std::size_t os) {
+    q_x_q8_1<BlockQ5_1, unpack_q5_1, NT>(n, w, a, as, o, os);
+  }
+};
+template <int NT>
+struct KQ5_0 {
+  static void run(std::int64_t n, const void* w, const void* a, std::size_t as, float* o,
+                  std::size_t os) {
+    q_x_q8_0<BlockQ5_0, unpack_q5_0, NT>(n, w, a, as, o, os);
   }
 };
 template <int NT>
@@ -358,6 +537,30 @@ void q4_k_q8_k(std::int64_t n, const void* w, const void* a, std::size_t as, int
 void q6_k_q8_k(std::int64_t n, const void* w, const void* a, std::size_t as, int nt, float* o,
                std::size_t os) {
   tile<KQ6_K>(n, w, a, as, nt, o, os);
+}
+void q5_k_q8_k(std::int64_t n, const void* w, const void* a, std::size_t as, int nt, float* o,
+               std::size_t os) {
+  tile<KQ5_K>(n, w, a, as, nt, o, os);
+}
+void q2_k_q8_k(std::int64_t n, const void* w, const void* a, std::size_t as, int nt, float* o,
+               std::size_t os) {
+  tile<KQ2_K>(n, w, a, as, nt, o, os);
+}
+void q3_k_q8_k(std::int64_t n, const void* w, const void* a, std::size_t as, int nt, float* o,
+               std::size_t os) {
+  tile<KQ3_K>(n, w, a, as, nt, o, os);
+}
+void q4_1_q8_1(std::int64_t n, const void* w, const void* a, std::size_t as, int nt, float* o,
+               std::size_t os) {
+  tile<KQ4_1>(n, w, a, as, nt, o, os);
+}
+void q5_1_q8_1(std::int64_t n, const void* w, const void* a, std::size_t as, int nt, float* o,
+               std::size_t os) {
+  tile<KQ5_1>(n, w, a, as, nt, o, os);
+}
+void q5_0_q8_0(std::int64_t n, const void* w, const void* a, std::size_t as, int nt, float* o,
+               std::size_t os) {
+  tile<KQ5_0>(n, w, a, as, nt, o, os);
 }
 
 }  // namespace seam::dot::avx2
