@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "compute/quant_blocks.h"
 #include "core/half.h"
@@ -461,6 +462,85 @@ void quantize_row_q4_0(const float* x, void* dst, std::int64_t n) {
   }
 }
 
+namespace {
+
+// Truncation of t = v + 0.5 (or + 16.5), clamped into [0, hi]; non-finite -> 0 as in q4_nibble.
+int trunc_clamp(float t, int hi) {
+  if (!std::isfinite(t)) return 0;
+  return std::clamp(static_cast<int>(t), 0, hi);
+}
+
+// Asymmetric 4/5-bit blocks: d = (max - min) / (2^bits - 1), m = min, q = trunc((x - min)/d + 0.5).
+template <int kBits, class Block>
+void quantize_min_block(const float* x, Block& y, std::uint32_t* qh) {
+  float min = std::numeric_limits<float>::max(), max = -std::numeric_limits<float>::max();
+  for (int j = 0; j < 32; ++j) {
+    if (x[j] < min) min = x[j];
+    if (x[j] > max) max = x[j];
+  }
+  const float d = (max - min) / static_cast<float>((1 << kBits) - 1);
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  y.d = f32_to_fp16(d);
+  y.m = f32_to_fp16(min);
+  for (int j = 0; j < 16; ++j) {
+    const int q0 = trunc_clamp((x[j] - min) * id + 0.5f, (1 << kBits) - 1);
+    const int q1 = trunc_clamp((x[j + 16] - min) * id + 0.5f, (1 << kBits) - 1);
+    y.qs[j] = static_cast<std::uint8_t>((q0 & 0xF) | ((q1 & 0xF) << 4));
+    if (qh)
+      *qh |= static_cast<std::uint32_t>((q0 >> 4) & 1) << j |
+             static_cast<std::uint32_t>((q1 >> 4) & 1) << (j + 16);
+  }
+}
+
+void store_u32le(std::uint8_t* p, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+
+}  // namespace
+
+void quantize_row_q4_1(const float* x, void* dst, std::int64_t n) {
+  const std::int64_t nb = check_blocks(TensorType::Q4_1, n, "[quantize]");
+  auto* y = static_cast<BlockQ4_1*>(dst);
+  for (std::int64_t i = 0; i < nb; ++i) quantize_min_block<4>(x + 32 * i, y[i], nullptr);
+}
+
+void quantize_row_q5_1(const float* x, void* dst, std::int64_t n) {
+  const std::int64_t nb = check_blocks(TensorType::Q5_1, n, "[quantize]");
+  auto* y = static_cast<BlockQ5_1*>(dst);
+  for (std::int64_t i = 0; i < nb; ++i) {
+    std::uint32_t qh = 0;
+    quantize_min_block<5>(x + 32 * i, y[i], &qh);
+    store_u32le(y[i].qh, qh);
+  }
+}
+
+void quantize_row_q5_0(const float* x, void* dst, std::int64_t n) {
+  const std::int64_t nb = check_blocks(TensorType::Q5_0, n, "[quantize]");
+  auto* y = static_cast<BlockQ5_0*>(dst);
+  for (std::int64_t i = 0; i < nb; ++i, x += kQK5_0) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < kQK5_0; ++j) {
+      if (amax < std::fabs(x[j])) {
+        amax = std::fabs(x[j]);
+        max = x[j];
+      }
+    }
+    // As Q4_0 with 5 bits: the extreme maps to -16, q = trunc(x/d + 16.5) clamped to 31.
+    const float d = max / -16.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = f32_to_fp16(d);
+    std::uint32_t qh = 0;
+    for (int j = 0; j < 16; ++j) {
+      const int q0 = trunc_clamp(x[j] * id + 16.5f, 31);
+      const int q1 = trunc_clamp(x[j + 16] * id + 16.5f, 31);
+      y[i].qs[j] = static_cast<std::uint8_t>((q0 & 0xF) | ((q1 & 0xF) << 4));
+      qh |= static_cast<std::uint32_t>(q0 >> 4) << j | static_cast<std::uint32_t>(q1 >> 4)
+                                                           << (j + 16);
+    }
+    store_u32le(y[i].qh, qh);
+  }
+}
+
 void quantize_row(TensorType t, const float* x, void* dst, std::int64_t n) {
   switch (t) {
     case TensorType::Q8_0:
@@ -471,6 +551,12 @@ void quantize_row(TensorType t, const float* x, void* dst, std::int64_t n) {
       return quantize_row_q8_K(x, dst, n);
     case TensorType::Q4_0:
       return quantize_row_q4_0(x, dst, n);
+    case TensorType::Q4_1:
+      return quantize_row_q4_1(x, dst, n);
+    case TensorType::Q5_0:
+      return quantize_row_q5_0(x, dst, n);
+    case TensorType::Q5_1:
+      return quantize_row_q5_1(x, dst, n);
     case TensorType::F32:
       std::memcpy(dst, x, static_cast<std::size_t>(std::max<std::int64_t>(n, 0)) * sizeof(float));
       return;

@@ -33,13 +33,17 @@ std::size_t row_size(TensorType t, std::int64_t n);
 void dequantize_row(TensorType t, const void* src, float* dst, std::int64_t n);
 
 // Quantizes x[0..n) into blocks of `t`, following ggml's reference rules.
-// Supported: Q8_0, Q8_1, Q8_K (activations), Q4_0 (weights; Q8_0 doubles as a weight
-// format), F32, F16, BF16. Throws Unsupported for others.
+// Supported: Q8_0, Q8_1, Q8_K (activations), Q4_0, Q4_1, Q5_0, Q5_1 (weights; Q8_0
+// doubles as a weight format), F32, F16, BF16. The K-quant weight quantizers are
+// not implemented yet: Unsupported, as for every other type.
 void quantize_row(TensorType t, const float* x, void* dst, std::int64_t n);
 
 void quantize_row_q8_0(const float* x, void* dst, std::int64_t n);
 void quantize_row_q8_1(const float* x, void* dst, std::int64_t n);
 void quantize_row_q8_K(const float* x, void* dst, std::int64_t n);
 void quantize_row_q4_0(const float* x, void* dst, std::int64_t n);
+void quantize_row_q4_1(const float* x, void* dst, std::int64_t n);
+void quantize_row_q5_0(const float* x, void* dst, std::int64_t n);
+void quantize_row_q5_1(const float* x, void* dst, std::int64_t n);
 
 }  // namespace seam::quant

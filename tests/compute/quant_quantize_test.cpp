@@ -103,6 +103,86 @@ TEST(QuantizeRef, Q4_0HandComputed) {
   EXPECT_EQ(b.qs[4], 8 | (10 << 4));
 }
 
+TEST(QuantizeRef, Q5_0HandComputed) {
+  // Extreme x = 8 -> d = 8 / -16 = -0.5; q = trunc(x / d + 16.5), clamped to 31.
+  float x[32] = {};
+  x[0] = 8.0f;    // -16 + 16.5 -> 0
+  x[1] = -8.0f;   // 16 + 16.5 = 32.5 -> clamped to 31 (bit 4 set)
+  x[2] = 0.25f;   // -0.5 + 16.5 = 16 -> 16 (bit 4 set, nibble 0)
+  x[17] = -1.0f;  // 2 + 16.5 -> 18: high nibble of byte 1 = 2, qh bit 17
+  BlockQ5_0 b;
+  quantize_row_q5_0(x, &b, 32);
+  EXPECT_EQ(fp16_to_f32(b.d), -0.5f);
+  const std::uint32_t qh = b.qh[0] | b.qh[1] << 8 | b.qh[2] << 16 | b.qh[3] << 24;
+  EXPECT_EQ(b.qs[0] & 0xF, 0);
+  EXPECT_EQ(b.qs[1] & 0xF, 15);
+  EXPECT_EQ(b.qs[2] & 0xF, 0);
+  EXPECT_EQ(b.qs[1] >> 4, 2);
+  EXPECT_EQ(qh & 0x7, 0x6u);  // elements 1 and 2 have bit 4
+  EXPECT_EQ((qh >> 17) & 1, 1u);
+  EXPECT_EQ((qh >> 16) & 1, 1u);  // element 16 is 0 -> q = 16.5 -> 16
+}
+
+TEST(QuantizeRef, Q4_1AndQ5_1HandComputed) {
+  // min = -1, max = 2: Q4_1 d = 3/15 = 0.2, Q5_1 d = 3/31; q = trunc((x - min)/d + 0.5).
+  float x[32];
+  for (int j = 0; j < 32; ++j) x[j] = 0.5f;
+  x[3] = -1.0f;
+  x[20] = 2.0f;
+  BlockQ4_1 a;
+  quantize_row_q4_1(x, &a, 32);
+  EXPECT_EQ(a.d, f32_to_fp16(3.0f / 15.0f));
+  EXPECT_EQ(a.m, f32_to_fp16(-1.0f));
+  EXPECT_EQ(a.qs[3] & 0xF, 0);
+  EXPECT_EQ(a.qs[4] >> 4, 15);                                              // element 20
+  EXPECT_EQ(a.qs[0] & 0xF, static_cast<int>(1.5f * (1.0f / 0.2f) + 0.5f));  // 8
+  BlockQ5_1 b;
+  quantize_row_q5_1(x, &b, 32);
+  EXPECT_EQ(b.d, f32_to_fp16(3.0f / 31.0f));
+  const std::uint32_t qh = b.qh[0] | b.qh[1] << 8 | b.qh[2] << 16 | b.qh[3] << 24;
+  EXPECT_EQ(b.qs[4] >> 4, 15);  // 31 = 0x1F
+  EXPECT_EQ((qh >> 20) & 1, 1u);
+  EXPECT_EQ((qh >> 3) & 1, 0u);
+  EXPECT_EQ(b.qs[3] & 0xF, 0);
+}
+
+// Decoding a quantized row lands within the format's step of the input:
+// half a step for rounding (a whole step where the extreme clamps, for the
+// symmetric types), plus the fp16 rounding of d (<= 2^-11 relative, times |q| <= 32)
+// and of m.
+TEST(QuantizeRef, WeightRoundTripWithinOneStep) {
+  std::vector<float> x(32 * 64);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (float& v : x) v = normal(rng) + (rng() % 3 == 0 ? 2.0f : 0.0f);
+  const std::int64_t n = static_cast<std::int64_t>(x.size());
+  for (TensorType t :
+       {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0}) {
+    std::vector<char> q(row_size(t, n));
+    std::vector<float> y(n);
+    quantize_row(t, x.data(), q.data(), n);
+    dequantize_row(t, q.data(), y.data(), n);
+    const int levels = t == TensorType::Q4_0 || t == TensorType::Q4_1 ? 15
+                       : t == TensorType::Q8_0                        ? 254
+                                                                      : 31;
+    for (std::int64_t b = 0; b < n / 32; ++b) {
+      float lo = x[32 * b], hi = x[32 * b];
+      for (int j = 0; j < 32; ++j) {
+        lo = std::min(lo, x[32 * b + j]);
+        hi = std::max(hi, x[32 * b + j]);
+      }
+      const float amax = std::max(std::fabs(lo), std::fabs(hi));
+      const bool asym = t == TensorType::Q4_1 || t == TensorType::Q5_1;
+      const float step = asym ? (hi - lo) / levels : 2 * amax / (levels + 1);
+      const float tol = (asym ? 0.5f : 1.0f) * step + 32 * step / 2048 + std::fabs(lo) / 2048;
+      for (int j = 0; j < 32; ++j) {
+        ASSERT_LE(std::fabs(y[32 * b + j] - x[32 * b + j]), tol)
+            << type_name(t) << " block " << b << " j " << j;
+      }
+    }
+  }
+}
+
 TEST(QuantizeAct, Q8_1CarriesScaledSum) {
   const std::vector<float> x = tricky_values();
   const std::int64_t n = static_cast<std::int64_t>(x.size());
