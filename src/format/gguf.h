@@ -88,6 +88,15 @@ class GgufFile {
   static GgufFile open(const std::string& path);
   // Parses bytes owned by the caller (they must outlive the GgufFile).
   static GgufFile parse(std::span<const std::byte> bytes, std::string source_name = "<memory>");
+  // Assembles a file from metadata and tensors whose `data` point into memory
+  // kept alive by `keepalive` (other mappings, converted copies); used to present
+  // other checkpoint formats through this interface. Tensor `offset` is ignored.
+  // Throws Error(BadFormat) for duplicate keys or tensor names, or a tensor whose
+  // nbytes does not match its type and shape.
+  static GgufFile assemble(std::string source_name,
+                           std::vector<std::pair<std::string, GgufValue>> metadata,
+                           std::vector<GgufTensor> tensors,
+                           std::vector<std::shared_ptr<const void>> keepalive);
 
   std::uint32_t version() const { return version_; }
   std::uint64_t alignment() const { return alignment_; }
@@ -120,6 +129,7 @@ class GgufFile {
   std::map<std::string, std::size_t, std::less<>> kv_index_;
   std::vector<GgufTensor> tensors_;
   std::map<std::string, std::size_t, std::less<>> tensor_index_;
+  std::vector<std::shared_ptr<const void>> keepalive_;  // assemble(): what tensors point into
 };
 
 // Builds a GGUF v3 file in memory or on disk. Tensors are written in the order
