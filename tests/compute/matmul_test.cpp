@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
+#include <cstring>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <string>
@@ -123,6 +126,77 @@ TEST_P(MatmulTypes, MatchesDoubleReference) {
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTypes, ::testing::ValuesIn(testutil::kernel_types()),
                          [](const auto& info) { return quant::type_name(info.param); });
+
+std::vector<char> read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::vector<char>(std::istreambuf_iterator<char>(f), {});
+}
+
+// Real llama-quantize output (shared/models/quant/dequant, 512 x 512) multiplied
+// against llama.cpp's own decoded f32 values of the same tensor, so this checks
+// decode + activation quantization + kernels without trusting our decoder.
+// Bound as (b) above: activation quantization error plus f32 rounding.
+TEST(Matmul, RealTensorsAgainstLlamaCppDecodedWeights) {
+  constexpr std::int64_t kN = 512;
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  std::mt19937 rng(77);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const std::int64_t n_tok = 5;
+  std::vector<float> x(n_tok * kN);
+  for (float& v : x) v = normal(rng);
+  for (const char* name : {"f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k", "q3_k",
+                           "q4_k", "q5_k", "q6_k"}) {
+    const std::string base =
+        std::string(SEAM_SHARED_DIR) + "/models/quant/dequant/" + name + ".blk.0.attn_q.weight";
+    const std::vector<char> raw = read_file(base + ".raw"), ref_bytes = read_file(base + ".f32");
+    ASSERT_EQ(ref_bytes.size(), static_cast<std::size_t>(kN * kN * 4)) << base;
+    std::vector<float> wref(kN * kN);  // [512 out][512 in], llama.cpp's to_float
+    std::memcpy(wref.data(), ref_bytes.data(), ref_bytes.size());
+    TensorType type = TensorType::F32;
+    for (TensorType t : testutil::kernel_types()) {
+      std::string tn = quant::type_name(t);
+      for (char& c : tn) c = static_cast<char>(std::tolower(c));
+      if (tn == name) type = t;
+    }
+    ASSERT_NE(type, TensorType::F32) << name;
+    const std::size_t row = quant::row_size(type, kN);
+    ASSERT_EQ(raw.size(), row * kN);
+    const WeightView w{type, kN, kN, reinterpret_cast<const std::byte*>(raw.data()), row};
+    std::vector<float> y(n_tok * kN);
+    matmul(w, x.data(), n_tok, y.data(), kN, pool, scratch);
+    const TensorType dt = quant::traits(type)->dot_type;
+    const std::int64_t ab = dt == TensorType::Q8_K ? 256 : dt == TensorType::F32 ? 1 : 32;
+    const bool has_m = dt == TensorType::Q8_1;  // Q4_1 / Q5_1: fp16 m at byte 2 of each block
+    for (std::int64_t t = 0; t < n_tok; ++t) {
+      const float* xt = x.data() + t * kN;
+      std::vector<double> amax(kN / ab, 0.0), asum(kN / 32, 0.0);
+      for (std::int64_t k = 0; k < kN; ++k) {
+        amax[k / ab] = std::max(amax[k / ab], std::fabs(double{xt[k]}));
+        asum[k / 32] += std::fabs(double{xt[k]});
+      }
+      for (std::int64_t r = 0; r < kN; ++r) {
+        double ref = 0, mag = 0, qerr = 0, q81 = 0;
+        for (std::int64_t k = 0; k < kN; ++k) {
+          const double wk = wref[r * kN + k];
+          ref += wk * xt[k];
+          mag += std::fabs(wk * xt[k]);
+          if (ab > 1) qerr += std::fabs(wk) * amax[k / ab] * (1.0 / 254 + 1.0 / 2048);
+        }
+        if (has_m) {
+          // |m| * |s| * 2^-10, with |s| = |d * sum q| <= sum|x| * (1 + 1/127) + rounding.
+          for (std::int64_t b = 0; b < kN / 32; ++b) {
+            std::uint16_t mh;
+            std::memcpy(&mh, raw.data() + r * row + b * quant::traits(type)->type_size + 2, 2);
+            q81 += std::fabs(fp16_to_f32(mh)) * (asum[b] * 1.01 + amax[b]) / 1024;
+          }
+        }
+        ASSERT_NEAR(y[t * kN + r], ref, 1e-5 * mag + q81 + qerr)
+            << name << " r " << r << " t " << t;
+      }
+    }
+  }
+}
 
 TEST(Matmul, UnsupportedTypeIsNamed) {
   ThreadPool pool(1);
