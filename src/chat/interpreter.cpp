@@ -429,7 +429,9 @@ class Interpreter {
     env.set("raise_exception",
             Value::function([](std::vector<Value>& args, const EnvPtr&) -> Value {
               std::string msg;
-              if (!args.empty() && args[0].kind != Kind::Undefined) msg = to_display(args[0]);
+              // new Error(x.value): none and undefined both give an empty message.
+              if (!args.empty() && args[0].kind != Kind::Undefined && args[0].kind != Kind::Null)
+                msg = to_display(args[0]);
               throw Error(Errc::Template, msg);
             }));
     env.set("range", Value::function([](std::vector<Value>& args, const EnvPtr&) -> Value {

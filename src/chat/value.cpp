@@ -143,12 +143,13 @@ double js_to_number(std::string_view raw) {
 
 enum class Raw { Undefined, Null, Boolean, Number, String, Object };
 
+// The reference builds every NullValue without a payload, so none's raw value
+// is JavaScript `undefined`, exactly like an undefined variable's.
 Raw raw_type(const Value& v) {
   switch (v.kind) {
     case Kind::Undefined:
-      return Raw::Undefined;
     case Kind::Null:
-      return Raw::Null;
+      return Raw::Undefined;
     case Kind::Bool:
       return Raw::Boolean;
     case Kind::Int:
@@ -172,9 +173,8 @@ const void* identity(const Value& v) {
 std::string to_display(const Value& v) {
   switch (v.kind) {
     case Kind::Undefined:
+    case Kind::Null:  // none's payload is JS undefined too
       return "undefined";
-    case Kind::Null:
-      return "null";
     case Kind::Bool:
       return v.b ? "true" : "false";
     case Kind::Int:
