@@ -26,11 +26,10 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-inline int hsum_i32(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-  return _mm_cvtsi128_si32(s);
+inline float hsum128(__m128 s) {
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
 }
 
 // 8 int32 sums of adjacent products of signed bytes x*y. maddubs wants an
@@ -214,20 +213,29 @@ void k4(std::int64_t n, const void* w, const void* act, std::size_t as, float* o
   const auto* x = static_cast<const Block*>(w);
   const std::int64_t nb = n / kQK_K;
   const BlockQ8_K* y[NT];
-  __m256 acc[NT], acc_m[NT];
+  __m256 acc[NT];
+  __m128 acc_m[NT];
   for (int t = 0; t < NT; ++t) {
     y[t] = act_row<BlockQ8_K>(act, as, t);
     acc[t] = _mm256_setzero_ps();
-    acc_m[t] = _mm256_setzero_ps();
+    acc_m[t] = _mm_setzero_ps();
   }
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i one = _mm256_set1_epi8(1);
   for (std::int64_t i = 0; i < nb; ++i) {
-    std::uint8_t sc[8], mn[8];
-    for (int j = 0; j < 8; ++j) scale_min_k4(j, x[i].scales, sc[j], mn[j]);
-    // mins16[2j] = mins16[2j+1] = mn_j, against bsums (sums of 16 activations).
-    const __m256i mins16 = _mm256_set_epi16(mn[7], mn[7], mn[6], mn[6], mn[5], mn[5], mn[4], mn[4],
-                                            mn[3], mn[3], mn[2], mn[2], mn[1], mn[1], mn[0], mn[0]);
+    // Unpack the 12-byte field into bytes 0..7 = scales, 8..15 = mins (scale_min_k4's
+    // layout, done on 32-bit words instead of per sub-block).
+    std::uint32_t u[4];
+    std::memcpy(u, x[i].scales, 12);
+    u[3] = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);
+    const std::uint32_t mins_lo = u[1] & 0x3f3f3f3fu;
+    u[1] = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);
+    u[2] = mins_lo;
+    u[0] &= 0x3f3f3f3fu;
+    std::uint8_t sc[16];  // [8 scales][8 mins]
+    std::memcpy(sc, u, 16);
+    const __m128i mins16 =
+        _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 8)));
     __m256i hbits = _mm256_setzero_si256();
     if constexpr (kHigh) hbits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qh));
     __m256i sumi[NT];
@@ -257,13 +265,15 @@ void k4(std::int64_t n, const void* w, const void* act, std::size_t as, float* o
     }
     const float dx = h2f(x[i].d), dmx = h2f(x[i].dmin);
     for (int t = 0; t < NT; ++t) {
-      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][i].bsums));
-      const __m256 summs = _mm256_cvtepi32_ps(_mm256_madd_epi16(mins16, bs));
+      // bsums pair sums (one per 32-element sub-block) times the mins.
+      const __m128i b0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(y[t][i].bsums));
+      const __m128i b1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(y[t][i].bsums + 8));
+      const __m128i prod = _mm_madd_epi16(mins16, _mm_hadd_epi16(b0, b1));
       acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(y[t][i].d * dx), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
-      acc_m[t] = _mm256_fmadd_ps(_mm256_set1_ps(y[t][i].d * dmx), summs, acc_m[t]);
+      acc_m[t] = _mm_fmadd_ps(_mm_set1_ps(y[t][i].d * dmx), _mm_cvtepi32_ps(prod), acc_m[t]);
     }
   }
-  for (int t = 0; t < NT; ++t) out[t * os] = hsum(_mm256_sub_ps(acc[t], acc_m[t]));
+  for (int t = 0; t < NT; ++t) out[t * os] = hsum(acc[t]) - hsum128(acc_m[t]);
 }
 
 // ---------------------------------------------------------------- Q2_K, Q3_K
