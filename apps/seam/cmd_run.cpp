@@ -1,80 +1,110 @@
-// seam run: stream a prompt's continuation to stdout; a summary goes to stderr.
+// seam run: stream a prompt's continuation to stdout (or print the whole
+// result as one JSON object with --json); a summary goes to stderr.
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "commands.h"
-#include "default_model.h"
+#include "generate_options.h"
+#include "seam/error.h"
 #include "seam/generate.h"
 #include "seam/model.h"
 
 namespace seam::cli {
 
+namespace {
+
+nlohmann::ordered_json alternative_json(const Model& model, Token t, float logprob) {
+  return {{"token", t}, {"text", model.detok(t, Detok::Text)}, {"logprob", logprob}};
+}
+
+nlohmann::ordered_json result_json(const Model& model, const GenerateResult& r,
+                                   bool with_logprobs) {
+  nlohmann::ordered_json j;
+  j["text"] = r.text;
+  j["tokens"] = r.tokens;
+  j["finish_reason"] = finish_reason_name(r.finish);
+  j["stop"] =
+      r.stop_string ? nlohmann::ordered_json(*r.stop_string) : nlohmann::ordered_json(nullptr);
+  j["usage"] = {{"prompt_tokens", r.prompt_tokens},
+                {"cached_prompt_tokens", r.cached_prompt_tokens},
+                {"completion_tokens", r.completion_tokens},
+                {"total_tokens", r.prompt_tokens + r.completion_tokens}};
+  j["ttft_ms"] = r.ttft_ms;
+  j["prefill_tokens_per_s"] = r.prefill_tokens_per_s;
+  j["decode_tokens_per_s"] = r.decode_tokens_per_s;
+  if (with_logprobs) {
+    nlohmann::ordered_json lps = nlohmann::ordered_json::array();
+    for (const TokenLogprob& lp : r.logprobs) {
+      nlohmann::ordered_json e = alternative_json(model, lp.token, lp.logprob);
+      nlohmann::ordered_json top = nlohmann::ordered_json::array();
+      for (const TokenAlternative& a : lp.top)
+        top.push_back(alternative_json(model, a.token, a.logprob));
+      e["top_logprobs"] = std::move(top);
+      lps.push_back(std::move(e));
+    }
+    j["logprobs"] = std::move(lps);
+  }
+  return j;
+}
+
+}  // namespace
+
 void add_run_command(CLI::App& app, CommandList& list) {
   struct Opts {
-    std::string model;
+    ModelOptions model;
+    SamplingOptions sampling;
     std::string prompt;
-    int n_predict = 256;
-    float temp = 0.8f;
-    int top_k = 40;
-    float top_p = 0.95f;
-    std::uint64_t seed = 0;
-    int threads = 0;
-    std::uint32_t ctx = 0;
-    std::uint32_t batch = 512;
     bool parse_special = false;
+    bool json = false;
+    int logprobs = -1;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand("run", "Generate a continuation of a prompt");
-  sub->add_option(
-      "-m,--model", o->model,
-      "GGUF model file (default: the bundled model, " + std::string(kDefaultModelName) + ")");
+  add_model_options(sub, o->model);
   sub->add_option("-p,--prompt", o->prompt, "Prompt text; \"\" means BOS only")->required();
-  sub->add_option("-n,--n-predict", o->n_predict, "Most tokens to generate (-1: until end)")
-      ->capture_default_str();
-  sub->add_option("--temp", o->temp, "Sampling temperature; 0 = greedy")->capture_default_str();
-  sub->add_option("--top-k", o->top_k, "Keep the K most likely tokens; 0 = off")
-      ->capture_default_str();
-  sub->add_option("--top-p", o->top_p, "Keep the smallest set with probability mass P; 1 = off")
-      ->capture_default_str();
-  sub->add_option("--seed", o->seed, "Random seed for sampling")->capture_default_str();
-  sub->add_option("-t,--threads", o->threads, "Compute threads; 0 = one per core")
-      ->capture_default_str();
-  sub->add_option("-c,--ctx-size", o->ctx,
-                  "KV cache size in tokens; 0 = the model's training context")
-      ->capture_default_str();
-  sub->add_option("-b,--batch-size", o->batch, "Most tokens per forward pass during prefill")
-      ->capture_default_str()
-      ->check(CLI::Range(1u, 65536u));
+  add_sampling_options(sub, o->sampling, "Most tokens to generate (-1: until end of generation)");
   sub->add_flag("--parse-special", o->parse_special,
                 "Recognise special-token text such as <|im_end|> in the prompt");
+  sub->add_flag("--json", o->json,
+                "Print the whole result as one JSON object on stdout instead of streaming text");
+  sub->add_option("--logprobs", o->logprobs,
+                  "With --json: per-token log-probabilities (log-softmax of the raw logits) and "
+                  "the N most likely alternatives")
+      ->check(CLI::Range(0, 100));
   list.emplace_back(sub, [o] {
-    LoadOptions lo;
-    lo.n_threads = o->threads;
-    const std::string path = o->model.empty() ? default_model_path() : o->model;
-    auto model = Model::load(path, lo);
+    if (o->logprobs >= 0 && !o->json)
+      throw Error(Errc::InvalidArgument, "--logprobs needs --json (logprobs are printed as JSON)");
+    // Reject bad values before the (slow) model load; the ids are checked again below.
+    GenerateConfig gc = make_generate_config(o->sampling, o->model, 0);
+    auto model = load_model(o->model);
+    gc = make_generate_config(o->sampling, o->model, model->info().n_vocab);
+    gc.logprobs = o->logprobs;
     const std::vector<Token> prompt = model->tokenize(o->prompt, true, o->parse_special);
-    SessionConfig sc;
-    sc.n_ctx = o->ctx ? o->ctx : model->info().n_ctx_train;
-    sc.n_batch = o->batch;
-    auto session = model->session(sc);
-    GenerateConfig gc;
-    gc.max_tokens = o->n_predict;
-    gc.sampler.temperature = o->temp;
-    gc.sampler.top_k = o->top_k;
-    gc.sampler.top_p = o->top_p;
-    gc.sampler.seed = o->seed;
-    GenerateResult r = generate(*model, *session, prompt, gc, [](std::string_view text) {
-      std::fwrite(text.data(), 1, text.size(), stdout);
-      std::fflush(stdout);
-    });
+    auto session = open_session(*model, o->model);
+    TextSink sink;
+    if (!o->json) {
+      sink = [](std::string_view text) {
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        std::fflush(stdout);
+      };
+    }
+    const GenerateResult r = generate(*model, *session, prompt, gc, sink);
+    if (o->json) {
+      const std::string out = result_json(*model, r, o->logprobs >= 0)
+                                  .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      std::fwrite(out.data(), 1, out.size(), stdout);
+    }
     std::fputc('\n', stdout);
+    std::fflush(stdout);
     std::fprintf(stderr,
-                 "seam: %zu prompt tokens, %zu generated (%s); prefill %.1f tok/s, decode %.1f "
-                 "tok/s\n",
-                 r.prompt_tokens, r.completion_tokens,
-                 std::string(finish_reason_name(r.finish)).c_str(), r.prefill_tokens_per_s,
-                 r.decode_tokens_per_s);
+                 "seam: %zu prompt tokens (%zu cached), %zu generated (%s); ttft %.1f ms, "
+                 "prefill %.1f tok/s, decode %.1f tok/s\n",
+                 r.prompt_tokens, r.cached_prompt_tokens, r.completion_tokens,
+                 std::string(finish_reason_name(r.finish)).c_str(), r.ttft_ms,
+                 r.prefill_tokens_per_s, r.decode_tokens_per_s);
     return 0;
   });
 }

@@ -6,6 +6,7 @@ void add_run_command(CLI::App& app, CommandList& list);
 void add_inspect_command(CLI::App& app, CommandList& list);
 void add_tokenize_command(CLI::App& app, CommandList& list);
 void add_template_command(CLI::App& app, CommandList& list);
+void add_chat_command(CLI::App& app, CommandList& list);
 
 // One line per subcommand; each add_* is defined in its cmd_*.cpp.
 CommandList register_commands(CLI::App& app) {
@@ -14,6 +15,7 @@ CommandList register_commands(CLI::App& app) {
   add_inspect_command(app, list);
   add_tokenize_command(app, list);
   add_template_command(app, list);
+  add_chat_command(app, list);
   return list;
 }
 

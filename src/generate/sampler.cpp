@@ -1,9 +1,113 @@
-#include "generate/sampler.h"
-
+// The sampler chain: bias, penalties, truncation, temperature, seeded draw.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <unordered_map>
+
+#include "seam/error.h"
+#include "seam/generate.h"
 
 namespace seam {
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+struct StageName {
+  SamplerStage stage;
+  std::string_view name;
+};
+constexpr StageName kStageNames[] = {
+    {SamplerStage::LogitBias, "logit_bias"},
+    {SamplerStage::Penalties, "penalties"},
+    {SamplerStage::TopK, "top_k"},
+    {SamplerStage::TypicalP, "typical_p"},
+    {SamplerStage::TopP, "top_p"},
+    {SamplerStage::MinP, "min_p"},
+    {SamplerStage::Temperature, "temperature"},
+};
+
+bool by_logit(const Candidate& a, const Candidate& b) {
+  return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+}
+
+// by_logit orders the best first, so the best is its "smallest" element.
+float top_logit(const std::vector<Candidate>& c) {
+  return std::min_element(c.begin(), c.end(), by_logit)->logit;
+}
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+[[noreturn]] void bad(const std::string& what) { throw Error(Errc::InvalidArgument, what); }
+
+}  // namespace
+
+std::string_view sampler_stage_name(SamplerStage s) {
+  for (const auto& n : kStageNames)
+    if (n.stage == s) return n.name;
+  return "unknown";
+}
+
+std::optional<SamplerStage> parse_sampler_stage(std::string_view name) {
+  std::string norm(name);
+  std::replace(norm.begin(), norm.end(), '-', '_');
+  for (const auto& n : kStageNames)
+    if (n.name == norm) return n.stage;
+  return std::nullopt;
+}
+
+std::vector<SamplerStage> default_sampler_order() {
+  return {SamplerStage::LogitBias,  SamplerStage::Penalties, SamplerStage::TopK,
+          SamplerStage::TypicalP,   SamplerStage::TopP,      SamplerStage::MinP,
+          SamplerStage::Temperature};
+}
+
+void validate(const SamplerConfig& c, std::uint32_t n_vocab) {
+  if (!(c.temperature >= 0.0f) || !std::isfinite(c.temperature))
+    bad("temperature must be a finite number >= 0 (0 = greedy), got " + num(c.temperature));
+  if (c.top_k < 0) bad("top-k must be >= 0 (0 = off), got " + std::to_string(c.top_k));
+  if (!(c.top_p > 0.0f && c.top_p <= 1.0f))
+    bad("top-p must be in (0, 1] (1 = off), got " + num(c.top_p));
+  if (!(c.min_p >= 0.0f && c.min_p <= 1.0f))
+    bad("min-p must be in [0, 1] (0 = off), got " + num(c.min_p));
+  if (!(c.typical_p > 0.0f && c.typical_p <= 1.0f))
+    bad("typical-p must be in (0, 1] (1 = off), got " + num(c.typical_p));
+  if (!(c.repeat_penalty > 0.0f) || !std::isfinite(c.repeat_penalty))
+    bad("repeat penalty must be a finite number > 0 (1 = off), got " + num(c.repeat_penalty));
+  if (c.repeat_last_n < -1)
+    bad("repeat-last-n must be >= -1 (-1 = whole history, 0 = off), got " +
+        std::to_string(c.repeat_last_n));
+  if (!std::isfinite(c.frequency_penalty)) bad("frequency penalty must be a finite number");
+  if (!std::isfinite(c.presence_penalty)) bad("presence penalty must be a finite number");
+  for (const auto& [id, bias] : c.logit_bias) {
+    if (id < 0 || (n_vocab > 0 && static_cast<std::uint32_t>(id) >= n_vocab))
+      bad("logit bias token id " + std::to_string(id) + " is outside the vocabulary" +
+          (n_vocab > 0 ? " (0.." + std::to_string(n_vocab - 1) + ")" : std::string()));
+    if (std::isnan(bias) || bias == std::numeric_limits<float>::infinity())
+      bad("logit bias for token " + std::to_string(id) + " must be a number or -inf");
+  }
+  bool seen[std::size(kStageNames)] = {};
+  bool truncated = false;
+  for (SamplerStage s : c.order) {
+    const auto i = static_cast<std::size_t>(s);
+    if (i >= std::size(seen)) bad("unknown sampler stage in the sampler order");
+    if (seen[i]) bad("sampler stage '" + std::string(sampler_stage_name(s)) + "' is listed twice");
+    seen[i] = true;
+    // Bias and penalties look tokens up by id in the full row.
+    if ((s == SamplerStage::LogitBias || s == SamplerStage::Penalties) && truncated)
+      bad("sampler stage '" + std::string(sampler_stage_name(s)) +
+          "' must come before top_k, typical_p, top_p and min_p in the sampler order");
+    if (s == SamplerStage::TopK || s == SamplerStage::TypicalP || s == SamplerStage::TopP ||
+        s == SamplerStage::MinP)
+      truncated = true;
+  }
+}
 
 Token argmax(std::span<const float> logits) {
   Token best = 0;
@@ -13,57 +117,174 @@ Token argmax(std::span<const float> logits) {
   return best;
 }
 
-Sampler::Sampler(const SamplerConfig& cfg) : cfg_(cfg), rng_(cfg.seed) {}
+Sampler::Sampler(SamplerConfig cfg) : cfg_(std::move(cfg)), rng_(cfg_.seed) { validate(cfg_); }
 
-Token Sampler::sample(std::span<const float> logits) {
-  if (cfg_.temperature <= 0.0f) return argmax(logits);
-  cand_.clear();
-  cand_.reserve(logits.size());
-  for (std::size_t i = 0; i < logits.size(); ++i) {
-    cand_.push_back({static_cast<Token>(i), logits[i], 0.0f});
-  }
-  auto by_logit = [](const Candidate& a, const Candidate& b) {
-    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-  };
-  std::size_t n = cand_.size();
-  if (cfg_.top_k > 0 && static_cast<std::size_t>(cfg_.top_k) < n) {
-    n = static_cast<std::size_t>(cfg_.top_k);
-    std::partial_sort(cand_.begin(), cand_.begin() + static_cast<std::ptrdiff_t>(n), cand_.end(),
-                      by_logit);
-  } else {
-    std::sort(cand_.begin(), cand_.end(), by_logit);
-  }
-  cand_.resize(n);
-  // softmax(logit / T) over the kept candidates
-  const float max_logit = cand_[0].logit;
-  double sum = 0.0;
-  for (Candidate& c : cand_) {
-    c.p = std::exp((c.logit - max_logit) / cfg_.temperature);
-    sum += c.p;
-  }
-  for (Candidate& c : cand_) c.p = static_cast<float>(c.p / sum);
-  // top-p: the smallest prefix whose mass reaches p
-  if (cfg_.top_p < 1.0f) {
-    double mass = 0.0;
-    std::size_t keep = cand_.size();
-    for (std::size_t i = 0; i < cand_.size(); ++i) {
-      mass += cand_[i].p;
-      if (mass >= cfg_.top_p) {
-        keep = i + 1;
+void Sampler::ban(std::vector<Token> ids) { banned_ = std::move(ids); }
+
+void Sampler::run_chain(std::span<const float> logits, std::span<const Token> recent) {
+  const std::size_t n_vocab = logits.size();
+  if (n_vocab == 0) bad("the logits row is empty");
+  cand_.resize(n_vocab);
+  // NaN would break the sort's ordering; it can never be chosen anyway.
+  for (std::size_t i = 0; i < n_vocab; ++i)
+    cand_[i] = {static_cast<Token>(i), std::isnan(logits[i]) ? kNegInf : logits[i]};
+  sorted_ = false;
+  // Bias and penalties index cand_ by id: validate() puts them before every
+  // stage that reorders or drops candidates, and greedy mode runs only them.
+  const bool greedy = cfg_.temperature == 0.0f;
+
+  for (SamplerStage stage : cfg_.order) {
+    if (greedy && stage != SamplerStage::LogitBias && stage != SamplerStage::Penalties) continue;
+    switch (stage) {
+      case SamplerStage::LogitBias: {
+        for (const auto& [id, bias] : cfg_.logit_bias) {
+          if (id < 0 || static_cast<std::size_t>(id) >= n_vocab)
+            bad("logit bias token id " + std::to_string(id) + " is outside the vocabulary (0.." +
+                std::to_string(n_vocab - 1) + ")");
+          cand_[static_cast<std::size_t>(id)].logit += bias;
+        }
+        for (Token id : banned_)
+          if (id >= 0 && static_cast<std::size_t>(id) < n_vocab)
+            cand_[static_cast<std::size_t>(id)].logit = kNegInf;
+        break;
+      }
+      case SamplerStage::Penalties: {
+        const bool off = cfg_.repeat_last_n == 0 ||
+                         (cfg_.repeat_penalty == 1.0f && cfg_.frequency_penalty == 0.0f &&
+                          cfg_.presence_penalty == 0.0f);
+        if (off) break;
+        std::span<const Token> window = recent;
+        if (cfg_.repeat_last_n > 0 && window.size() > static_cast<std::size_t>(cfg_.repeat_last_n))
+          window = window.last(static_cast<std::size_t>(cfg_.repeat_last_n));
+        std::unordered_map<Token, int> count;
+        for (Token t : window)
+          if (t >= 0 && static_cast<std::size_t>(t) < n_vocab) ++count[t];
+        for (const auto& [id, c] : count) {
+          float& l = cand_[static_cast<std::size_t>(id)].logit;
+          // Dividing a positive logit and multiplying a negative one both make
+          // the token less likely, whatever its sign.
+          l = l > 0 ? l / cfg_.repeat_penalty : l * cfg_.repeat_penalty;
+          l -= static_cast<float>(c) * cfg_.frequency_penalty + cfg_.presence_penalty;
+        }
+        break;
+      }
+      case SamplerStage::TopK: {
+        if (cfg_.top_k <= 0) break;
+        const auto k = std::min(static_cast<std::size_t>(cfg_.top_k), cand_.size());
+        if (!sorted_) {
+          std::partial_sort(cand_.begin(), cand_.begin() + static_cast<std::ptrdiff_t>(k),
+                            cand_.end(), by_logit);
+        }
+        cand_.resize(k);
+        sorted_ = true;
+        break;
+      }
+      case SamplerStage::TypicalP: {
+        if (cfg_.typical_p >= 1.0f || cand_.size() < 2) break;
+        // p_i = softmax(logits); H = -sum p log p; keep the tokens whose
+        // surprisal -log p_i is closest to H until their mass reaches typical_p.
+        const float mx = top_logit(cand_);
+        std::vector<double> p(cand_.size());
+        double sum = 0;
+        for (std::size_t i = 0; i < cand_.size(); ++i) sum += p[i] = std::exp(cand_[i].logit - mx);
+        double entropy = 0;
+        for (double& v : p) {
+          v /= sum;
+          if (v > 0) entropy -= v * std::log(v);
+        }
+        std::vector<std::size_t> idx(cand_.size());
+        std::vector<double> shift(cand_.size());
+        for (std::size_t i = 0; i < cand_.size(); ++i) {
+          idx[i] = i;
+          shift[i] = p[i] > 0 ? std::fabs(-std::log(p[i]) - entropy)
+                              : std::numeric_limits<double>::infinity();
+        }
+        std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
+          return shift[a] < shift[b] || (shift[a] == shift[b] && cand_[a].id < cand_[b].id);
+        });
+        double mass = 0;
+        std::size_t keep = idx.size();
+        for (std::size_t i = 0; i < idx.size(); ++i) {
+          mass += p[idx[i]];
+          if (mass >= cfg_.typical_p) {
+            keep = i + 1;
+            break;
+          }
+        }
+        std::vector<Candidate> kept;
+        kept.reserve(keep);
+        for (std::size_t i = 0; i < keep; ++i) kept.push_back(cand_[idx[i]]);
+        std::sort(kept.begin(), kept.end(), by_logit);
+        cand_ = std::move(kept);
+        sorted_ = true;
+        break;
+      }
+      case SamplerStage::TopP: {
+        if (cfg_.top_p >= 1.0f) break;
+        if (!sorted_) std::sort(cand_.begin(), cand_.end(), by_logit);
+        sorted_ = true;
+        const float mx = cand_[0].logit;
+        double sum = 0;
+        for (const Candidate& c : cand_) sum += std::exp(static_cast<double>(c.logit - mx));
+        double mass = 0;
+        std::size_t keep = cand_.size();
+        for (std::size_t i = 0; i < cand_.size(); ++i) {
+          mass += std::exp(static_cast<double>(cand_[i].logit - mx)) / sum;
+          if (mass >= cfg_.top_p) {
+            keep = i + 1;
+            break;
+          }
+        }
+        cand_.resize(keep);
+        break;
+      }
+      case SamplerStage::MinP: {
+        if (cfg_.min_p <= 0.0f) break;
+        // p_i >= min_p * p_max  <=>  logit_i >= logit_max + log(min_p)
+        const float mx = top_logit(cand_);
+        const double threshold =
+            static_cast<double>(mx) + std::log(static_cast<double>(cfg_.min_p));
+        std::erase_if(cand_, [&](const Candidate& c) { return c.logit < threshold; });
+        break;
+      }
+      case SamplerStage::Temperature: {
+        for (Candidate& c : cand_) c.logit /= cfg_.temperature;
         break;
       }
     }
-    cand_.resize(keep);
-    sum = 0.0;
-    for (const Candidate& c : cand_) sum += c.p;
-  } else {
-    sum = 1.0;
   }
-  std::uniform_real_distribution<double> uni(0.0, sum);
-  const double r = uni(rng_);
-  double acc = 0.0;
+  if (greedy) {
+    Candidate best = cand_[0];
+    for (const Candidate& c : cand_)
+      if (by_logit(c, best)) best = c;
+    cand_.assign(1, best);
+    sorted_ = true;
+  }
+  if (!sorted_) std::sort(cand_.begin(), cand_.end(), by_logit);
+  sorted_ = true;
+  if (cand_.empty() || cand_[0].logit == kNegInf)
+    bad("every token has been banned (logit bias -inf) or the logits are not numbers");
+}
+
+std::vector<Candidate> Sampler::candidates(std::span<const float> logits,
+                                           std::span<const Token> recent) {
+  run_chain(logits, recent);
+  return cand_;
+}
+
+Token Sampler::sample(std::span<const float> logits, std::span<const Token> recent) {
+  run_chain(logits, recent);
+  if (cand_.size() == 1) return cand_[0].id;
+  const double mx = cand_[0].logit;
+  double sum = 0;
+  for (const Candidate& c : cand_) sum += std::exp(static_cast<double>(c.logit) - mx);
+  // u in [0, 1) from the top 53 bits: the same on every standard library,
+  // unlike std::uniform_real_distribution.
+  const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53;
+  const double r = u * sum;
+  double acc = 0;
   for (const Candidate& c : cand_) {
-    acc += c.p;
+    acc += std::exp(static_cast<double>(c.logit) - mx);
     if (r < acc) return c.id;
   }
   return cand_.back().id;

@@ -1,0 +1,158 @@
+#include "generate_options.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+#include "default_model.h"
+#include "seam/error.h"
+
+namespace seam::cli {
+
+void add_model_options(CLI::App* sub, ModelOptions& o) {
+  sub->add_option(
+      "-m,--model", o.model,
+      "GGUF model file (default: the bundled model, " + std::string(kDefaultModelName) + ")");
+  sub->add_option("-t,--threads", o.threads, "Compute threads; 0 = one per core")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
+  sub->add_option("-c,--ctx-size", o.ctx,
+                  "KV cache size in tokens; 0 = the model's training context")
+      ->capture_default_str();
+  sub->add_option("-b,--batch-size", o.batch, "Most prompt tokens per forward pass (prefill)")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 65536u));
+}
+
+void add_sampling_options(CLI::App* sub, SamplingOptions& o, const std::string& n_predict_help) {
+  sub->add_option("-n,--n-predict", o.n_predict, n_predict_help)->capture_default_str();
+  sub->add_option("--temp", o.temp, "Sampling temperature; 0 = greedy (argmax)")
+      ->capture_default_str();
+  sub->add_option("--top-k", o.top_k, "Keep the K most likely tokens; 0 = off")
+      ->capture_default_str();
+  sub->add_option("--top-p", o.top_p,
+                  "Keep the smallest set of tokens with probability mass P, in (0,1]; 1 = off")
+      ->capture_default_str();
+  sub->add_option("--min-p", o.min_p,
+                  "Drop tokens less likely than P times the most likely one, in [0,1]; 0 = off")
+      ->capture_default_str();
+  sub->add_option("--typical", o.typical, "Locally typical sampling with mass P, in (0,1]; 1 = off")
+      ->capture_default_str();
+  sub->add_option("--repeat-penalty", o.repeat_penalty,
+                  "Penalise tokens seen in the last --repeat-last-n tokens (> 0; 1 = off)")
+      ->capture_default_str();
+  sub->add_option("--repeat-last-n", o.repeat_last_n,
+                  "Tokens the penalties look back over, prompt included; 0 = off, -1 = all")
+      ->capture_default_str();
+  sub->add_option("--presence-penalty", o.presence_penalty,
+                  "Subtract this from the logit of every token seen in the window")
+      ->capture_default_str();
+  sub->add_option("--frequency-penalty", o.frequency_penalty,
+                  "Subtract this times the count of each token in the window")
+      ->capture_default_str();
+  sub->add_option("--logit-bias", o.logit_bias,
+                  "ID=BIAS: add BIAS to token ID's logit (-inf bans it); repeatable")
+      ->take_all();
+  sub->add_option("--samplers", o.samplers,
+                  "Sampler order, ';'-separated: logit_bias;penalties;top_k;typical_p;top_p;"
+                  "min_p;temperature (default: that order); a stage left out is skipped");
+  sub->add_option("-s,--seed", o.seed, "Random seed for sampling")->capture_default_str();
+  sub->add_option("--stop", o.stop, "Stop when this text is generated (not printed); repeatable")
+      ->take_all();
+  sub->add_option("--timeout", o.timeout, "Stop after this many seconds of wall clock; 0 = none")
+      ->capture_default_str();
+  sub->add_flag("--ignore-eos", o.ignore_eos,
+                "Never stop on an end-of-generation token (they are banned instead)");
+}
+
+std::shared_ptr<const Model> load_model(const ModelOptions& o) {
+  LoadOptions lo;
+  lo.n_threads = o.threads;
+  return Model::load(o.model.empty() ? default_model_path() : o.model, lo);
+}
+
+std::unique_ptr<Session> open_session(const Model& model, const ModelOptions& o) {
+  SessionConfig sc;
+  sc.n_ctx = o.ctx ? o.ctx : model.info().n_ctx_train;
+  sc.n_batch = o.batch;
+  return model.session(sc);
+}
+
+namespace {
+
+[[noreturn]] void bad(const std::string& what) { throw Error(Errc::InvalidArgument, what); }
+
+std::pair<Token, float> parse_bias(const std::string& s) {
+  const auto eq = s.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
+    bad("--logit-bias wants ID=BIAS (e.g. 13=-1.5 or 2=-inf), got '" + s + "'");
+  const std::string id_text = s.substr(0, eq), bias_text = s.substr(eq + 1);
+  char* end = nullptr;
+  errno = 0;
+  const long id = std::strtol(id_text.c_str(), &end, 10);
+  if (*end || errno || id < 0 || id > std::numeric_limits<Token>::max())
+    bad("--logit-bias: '" + id_text + "' is not a token id");
+  float bias;
+  if (bias_text == "-inf") {
+    bias = -std::numeric_limits<float>::infinity();
+  } else {
+    errno = 0;
+    bias = std::strtof(bias_text.c_str(), &end);
+    if (*end || errno || !std::isfinite(bias))
+      bad("--logit-bias: '" + bias_text + "' is not a number (or -inf)");
+  }
+  return {static_cast<Token>(id), bias};
+}
+
+}  // namespace
+
+GenerateConfig make_generate_config(const SamplingOptions& o, const ModelOptions& m,
+                                    std::uint32_t n_vocab) {
+  GenerateConfig gc;
+  gc.max_tokens = o.n_predict;
+  if (o.n_predict < -1)
+    bad("-n must be >= -1 (-1: until end of generation), got " + std::to_string(o.n_predict));
+  SamplerConfig& s = gc.sampler;
+  s.temperature = o.temp;
+  s.top_k = o.top_k;
+  s.top_p = o.top_p;
+  s.min_p = o.min_p;
+  s.typical_p = o.typical;
+  s.repeat_penalty = o.repeat_penalty;
+  s.repeat_last_n = o.repeat_last_n;
+  s.presence_penalty = o.presence_penalty;
+  s.frequency_penalty = o.frequency_penalty;
+  s.seed = o.seed;
+  for (const std::string& b : o.logit_bias) s.logit_bias.push_back(parse_bias(b));
+  if (!o.samplers.empty()) {
+    s.order.clear();
+    std::string name;
+    auto flush = [&] {
+      if (name.empty()) return;
+      auto st = parse_sampler_stage(name);
+      if (!st)
+        bad("--samplers: unknown stage '" + name +
+            "' (known: logit_bias, penalties, top_k, typical_p, top_p, min_p, temperature)");
+      s.order.push_back(*st);
+      name.clear();
+    };
+    for (char c : o.samplers) {
+      if (c == ';' || c == ',')
+        flush();
+      else if (c != ' ')
+        name += c;
+    }
+    flush();
+  }
+  validate(s, n_vocab);
+  gc.stop = o.stop;
+  gc.ignore_eos = o.ignore_eos;
+  if (!(o.timeout >= 0) || !std::isfinite(o.timeout))
+    bad("--timeout must be a number of seconds >= 0 (0 = none)");
+  gc.timeout_s = o.timeout;
+  gc.n_batch = m.batch;
+  return gc;
+}
+
+}  // namespace seam::cli

@@ -1,0 +1,237 @@
+// End-to-end tests of `seam run` and `seam chat`: the built binary on the
+// real stories260K checkpoint, stdout and stderr captured separately.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Output {
+  int rc = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::path(SEAM_SCRATCH_DIR) / "e2e";
+  fs::create_directories(dir);
+  return dir / name;
+}
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Runs `seam ARGS` with `input` on stdin.
+Output seam(const std::vector<std::string>& args, const std::string& input = "") {
+  const fs::path in = scratch("stdin.txt"), out = scratch("stdout.txt"),
+                 err = scratch("stderr.txt");
+  std::ofstream(in, std::ios::binary) << input;
+  std::string cmd = quote(SEAM_BINARY);
+  for (const auto& a : args) {
+    cmd += ' ';
+    cmd += quote(a);
+  }
+  cmd += " < " + quote(in.string()) + " > " + quote(out.string()) + " 2> " + quote(err.string());
+  const int status = std::system(cmd.c_str());
+  Output o;
+  o.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  o.out = slurp(out);
+  o.err = slurp(err);
+  return o;
+}
+
+const std::string kModel = std::string(SEAM_SHARED_DIR) + "/models/stories260K.gguf";
+
+nlohmann::json run_json(std::vector<std::string> extra) {
+  std::vector<std::string> args = {"run", "-m", kModel, "-p", "Once upon a time", "--json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const Output o = seam(args);
+  EXPECT_EQ(o.rc, 0) << o.err;
+  return nlohmann::json::parse(o.out);
+}
+
+TEST(RunCli, JsonCarriesTheWholeResult) {
+  const nlohmann::json j = run_json({"--temp", "0", "-n", "20", "--ignore-eos"});
+  EXPECT_EQ(j["finish_reason"], "length");
+  EXPECT_EQ(j["tokens"].size(), 20u);
+  EXPECT_EQ(j["usage"]["completion_tokens"], 20);
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 5);  // BOS + "Once upon a time"
+  EXPECT_EQ(j["usage"]["cached_prompt_tokens"], 0);
+  EXPECT_EQ(j["usage"]["total_tokens"], 25);
+  EXPECT_GT(j["ttft_ms"].get<double>(), 0);
+  EXPECT_GT(j["decode_tokens_per_s"].get<double>(), 0);
+  EXPECT_FALSE(j.contains("logprobs"));
+  // The streamed text of the same run is the JSON's text.
+  const Output plain = seam(
+      {"run", "-m", kModel, "-p", "Once upon a time", "--temp", "0", "-n", "20", "--ignore-eos"});
+  EXPECT_EQ(plain.rc, 0);
+  EXPECT_EQ(plain.out, j["text"].get<std::string>() + "\n");
+  EXPECT_NE(plain.err.find("20 generated (length)"), std::string::npos) << plain.err;
+}
+
+TEST(RunCli, LogprobsWithAlternatives) {
+  const nlohmann::json j = run_json({"--temp", "0", "-n", "8", "--logprobs", "3"});
+  ASSERT_EQ(j["logprobs"].size(), j["tokens"].size());
+  for (std::size_t i = 0; i < j["tokens"].size(); ++i) {
+    const auto& e = j["logprobs"][i];
+    EXPECT_EQ(e["token"], j["tokens"][i]);
+    ASSERT_EQ(e["top_logprobs"].size(), 3u);
+    EXPECT_LE(e["logprob"].get<double>(), 0.0);
+    // Greedy picks the model's most likely token.
+    EXPECT_EQ(e["top_logprobs"][0]["token"], e["token"]);
+    EXPECT_GE(e["top_logprobs"][0]["logprob"].get<double>(),
+              e["top_logprobs"][1]["logprob"].get<double>());
+  }
+}
+
+TEST(RunCli, StopStringAndSeeds) {
+  const nlohmann::json full = run_json({"--temp", "0", "-n", "30"});
+  const std::string text = full["text"];
+  ASSERT_GT(text.size(), 12u);
+  const std::string stop = text.substr(6, 5);
+  const nlohmann::json j = run_json({"--temp", "0", "-n", "30", "--stop", stop, "--stop", "zzzz"});
+  EXPECT_EQ(j["finish_reason"], "stop");
+  EXPECT_EQ(j["stop"], stop);
+  EXPECT_EQ(j["text"], text.substr(0, text.find(stop)));
+
+  const std::vector<std::string> sampled = {"--temp",  "1", "--seed",  "11", "-n",      "30",
+                                            "--top-k", "0", "--min-p", "0",  "--top-p", "1"};
+  const nlohmann::json a = run_json(sampled), b = run_json(sampled);
+  EXPECT_EQ(a["tokens"], b["tokens"]);
+  // A banned token never comes out.
+  const nlohmann::json g = run_json({"--temp", "0", "-n", "10"});
+  const int first = g["tokens"][0];
+  const nlohmann::json banned =
+      run_json({"--temp", "0", "-n", "10", "--logit-bias", std::to_string(first) + "=-inf"});
+  for (const auto& t : banned["tokens"]) EXPECT_NE(t.get<int>(), first);
+}
+
+TEST(RunCli, RejectsNonsenseWithOneLine) {
+  const std::vector<std::vector<std::string>> bad = {
+      {"--temp", "-1"},          {"--top-p", "0"},        {"--top-p", "1.5"},
+      {"--min-p", "2"},          {"--typical", "0"},      {"--repeat-penalty", "0"},
+      {"--repeat-last-n", "-5"}, {"--logit-bias", "abc"}, {"--logit-bias", "99999=1"},
+      {"--samplers", "nope"},    {"--timeout", "-1"},     {"-n", "-7"},
+      {"--logprobs", "2"},
+  };
+  for (const auto& extra : bad) {
+    std::vector<std::string> args = {"run", "-m", kModel, "-p", "Hi"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Output o = seam(args);
+    SCOPED_TRACE(extra[0] + " " + extra[1]);
+    EXPECT_NE(o.rc, 0);
+    EXPECT_TRUE(o.out.empty()) << o.out;
+    ASSERT_FALSE(o.err.empty());
+    EXPECT_EQ(o.err.find('\n'), o.err.size() - 1) << o.err;  // one line
+  }
+}
+
+// The per-turn summaries on stderr: prompt tokens and cached tokens.
+std::vector<std::pair<int, int>> summaries(const std::string& err) {
+  std::vector<std::pair<int, int>> out;
+  const std::regex re(R"(\[(\d+) prompt tokens, (\d+) cached)");
+  for (std::sregex_iterator it(err.begin(), err.end(), re), end; it != end; ++it)
+    out.emplace_back(std::stoi((*it)[1]), std::stoi((*it)[2]));
+  return out;
+}
+
+TEST(ChatCli, PipedConversationReusesThePrefix) {
+  const fs::path save1 = scratch("chat1.json"), save2 = scratch("chat2.json");
+  fs::remove(save1);
+  fs::remove(save2);
+  const std::string input = "Tell me a story.\nWhat happened next?\n/save " + save1.string() +
+                            "\n/reset\n/system Be kind.\nHello\n/save " + save2.string() + "\n";
+  const Output o =
+      seam({"chat", "-m", kModel, "--template", "chatml", "-n", "12", "--temp", "0"}, input);
+  ASSERT_EQ(o.rc, 0) << o.err;
+  const auto s = summaries(o.err);
+  ASSERT_EQ(s.size(), 3u) << o.err;
+  EXPECT_EQ(s[0].second, 0);
+  EXPECT_GT(s[1].second, s[0].first / 2) << "the second turn should reuse the first";
+  EXPECT_LT(s[1].second, s[1].first);
+  EXPECT_EQ(s[2].second, 0) << "/reset clears the cache";
+
+  const nlohmann::json m1 = nlohmann::json::parse(slurp(save1))["messages"];
+  ASSERT_EQ(m1.size(), 4u);
+  EXPECT_EQ(m1[0]["role"], "user");
+  EXPECT_EQ(m1[0]["content"], "Tell me a story.");
+  EXPECT_EQ(m1[1]["role"], "assistant");
+  EXPECT_EQ(m1[2]["content"], "What happened next?");
+  EXPECT_EQ(m1[3]["role"], "assistant");
+  // The answers on stdout are the saved assistant messages.
+  const std::string a1 = m1[1]["content"], a2 = m1[3]["content"];
+  EXPECT_EQ(o.out.rfind(a1 + "\n" + a2 + "\n", 0), 0u) << o.out;
+
+  const nlohmann::json m2 = nlohmann::json::parse(slurp(save2))["messages"];
+  ASSERT_EQ(m2.size(), 3u);
+  EXPECT_EQ(m2[0]["role"], "system");
+  EXPECT_EQ(m2[0]["content"], "Be kind.");
+  EXPECT_EQ(m2[1]["content"], "Hello");
+}
+
+TEST(ChatCli, FallsBackToABuiltInTemplate) {
+  const Output o = seam({"chat", "-m", kModel, "-n", "4", "--system", "You tell stories."}, "Hi\n");
+  ASSERT_EQ(o.rc, 0) << o.err;
+  EXPECT_NE(o.err.find("chatml"), std::string::npos) << o.err;
+  EXPECT_EQ(summaries(o.err).size(), 1u);
+  const Output bad = seam({"chat", "-m", kModel, "--template", "/nonexistent/t.jinja"}, "Hi\n");
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_TRUE(bad.out.empty());
+}
+
+}  // namespace
+
+namespace {
+
+// Every `$ ...` example in docs/cli.md's run and chat sections runs from the
+// source tree; when the doc shows the first line of stdout (one without
+// "..."), stdout starts with it.
+TEST(CliDocs, RunAndChatExamplesWork) {
+  std::ifstream f(std::string(SEAM_SOURCE_DIR) + "/docs/cli.md");
+  ASSERT_TRUE(f) << "docs/cli.md is missing";
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(f, l);) lines.push_back(l);
+  bool in_section = false;
+  int ran = 0;
+  const std::string bin_dir = fs::path(SEAM_BINARY).parent_path().string();
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].rfind("## ", 0) == 0)
+      in_section = lines[i] == "## seam run" || lines[i] == "## seam chat";
+    if (!in_section || lines[i].rfind("$ ", 0) != 0) continue;
+    const std::string cmd = lines[i].substr(2);
+    const fs::path out = scratch("doc_stdout.txt"), err = scratch("doc_stderr.txt");
+    const std::string shell = "cd " + quote(SEAM_SOURCE_DIR) + " && PATH=" + quote(bin_dir) +
+                              ":\"$PATH\" bash -c " + quote(cmd) + " > " + quote(out.string()) +
+                              " 2> " + quote(err.string()) + " < /dev/null";
+    const int status = std::system(shell.c_str());
+    SCOPED_TRACE(cmd);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << slurp(err);
+    const std::string shown = i + 1 < lines.size() ? lines[i + 1] : "";
+    if (shown.find("...") == std::string::npos && shown.rfind("```", 0) != 0) {
+      EXPECT_EQ(slurp(out).rfind(shown, 0), 0u) << "stdout:\n" << slurp(out);
+    }
+    ++ran;
+  }
+  EXPECT_GE(ran, 3);
+}
+
+}  // namespace
