@@ -46,23 +46,57 @@ import gguf  # noqa: E402
 #                "neox" rotates (i, i + n_rot/2).
 # qkv_bias:      add blk.N.attn_{q,k,v}.bias when present.
 # qk_norm:       per-head RMSNorm of q and k (blk.N.attn_{q,k}_norm.weight) before RoPE.
-# sliding_window:metadata key suffix holding the window (keys i - j >= window are masked),
-#                or None.
-# act:           FFN gate activation ("silu" -> SwiGLU).
-# Options later architectures need slot in here (e.g. gemma: embed_scale, post norms,
-# gelu, logit soft-capping; phi3: fused attn_qkv / ffn_up).
+# sliding_window:metadata key suffix holding the window (a query at position i sees keys j
+#                with i - window < j <= i), or None.
+# swa_default:   window when that key is absent (gemma2: 4096); 0 = no window.
+# swa_period:    which layers use the window when attention.sliding_window_pattern is absent:
+#                period P means layer l is local unless l % P == P - 1; 0 = every layer.
+#                The key itself may hold a period or one flag per layer.
+# swa_rope:      local layers rotate with rope.freq_base_swa (default 10000) and no linear
+#                scaling (gemma3's local/global RoPE); global layers use rope.freq_base.
+# act:           FFN gate activation ("silu" -> SwiGLU, "gelu_tanh" -> GeGLU, tanh form).
+# embed_scale:   multiply token embeddings by sqrt(n_embd) (gemma).
+# post_norms:    RMSNorm the attention and FFN outputs (blk.N.post_attention_norm,
+#                blk.N.post_ffw_norm) before adding them to the residual (gemma2/3).
+# attn_softcap / final_softcap: (key suffix, default or None): score = c * tanh(score / c)
+#                on attention scores (after scaling) / on the final logits.
+# qpas_27b_layers: gemma's query_pre_attn_scalar, which GGUF does not carry: the attention
+#                scale is 1/sqrt(n_embd / n_head) for the 27B model (this block count), else
+#                1/sqrt(head_dim) (gemma_pytorch config).
+# fused_qkv:     blk.N.attn_qkv.weight holds rows [q; k; v] (phi3).
+# fused_gate_up: blk.N.ffn_up.weight holds rows [gate; up] (2 * n_ff), no ffn_gate (phi3).
+# GGUF gemma norms already hold HF's (1 + w): convert_hf_to_gguf adds the 1, so every norm
+# here is x / rms(x) * w on the stored weight.
 DEFAULT_RECIPE = {
     "rope": "normal",
     "qkv_bias": False,
     "qk_norm": False,
     "sliding_window": None,
+    "swa_default": 0,
+    "swa_period": 0,
+    "swa_rope": False,
     "act": "silu",
+    "embed_scale": False,
+    "post_norms": False,
+    "attn_softcap": None,
+    "final_softcap": None,
+    "qpas_27b_layers": None,
+    "fused_qkv": False,
+    "fused_gate_up": False,
 }
+_GEMMA = {"rope": "neox", "act": "gelu_tanh", "embed_scale": True, "post_norms": True,
+          "sliding_window": "attention.sliding_window"}
 RECIPES = {
     "llama": {},
     "mistral": {"sliding_window": "attention.sliding_window"},
     "qwen2": {"rope": "neox", "qkv_bias": True},
     "qwen3": {"rope": "neox", "qk_norm": True},
+    "gemma2": dict(_GEMMA, swa_default=4096, swa_period=2, qpas_27b_layers=46,
+                   attn_softcap=("attn_logit_softcapping", 50.0),
+                   final_softcap=("final_logit_softcapping", 30.0)),
+    "gemma3": dict(_GEMMA, qk_norm=True, swa_period=6, swa_rope=True, qpas_27b_layers=62,
+                   final_softcap=("final_logit_softcapping", None)),
+    "phi3": {"rope": "neox", "fused_qkv": True, "fused_gate_up": True},
 }
 
 
@@ -79,7 +113,15 @@ def silu(x):
     return x / (1.0 + np.exp(-x))
 
 
-ACTIVATIONS = {"silu": silu}
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+ACTIVATIONS = {"silu": silu, "gelu_tanh": gelu_tanh}
+
+
+def soft_cap(x, cap):
+    return cap * np.tanh(x / cap)
 
 
 def rope_angles(positions, n_rot, base, freq_factors=None, freq_scale=1.0):
@@ -128,7 +170,7 @@ class Model:
         if arch not in RECIPES:
             raise RefError(f"architecture {arch!r} has no recipe; known: {sorted(RECIPES)}")
         self.arch = arch
-        self.recipe = dict(DEFAULT_RECIPE, **RECIPES[arch], **(recipe_overrides or {}))
+        self.recipe = {**DEFAULT_RECIPE, **RECIPES[arch], **(recipe_overrides or {})}
 
         def hp(key, default=None, required=True):
             full = f"{arch}.{key}"
@@ -159,8 +201,42 @@ class Model:
             self.freq_scale = 1.0 / factor
         elif scaling not in ("none", "linear", None) and "rope_freqs.weight" not in r.tensors:
             raise RefError(f"rope scaling {scaling!r} is not supported yet")
-        sw = self.recipe["sliding_window"]
-        self.window = int(hp(sw, 0, required=False)) if sw else 0
+        rc = self.recipe
+        sw = rc["sliding_window"]
+        self.window = int(md.get(f"{arch}.{sw}", rc["swa_default"])) if sw else 0
+        self.swa_layers = None  # None: every layer uses the window (when there is one)
+        self.freq_base_swa, self.freq_scale_swa = self.freq_base, self.freq_scale
+        if self.window:
+            pat = md.get(f"{arch}.attention.sliding_window_pattern", rc["swa_period"])
+            if isinstance(pat, (list, np.ndarray)):
+                if len(pat) != self.n_layer:
+                    raise RefError("attention.sliding_window_pattern needs one flag per layer")
+                self.swa_layers = [bool(v) for v in pat]
+            else:
+                P = int(pat)
+                self.swa_layers = [P == 0 or L % P < P - 1 for L in range(self.n_layer)]
+            if rc["swa_rope"]:
+                self.freq_base_swa = float(md.get(f"{arch}.rope.freq_base_swa", 10000.0))
+                self.freq_scale_swa = 1.0
+
+        def cap(opt):
+            if rc[opt] is None:
+                return 0.0
+            key, default = rc[opt]
+            v = md.get(f"{arch}.{key}", default)
+            return 0.0 if v is None else float(v)
+        self.attn_softcap = cap("attn_softcap")
+        self.final_softcap = cap("final_softcap")
+        self.embed_scale = math.sqrt(self.n_embd) if rc["embed_scale"] else 1.0
+        qpas = self.head_dim
+        if rc["qpas_27b_layers"] is not None and self.n_layer == rc["qpas_27b_layers"]:
+            qpas = self.n_embd // self.n_head
+        self.attn_scale = 1.0 / math.sqrt(qpas)
+        if int(hp("expert_count", 0, required=False) or 0) > 0:
+            raise RefError("mixture-of-experts models are not supported")
+        for t in ("rope_factors_long.weight", "rope_factors_short.weight"):
+            if t in r.tensors:
+                raise RefError(f"LongRoPE ({t}) is not supported")
         if self.n_head % self.n_head_kv:
             raise RefError("head_count must be a multiple of head_count_kv")
         if self.n_rot % 2 or self.n_rot > self.head_dim:
@@ -168,11 +244,12 @@ class Model:
 
         need = ["token_embd.weight", "output_norm.weight"]
         for i in range(self.n_layer):
-            need += [f"blk.{i}.{t}.weight" for t in ("attn_norm", "attn_q", "attn_k", "attn_v",
-                                                     "attn_output", "ffn_norm", "ffn_gate",
-                                                     "ffn_up", "ffn_down")]
-            if self.recipe["qk_norm"]:
-                need += [f"blk.{i}.attn_q_norm.weight", f"blk.{i}.attn_k_norm.weight"]
+            names = ["attn_norm", "attn_output", "ffn_norm", "ffn_up", "ffn_down"]
+            names += ["attn_qkv"] if rc["fused_qkv"] else ["attn_q", "attn_k", "attn_v"]
+            names += [] if rc["fused_gate_up"] else ["ffn_gate"]
+            names += ["attn_q_norm", "attn_k_norm"] if rc["qk_norm"] else []
+            names += ["post_attention_norm", "post_ffw_norm"] if rc["post_norms"] else []
+            need += [f"blk.{i}.{t}.weight" for t in names]
         missing = [n for n in need if n not in r.tensors]
         if missing:
             more = " ..." if len(missing) > 4 else ""
@@ -203,21 +280,31 @@ class Model:
         T = tokens.size
         p0 = cache.n_past
         pos = np.arange(p0, p0 + T)
-        ang = rope_angles(pos, self.n_rot, self.freq_base, self.freq_factors, self.freq_scale)
+        ang_global = rope_angles(pos, self.n_rot, self.freq_base, self.freq_factors,
+                                 self.freq_scale)
+        ang_local = rope_angles(pos, self.n_rot, self.freq_base_swa, self.freq_factors,
+                                self.freq_scale_swa)
         qpos, kpos = pos[:, None], np.arange(p0 + T)[None, :]
-        allowed = kpos <= qpos                                   # (T, p0+T)
-        if self.window:
-            allowed &= (qpos - kpos) < self.window
+        causal = kpos <= qpos                                    # (T, p0+T)
+        windowed = causal & ((qpos - kpos) < self.window) if self.window else causal
         group = self.n_head // self.n_head_kv
         H, HK, D, DV = self.n_head, self.n_head_kv, self.head_dim, self.v_head_dim
+        QW, KW = H * D, HK * D
         act = ACTIVATIONS[rc["act"]]
 
-        x = self.w["token_embd.weight"][tokens]                  # (T, n_embd)
+        x = self.w["token_embd.weight"][tokens] * self.embed_scale  # (T, n_embd)
         for L in range(self.n_layer):
+            local = bool(self.window) and (self.swa_layers is None or self.swa_layers[L])
+            ang = ang_local if local else ang_global
+            allowed = windowed if local else causal
             h = rms_norm(x, self.layer(L, "attn_norm.weight"), self.eps)
-            q = h @ self.layer(L, "attn_q.weight").T             # (T, H*D)
-            k = h @ self.layer(L, "attn_k.weight").T             # (T, HK*D)
-            v = h @ self.layer(L, "attn_v.weight").T             # (T, HK*DV)
+            if rc["fused_qkv"]:
+                qkv = h @ self.layer(L, "attn_qkv.weight").T     # (T, QW + 2 KW): [q | k | v]
+                q, k, v = qkv[:, :QW], qkv[:, QW:QW + KW], qkv[:, QW + KW:]
+            else:
+                q = h @ self.layer(L, "attn_q.weight").T         # (T, H*D)
+                k = h @ self.layer(L, "attn_k.weight").T         # (T, HK*D)
+                v = h @ self.layer(L, "attn_v.weight").T         # (T, HK*DV)
             if rc["qkv_bias"]:
                 bq, bk, bv = (self.layer(L, f"attn_{t}.bias") for t in "qkv")
                 q = q if bq is None else q + bq
@@ -237,19 +324,34 @@ class Model:
             cache.k[L], cache.v[L] = k, v
             kh = np.repeat(k, group, axis=0)                     # query head h -> kv h//group
             vh = np.repeat(v, group, axis=0)
-            s = q @ kh.transpose(0, 2, 1) / math.sqrt(D)         # (H, T, p0+T)
+            s = q @ kh.transpose(0, 2, 1) * self.attn_scale      # (H, T, p0+T)
+            if self.attn_softcap:
+                s = soft_cap(s, self.attn_softcap)
             s = np.where(allowed[None], s, -np.inf)
             s = s - s.max(axis=-1, keepdims=True)
             p = np.exp(s)
             p /= p.sum(axis=-1, keepdims=True)
             o = (p @ vh).transpose(1, 0, 2).reshape(T, H * DV)   # (T, H*DV)
-            x = x + o @ self.layer(L, "attn_output.weight").T
+            a = o @ self.layer(L, "attn_output.weight").T
+            if rc["post_norms"]:
+                a = rms_norm(a, self.layer(L, "post_attention_norm.weight"), self.eps)
+            x = x + a
             h = rms_norm(x, self.layer(L, "ffn_norm.weight"), self.eps)
-            g = act(h @ self.layer(L, "ffn_gate.weight").T) * (h @ self.layer(L, "ffn_up.weight").T)
-            x = x + g @ self.layer(L, "ffn_down.weight").T
+            if rc["fused_gate_up"]:
+                gu = h @ self.layer(L, "ffn_up.weight").T        # (T, 2 n_ff): [gate | up]
+                ff = gu.shape[1] // 2
+                gate, up = gu[:, :ff], gu[:, ff:]
+            else:
+                gate = h @ self.layer(L, "ffn_gate.weight").T
+                up = h @ self.layer(L, "ffn_up.weight").T
+            f = (act(gate) * up) @ self.layer(L, "ffn_down.weight").T
+            if rc["post_norms"]:
+                f = rms_norm(f, self.layer(L, "post_ffw_norm.weight"), self.eps)
+            x = x + f
         cache.n_past = p0 + T
         x = rms_norm(x, self.w["output_norm.weight"], self.eps)
-        return x @ self.out_w.T                                  # (T, n_vocab)
+        logits = x @ self.out_w.T                                # (T, n_vocab)
+        return soft_cap(logits, self.final_softcap) if self.final_softcap else logits
 
     def greedy(self, tokens, n, recompute=False, margins=None):
         """n greedy ids (argmax, lowest id on ties). margins: optional list to receive top1-top2."""
@@ -345,10 +447,37 @@ def llama3_freq_factors(n_rot, base, orig_ctx, factor=8.0, low=1.0, high=4.0):
 FILE_TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q8_0": 7}
 
 
+def _parse_set(item):
+    """KEY=VALUE -> (key, int | float | bool | str)."""
+    if "=" not in item:
+        raise RefError(f"--set wants KEY=VALUE, got {item!r}")
+    k, v = item.split("=", 1)
+    for conv in (int, float):
+        try:
+            return k, conv(v)
+        except ValueError:
+            pass
+    if v in ("true", "false"):
+        return k, v == "true"
+    return k, v
+
+
 def gen_model(path, dim=48, layers=2, heads=3, kv_heads=1, ffn=100, vocab=300, ctx=256,
               tied=False, dtype="F32", seed=0, rope_theta=10000.0, rope_dim=None,
-              head_dim=None, norm_eps=1e-5, llama3_rope_freqs=False, std=None, name=None):
-    """Write a random-weight llama GGUF; returns the writer's metadata summary."""
+              head_dim=None, norm_eps=1e-5, llama3_rope_freqs=False, std=None, name=None,
+              arch="llama", window=None, swa_pattern=None, attn_softcap=None,
+              final_softcap=None, rope_base_swa=None, rope_linear=None, drop=(), sets=(),
+              longrope=False):
+    """Write a random-weight GGUF of `arch` (a RECIPES key) with the tensor names and
+    metadata keys convert_hf_to_gguf writes; returns the writer's metadata summary.
+    window/swa_pattern/attn_softcap/final_softcap/rope_base_swa write the matching
+    `<arch>.*` keys (swa_pattern: an int period or a list of per-layer flags);
+    rope_linear writes linear rope scaling with that factor; drop omits tensors and
+    sets adds raw (key, value) metadata (both for admission tests); longrope adds
+    phi3's rope_factors_long/short tensors."""
+    if arch not in RECIPES:
+        raise RefError(f"--arch must be one of {sorted(RECIPES)}")
+    rc = dict(DEFAULT_RECIPE, **RECIPES[arch])
     dtype = dtype.upper()
     if dtype not in FILE_TYPES:
         raise RefError(f"--dtype must be one of {sorted(FILE_TYPES)}")
@@ -370,9 +499,9 @@ def gen_model(path, dim=48, layers=2, heads=3, kv_heads=1, ffn=100, vocab=300, c
     tokens, scores, types = sp_vocab(vocab)
 
     w = gguf.GGUFWriter(path)
-    a = "llama"
+    a = arch
     w.add("general.architecture", a)
-    w.add("general.name", name or f"reference-llama-{dim}x{layers}-{dtype}")
+    w.add("general.name", name or f"reference-{arch}-{dim}x{layers}-{dtype}")
     w.add("general.file_type", FILE_TYPES[dtype])
     if dtype in ("Q8_0", "Q4_0"):
         w.add("general.quantization_version", 2)
@@ -389,6 +518,25 @@ def gen_model(path, dim=48, layers=2, heads=3, kv_heads=1, ffn=100, vocab=300, c
     w.add(f"{a}.rope.freq_base", float(rope_theta))
     w.add(f"{a}.rope.dimension_count", n_rot)
     w.add(f"{a}.attention.layer_norm_rms_epsilon", float(norm_eps))
+    if window is not None:
+        w.add(f"{a}.attention.sliding_window", int(window), "uint32")
+    if swa_pattern is not None:
+        if isinstance(swa_pattern, (list, tuple)):
+            w.add(f"{a}.attention.sliding_window_pattern", [bool(v) for v in swa_pattern],
+                  "array<bool>")
+        else:
+            w.add(f"{a}.attention.sliding_window_pattern", int(swa_pattern), "uint32")
+    if attn_softcap is not None:
+        w.add(f"{a}.attn_logit_softcapping", float(attn_softcap), "float32")
+    if final_softcap is not None:
+        w.add(f"{a}.final_logit_softcapping", float(final_softcap), "float32")
+    if rope_base_swa is not None:
+        w.add(f"{a}.rope.freq_base_swa", float(rope_base_swa), "float32")
+    if rope_linear is not None:
+        w.add(f"{a}.rope.scaling.type", "linear")
+        w.add(f"{a}.rope.scaling.factor", float(rope_linear), "float32")
+    for k, v in sets:
+        w.add(k, v)
     w.add("tokenizer.ggml.model", "llama")
     w.add("tokenizer.ggml.tokens", tokens)
     w.add("tokenizer.ggml.scores", np.asarray(scores, dtype=np.float32))
@@ -405,24 +553,59 @@ def gen_model(path, dim=48, layers=2, heads=3, kv_heads=1, ffn=100, vocab=300, c
     def norm_w(name):
         return 1.0 + normal(name, (dim,), 0.1)
 
+    dropped = set(drop)
+
+    def put(name, array, t):
+        if name not in dropped:
+            w.add_tensor(name, array, t)
+
     emb = normal("token_embd.weight", (vocab, dim), 1.0)
-    w.add_tensor("token_embd.weight", emb, dtype)
+    put("token_embd.weight", emb, dtype)
     if llama3_rope_freqs:
         ff = llama3_freq_factors(n_rot, rope_theta, ctx)
-        w.add_tensor("rope_freqs.weight", ff, "F32")
+        put("rope_freqs.weight", ff, "F32")
+    if longrope:
+        for t in ("rope_factors_long.weight", "rope_factors_short.weight"):
+            put(t, 1.0 + _rng(seed, t).random(n_rot // 2), "F32")
     for L in range(layers):
         p = f"blk.{L}."
-        w.add_tensor(p + "attn_norm.weight", norm_w(p + "attn_norm.weight"), "F32")
-        for t, rows, cols in (("attn_q", heads * hd, dim), ("attn_k", kv_heads * hd, dim),
-                              ("attn_v", kv_heads * hd, dim), ("attn_output", dim, heads * hd),
-                              ("ffn_gate", ffn, dim), ("ffn_up", ffn, dim),
-                              ("ffn_down", dim, ffn)):
+
+        def mat(t, rows, cols):
             s = std * (math.sqrt(dim / cols) if cols != dim else 1.0)
-            if t == "attn_q" or t == "attn_k":
+            if t in ("attn_q", "attn_k"):
                 s *= 2.0  # sharper attention patterns, so position (RoPE) matters
-            w.add_tensor(p + t + ".weight", normal(p + t + ".weight", (rows, cols), s), dtype)
-        w.add_tensor(p + "ffn_norm.weight", norm_w(p + "ffn_norm.weight"), "F32")
-    w.add_tensor("output_norm.weight", norm_w("output_norm.weight"), "F32")
+            return normal(p + t + ".weight", (rows, cols), s)
+
+        put(p + "attn_norm.weight", norm_w(p + "attn_norm.weight"), "F32")
+        q, k, v = (mat("attn_q", heads * hd, dim), mat("attn_k", kv_heads * hd, dim),
+                   mat("attn_v", kv_heads * hd, dim))
+        if rc["fused_qkv"]:
+            put(p + "attn_qkv.weight", np.concatenate([q, k, v]), dtype)
+        else:
+            for t, m in (("attn_q", q), ("attn_k", k), ("attn_v", v)):
+                put(p + t + ".weight", m, dtype)
+        if rc["qkv_bias"]:
+            for t, n in (("attn_q", heads * hd), ("attn_k", kv_heads * hd),
+                         ("attn_v", kv_heads * hd)):
+                put(p + t + ".bias", normal(p + t + ".bias", (n,), 0.2), "F32")
+        if rc["qk_norm"]:
+            for t in ("attn_q_norm", "attn_k_norm"):
+                put(p + t + ".weight", 1.0 + normal(p + t + ".weight", (hd,), 0.2), "F32")
+        put(p + "attn_output.weight", mat("attn_output", dim, heads * hd), dtype)
+        if rc["post_norms"]:
+            put(p + "post_attention_norm.weight", norm_w(p + "post_attention_norm.weight"),
+                "F32")
+        put(p + "ffn_norm.weight", norm_w(p + "ffn_norm.weight"), "F32")
+        gate, up = mat("ffn_gate", ffn, dim), mat("ffn_up", ffn, dim)
+        if rc["fused_gate_up"]:
+            put(p + "ffn_up.weight", np.concatenate([gate, up]), dtype)
+        else:
+            put(p + "ffn_gate.weight", gate, dtype)
+            put(p + "ffn_up.weight", up, dtype)
+        put(p + "ffn_down.weight", mat("ffn_down", dim, ffn), dtype)
+        if rc["post_norms"]:
+            put(p + "post_ffw_norm.weight", norm_w(p + "post_ffw_norm.weight"), "F32")
+    put("output_norm.weight", norm_w("output_norm.weight"), "F32")
     if not tied:
         # Planted successor: the normalized residual is close to the current token's
         # embedding, so row succ(t) ~ alpha * emb[t] makes argmax = succ(last token) by a
@@ -432,9 +615,10 @@ def gen_model(path, dim=48, layers=2, heads=3, kv_heads=1, ffn=100, vocab=300, c
         succ = np.concatenate([perm[:3], perm])   # ids 0..2 also map to ordinary tokens
         alpha = 8.0 / dim
         np.add.at(out, succ, alpha * emb)
-        w.add_tensor("output.weight", out, dtype)
+        put("output.weight", out, dtype)
     w.write()
-    return {"path": path, "n_rot": n_rot, "head_dim": hd, "dtype": dtype, "tied": tied}
+    return {"path": path, "arch": arch, "n_rot": n_rot, "head_dim": hd, "dtype": dtype,
+            "tied": tied}
 
 
 # ----------------------------------------------------------------------------
@@ -669,6 +853,8 @@ def _st_forward(c, tmp):
     c.check(np.abs(sw_full[:3] - full[:3]).max() < 1e-9 and np.abs(sw_full[3:] - full[3:]).max()
             > 1e-6, "sliding window 3 only changes rows >= 3")
 
+    _st_archs(c, tmp, ids)
+
     margins = []
     gen_ids = m.greedy([1, 50], 24, margins=margins)
     c.check(min(margins) > 0.5 and len(set(gen_ids)) > 12,
@@ -684,6 +870,50 @@ def _st_forward(c, tmp):
     mt = Model(t)
     c.check("output.weight" not in mt.reader.tensors and mt.greedy([1, 77], 3) == [77, 77, 77],
             "tied model: LM head = token_embd (greedy repeats the last token)")
+
+
+def _st_archs(c, tmp, ids):
+    """Each architecture option against an equivalent written another way."""
+    shape = dict(dim=48, layers=3, heads=4, kv_heads=2, ffn=64, vocab=300, seed=9)
+    paths = {}
+    for arch in ("llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"):
+        paths[arch] = os.path.join(tmp, f"arch_{arch}.gguf")
+        gen_model(paths[arch], arch=arch, tied=arch.startswith("gemma"),
+                  window=5 if arch.startswith("gemma") else None, **shape)
+    llama = Model(paths["llama"]).forward(ids)
+    # The generator draws each matrix by name, so phi3's fused tensors hold llama's q/k/v and
+    # gate/up: with llama's RoPE pairs the two must agree exactly.
+    fused = Model(paths["phi3"], {"rope": "normal"}).forward(ids)
+    c.check(np.abs(fused - llama).max() < 1e-9, "phi3 fused [q;k;v] and [gate;up] == separate")
+    # qwen2 == llama + biases: zero biases give llama's logits under the same RoPE.
+    q2 = Model(paths["qwen2"], {"rope": "normal"})
+    for L in range(q2.n_layer):
+        for t in "qkv":
+            q2.w[f"blk.{L}.attn_{t}.bias"] = np.zeros_like(q2.w[f"blk.{L}.attn_{t}.bias"])
+    c.check(np.abs(q2.forward(ids) - llama).max() < 1e-9, "qwen2 with zero biases == llama")
+    q2b = Model(paths["qwen2"], {"rope": "normal"}).forward(ids)
+    c.check(np.abs(q2b - llama).max() > 1e-3, "qwen2 biases change the logits")
+    q3 = Model(paths["qwen3"], {"rope": "normal", "qk_norm": False}).forward(ids)
+    c.check(np.abs(q3 - llama).max() < 1e-9, "qwen3 without qk_norm == llama")
+    g2 = Model(paths["gemma2"])
+    c.check(g2.swa_layers == [True, False, True] and g2.window == 5 and
+            g2.attn_softcap == 50.0 and g2.final_softcap == 30.0 and
+            abs(g2.attn_scale - 1 / math.sqrt(12)) < 1e-12,
+            "gemma2: even layers local, default caps 50/30, scale 1/sqrt(head_dim)")
+    full = g2.forward(ids)
+    g2.window = 0
+    nowin = g2.forward(ids)
+    c.check(np.abs(full[:5] - nowin[:5]).max() < 1e-9 and np.abs(full[5:] - nowin[5:]).max()
+            > 1e-6, "gemma2 window 5 only changes rows >= 5")
+    g2.window, g2.attn_softcap = 5, 1e9
+    uncapped = g2.forward(ids)
+    c.check(np.abs(uncapped - full).max() > 1e-6, "gemma2 attention softcap matters")
+    g3 = Model(paths["gemma3"])
+    c.check(g3.swa_layers == [True, True, True] and g3.freq_base_swa == 10000.0 and
+            g3.final_softcap == 0.0, "gemma3: period 6 (3 layers all local), local base 1e4")
+    base = g3.forward(ids)
+    g3.freq_base_swa = 1e6
+    c.check(np.abs(g3.forward(ids) - base).max() > 1e-6, "gemma3 local layers use their own base")
 
 
 def _st_real(c, quick):
@@ -752,12 +982,22 @@ def _parse_tokens(s):
     return ids
 
 
+def _swa_pattern_arg(v):
+    if "," in v:
+        return [int(x) != 0 for x in v.split(",") if x != ""]
+    return int(v)
+
+
 def cmd_gen(a):
     info = gen_model(a.out, dim=a.dim, layers=a.layers, heads=a.heads, kv_heads=a.kv_heads,
                      ffn=a.ffn, vocab=a.vocab, ctx=a.ctx, tied=a.tied, dtype=a.dtype,
                      seed=a.seed, rope_theta=a.rope_theta, rope_dim=a.rope_dim,
                      head_dim=a.head_dim, norm_eps=a.norm_eps,
-                     llama3_rope_freqs=a.llama3_rope_freqs, std=a.std, name=a.name)
+                     llama3_rope_freqs=a.llama3_rope_freqs, std=a.std, name=a.name,
+                     arch=a.arch, window=a.window, swa_pattern=a.swa_pattern,
+                     attn_softcap=a.attn_softcap, final_softcap=a.final_softcap,
+                     rope_base_swa=a.rope_base_swa, rope_linear=a.rope_linear,
+                     drop=a.drop, sets=[_parse_set(x) for x in a.set], longrope=a.longrope)
     print(json.dumps(info), file=sys.stderr)
 
 
@@ -793,7 +1033,7 @@ def main(argv=None):
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n", 2)[2])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    g = sub.add_parser("gen", help="write a random-weight llama GGUF")
+    g = sub.add_parser("gen", help="write a random-weight GGUF of one architecture")
     g.add_argument("--out", required=True)
     g.add_argument("--dim", type=int, default=48)
     g.add_argument("--layers", type=int, default=2)
@@ -818,6 +1058,22 @@ def main(argv=None):
                    help="add rope_freqs.weight with Llama 3.1 frequency factors")
     g.add_argument("--std", type=float, default=None, help="std of layer matrices (0.5/sqrt(dim))")
     g.add_argument("--name", default=None)
+    g.add_argument("--arch", default="llama", choices=sorted(RECIPES),
+                   help="general.architecture: tensor names, keys and recipe")
+    g.add_argument("--window", type=int, default=None, help="attention.sliding_window")
+    g.add_argument("--swa-pattern", type=_swa_pattern_arg, default=None,
+                   help="attention.sliding_window_pattern: a period N, or flags like 1,0,1")
+    g.add_argument("--attn-softcap", type=float, default=None, help="attn_logit_softcapping")
+    g.add_argument("--final-softcap", type=float, default=None, help="final_logit_softcapping")
+    g.add_argument("--rope-base-swa", type=float, default=None, help="rope.freq_base_swa")
+    g.add_argument("--rope-linear", type=float, default=None,
+                   help="rope.scaling.type linear with this rope.scaling.factor")
+    g.add_argument("--drop", action="append", default=[], metavar="TENSOR",
+                   help="omit this tensor (admission tests); repeatable")
+    g.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="add a raw metadata key (admission tests); repeatable")
+    g.add_argument("--longrope", action="store_true",
+                   help="add phi3 rope_factors_long/short.weight tensors")
     lg = sub.add_parser("logits", help="logits of every position as float32")
     lg.add_argument("model")
     lg.add_argument("--tokens", required=True)
