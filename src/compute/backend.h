@@ -19,6 +19,7 @@ enum class Activation { Silu, GeluTanh };
 struct RopeParams {
   std::int32_t n_rot = 0;  // rotated dims per head (<= head_dim), even
   float freq_base = 10000.0f;
+  float freq_scale = 1.0f;              // linear scaling: positions are multiplied by it
   bool neox = false;                    // rotate (i, i + n_rot/2) instead of adjacent (2i, 2i+1)
   const float* freq_factors = nullptr;  // [n_rot/2] divisors of each frequency (Llama 3), or null
 };

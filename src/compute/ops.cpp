@@ -53,8 +53,9 @@ void rms_norm_row(const float* x, const float* w, std::int64_t n, float eps, flo
 void rope_angles(std::int32_t pos, const RopeParams& p, float* cs) {
   const int half = p.n_rot / 2;
   for (int i = 0; i < half; ++i) {
-    double theta = static_cast<double>(pos) * std::pow(static_cast<double>(p.freq_base),
-                                                       -2.0 * i / static_cast<double>(p.n_rot));
+    double theta =
+        static_cast<double>(pos) * static_cast<double>(p.freq_scale) *
+        std::pow(static_cast<double>(p.freq_base), -2.0 * i / static_cast<double>(p.n_rot));
     if (p.freq_factors) theta /= static_cast<double>(p.freq_factors[i]);
     cs[2 * i] = static_cast<float>(std::cos(theta));
     cs[2 * i + 1] = static_cast<float>(std::sin(theta));

@@ -16,7 +16,8 @@ float dot_f32_ref(const float* a, const float* b, std::int64_t n);
 // y = x / sqrt(mean(x^2) + eps) * w   (w null: no scale)
 void rms_norm_row(const float* x, const float* w, std::int64_t n, float eps, float* y);
 
-// cs[2i], cs[2i+1] = cos, sin of pos * freq_base^(-2i/n_rot) / freq_factors[i], i < n_rot/2
+// cs[2i], cs[2i+1] = cos, sin of pos * freq_scale * freq_base^(-2i/n_rot) / freq_factors[i],
+// i < n_rot/2
 void rope_angles(std::int32_t pos, const RopeParams& p, float* cs);
 // Rotates one head's pairs by the angles: adjacent (2i, 2i+1), or neox (i, i + n_rot/2).
 void rope_head(float* x, const RopeParams& p, const float* cs);

@@ -1,5 +1,6 @@
 #include <limits>
 #include <string>
+#include <variant>
 
 #include "model/arch.h"
 #include "seam/error.h"
@@ -72,6 +73,83 @@ void read_common_hparams(const GgufFile& f, std::string_view arch_sv, std::strin
   hp.norm_eps = static_cast<float>(*eps);
   hp.rope_base = static_cast<float>(f.get_float(arch + ".rope.freq_base").value_or(10000.0));
   if (!(hp.rope_base > 0.0f)) throw Error(Errc::BadFormat, "rope.freq_base must be positive");
+}
+
+float read_rope_scaling(const GgufFile& f, std::string_view arch_sv,
+                        std::initializer_list<std::string_view> allowed) {
+  const std::string arch(arch_sv);
+  const auto type = f.get_string(arch + ".rope.scaling.type");
+  if (!type || *type == "none") return 1.0f;
+  for (std::string_view a : allowed) {
+    if (*type == a) return 1.0f;
+  }
+  if (*type != "linear") {
+    throw Error(Errc::Unsupported,
+                arch + " rope scaling type '" + *type + "' is not supported by this build");
+  }
+  const std::string key = arch + ".rope.scaling.factor";
+  const auto factor = f.get_float(key);
+  if (!factor) return 1.0f;  // llama.cpp: an absent factor means no scaling
+  if (!(*factor >= 1.0 && *factor < 1e6)) {
+    throw Error(Errc::BadFormat, "'" + key + "' = " + std::to_string(*factor) +
+                                     " is not a linear scaling factor >= 1");
+  }
+  return static_cast<float>(1.0 / *factor);
+}
+
+void read_sliding_window(const GgufFile& f, std::string_view arch_sv, std::uint32_t default_window,
+                         std::uint32_t default_period, Hparams& hp) {
+  const std::string arch(arch_sv);
+  const std::string window_key = arch + ".attention.sliding_window";
+  const auto window = f.get_uint(window_key);
+  if (window && *window > std::numeric_limits<std::uint32_t>::max()) {
+    throw Error(Errc::BadFormat,
+                "'" + window_key + "' = " + std::to_string(*window) + " is out of range");
+  }
+  hp.n_swa = window ? static_cast<std::uint32_t>(*window) : default_window;
+  hp.swa_layers.clear();
+  if (hp.n_swa == 0) return;
+
+  hp.swa_layers.assign(hp.n_layer, false);
+  const std::string pattern_key = arch + ".attention.sliding_window_pattern";
+  const GgufValue* pattern = f.find(pattern_key);
+  if (pattern && pattern->type == GgufValueType::ARRAY) {
+    const GgufArray& a = std::get<GgufArray>(pattern->v);
+    if (a.items.size() != hp.n_layer) {
+      throw Error(Errc::BadFormat, "'" + pattern_key + "' has " + std::to_string(a.items.size()) +
+                                       " entries for " + std::to_string(hp.n_layer) + " layers");
+    }
+    for (std::uint32_t l = 0; l < hp.n_layer; ++l) {
+      const GgufValue& v = a.items[l];
+      if (const bool* b = std::get_if<bool>(&v.v)) {
+        hp.swa_layers[l] = *b;
+      } else if (const auto* u = std::get_if<std::uint64_t>(&v.v)) {
+        hp.swa_layers[l] = *u != 0;
+      } else if (const auto* s = std::get_if<std::int64_t>(&v.v)) {
+        hp.swa_layers[l] = *s != 0;
+      } else {
+        throw Error(Errc::BadFormat, "'" + pattern_key + "' must hold booleans or integers");
+      }
+    }
+  } else {
+    const auto period = f.get_uint(pattern_key);
+    const std::uint64_t p = period ? *period : default_period;
+    // Period 0 makes every layer SWA, as in llama.cpp.
+    for (std::uint32_t l = 0; l < hp.n_layer; ++l) hp.swa_layers[l] = p == 0 || l % p < p - 1;
+  }
+  hp.rope_scale_swa = hp.rope_scale;
+  hp.rope_base_swa =
+      static_cast<float>(f.get_float(arch + ".rope.freq_base_swa").value_or(10000.0));
+  if (!(hp.rope_base_swa > 0.0f))
+    throw Error(Errc::BadFormat, "rope.freq_base_swa must be positive");
+}
+
+void refuse_experts(const GgufFile& f, std::string_view arch_sv) {
+  const std::string arch(arch_sv);
+  if (auto n = f.get_uint(arch + ".expert_count"); n && *n > 0) {
+    throw Error(Errc::Unsupported, "mixture-of-experts " + arch + " models (expert_count " +
+                                       std::to_string(*n) + ") are not supported");
+  }
 }
 
 }  // namespace seam

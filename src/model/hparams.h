@@ -21,7 +21,18 @@ struct Hparams {
   std::uint32_t n_ff = 0;
   float norm_eps = 1e-5f;
   float rope_base = 10000.0f;
+  float rope_scale = 1.0f;  // linear RoPE scaling: positions are multiplied by it
   std::uint32_t n_rot = 0;  // rotated dims per head
+  // Sliding-window attention: a token at position p of an SWA layer sees the
+  // cells with positions in (p - n_swa, p]; the other layers see all of (.., p].
+  std::uint32_t n_swa = 0;         // 0 = no layer uses a window
+  std::vector<bool> swa_layers;    // [n_layer] (empty when n_swa == 0)
+  float rope_base_swa = 10000.0f;  // RoPE base of SWA layers (gemma3's local layers)
+  float rope_scale_swa = 1.0f;
+
+  bool is_swa(std::uint32_t layer) const {
+    return n_swa > 0 && layer < swa_layers.size() && swa_layers[layer];
+  }
 };
 
 // Options of the one forward pass; each architecture file sets its own.
@@ -35,6 +46,11 @@ struct Recipe {
   float attn_softcap = 0.0f;   // 0 = off
   float final_softcap = 0.0f;  // 0 = off
   float attn_scale = 0.0f;     // 0 = 1/sqrt(head_dim)
+  // phi3 stores q, k, v as one blk.N.attn_qkv.weight ([q; k; v] rows) and
+  // gate, up as one blk.N.ffn_up.weight ([gate; up] rows of 2 * n_ff); the
+  // loader binds row ranges of them, so the forward pass is unchanged.
+  bool fused_qkv = false;
+  bool fused_gate_up = false;
 };
 
 }  // namespace seam

@@ -42,9 +42,13 @@ std::vector<Expect> expected_tensors(const ModelSpec& s) {
   for (std::uint32_t l = 0; l < hp.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     out.push_back({p + "attn_norm.weight", {e}, true, false});
-    out.push_back({p + "attn_q.weight", {e, q}, true, true});
-    out.push_back({p + "attn_k.weight", {e, kv}, true, true});
-    out.push_back({p + "attn_v.weight", {e, kv}, true, true});
+    if (s.recipe.fused_qkv) {
+      out.push_back({p + "attn_qkv.weight", {e, q + 2 * kv}, true, true});
+    } else {
+      out.push_back({p + "attn_q.weight", {e, q}, true, true});
+      out.push_back({p + "attn_k.weight", {e, kv}, true, true});
+      out.push_back({p + "attn_v.weight", {e, kv}, true, true});
+    }
     out.push_back({p + "attn_output.weight", {q, e}, true, true});
     if (s.recipe.qkv_bias) {
       out.push_back({p + "attn_q.bias", {q}, true, false});
@@ -60,8 +64,12 @@ std::vector<Expect> expected_tensors(const ModelSpec& s) {
       out.push_back({p + "post_ffw_norm.weight", {e}, true, false});
     }
     out.push_back({p + "ffn_norm.weight", {e}, true, false});
-    out.push_back({p + "ffn_gate.weight", {e, ff}, true, true});
-    out.push_back({p + "ffn_up.weight", {e, ff}, true, true});
+    if (s.recipe.fused_gate_up) {
+      out.push_back({p + "ffn_up.weight", {e, 2 * ff}, true, true});
+    } else {
+      out.push_back({p + "ffn_gate.weight", {e, ff}, true, true});
+      out.push_back({p + "ffn_up.weight", {e, ff}, true, true});
+    }
     out.push_back({p + "ffn_down.weight", {ff, e}, true, true});
   }
   return out;
@@ -94,6 +102,14 @@ WeightView view_of(const GgufTensor& t) {
   w.data = t.data;
   w.row_stride = static_cast<std::size_t>(*row_bytes(t.type, t.ne[0]));
   return w;
+}
+
+// Rows [first, first + n) of a 2-D weight: a fused tensor's parts.
+WeightView row_range(const WeightView& w, std::int64_t first, std::int64_t n) {
+  WeightView part = w;
+  part.data = w.data + static_cast<std::size_t>(first) * w.row_stride;
+  part.n_out = n;
+  return part;
 }
 
 std::vector<float> to_f32(const GgufTensor& t) {
@@ -171,9 +187,18 @@ ModelWeights bind_weights(const GgufFile& file, const ModelSpec& s) {
     const std::string p = "blk." + std::to_string(l) + ".";
     LayerWeights& L = w.layers[l];
     L.attn_norm = vec(p + "attn_norm.weight");
-    L.wq = matrix(p + "attn_q.weight");
-    L.wk = matrix(p + "attn_k.weight");
-    L.wv = matrix(p + "attn_v.weight");
+    if (s.recipe.fused_qkv) {
+      const WeightView qkv = matrix(p + "attn_qkv.weight");  // [n_embd] -> [q; k; v]
+      const std::int64_t q = std::int64_t{s.hp.n_head} * s.hp.head_dim;
+      const std::int64_t kv = std::int64_t{s.hp.n_head_kv} * s.hp.head_dim;
+      L.wq = row_range(qkv, 0, q);
+      L.wk = row_range(qkv, q, kv);
+      L.wv = row_range(qkv, q + kv, kv);
+    } else {
+      L.wq = matrix(p + "attn_q.weight");
+      L.wk = matrix(p + "attn_k.weight");
+      L.wv = matrix(p + "attn_v.weight");
+    }
     L.wo = matrix(p + "attn_output.weight");
     if (s.recipe.qkv_bias) {
       L.bq = vec(p + "attn_q.bias");
@@ -189,8 +214,14 @@ ModelWeights bind_weights(const GgufFile& file, const ModelSpec& s) {
       L.post_ffn_norm = vec(p + "post_ffw_norm.weight");
     }
     L.ffn_norm = vec(p + "ffn_norm.weight");
-    L.ffn_gate = matrix(p + "ffn_gate.weight");
-    L.ffn_up = matrix(p + "ffn_up.weight");
+    if (s.recipe.fused_gate_up) {
+      const WeightView gate_up = matrix(p + "ffn_up.weight");  // [n_embd] -> [gate; up]
+      L.ffn_gate = row_range(gate_up, 0, s.hp.n_ff);
+      L.ffn_up = row_range(gate_up, s.hp.n_ff, s.hp.n_ff);
+    } else {
+      L.ffn_gate = matrix(p + "ffn_gate.weight");
+      L.ffn_up = matrix(p + "ffn_up.weight");
+    }
     L.ffn_down = matrix(p + "ffn_down.weight");
   }
   return w;

@@ -6,10 +6,23 @@ namespace seam {
 
 // Each architecture's configure function lives in src/model/arch/<name>.cpp.
 void configure_llama(const GgufFile&, Hparams&, Recipe&);
+void configure_qwen2(const GgufFile&, Hparams&, Recipe&);
+void configure_qwen3(const GgufFile&, Hparams&, Recipe&);
+void configure_gemma2(const GgufFile&, Hparams&, Recipe&);
+void configure_gemma3(const GgufFile&, Hparams&, Recipe&);
+void configure_phi3(const GgufFile&, Hparams&, Recipe&);
 
 namespace {
 constexpr std::array kArchs = {
+    // One line per architecture.
+    // clang-format off
     ArchSpec{"llama", &configure_llama},
+    ArchSpec{"qwen2", &configure_qwen2},
+    ArchSpec{"qwen3", &configure_qwen3},
+    ArchSpec{"gemma2", &configure_gemma2},
+    ArchSpec{"gemma3", &configure_gemma3},
+    ArchSpec{"phi3", &configure_phi3},
+    // clang-format on
 };
 }  // namespace
 

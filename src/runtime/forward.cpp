@@ -51,6 +51,7 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
   }
   const std::span<const std::int32_t> pos(s.pos.data(), batch.size());
   kv.build_mask(batch, s.mask_offsets, s.mask_cells);
+  if (hp.n_swa > 0) kv.build_mask(batch, s.swa_mask_offsets, s.swa_mask_cells, hp.n_swa);
 
   be.get_rows(w.token_embd, std::span<const std::int32_t>(s.tokens.data(), batch.size()),
               s.x.data());
@@ -61,8 +62,13 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
   RopeParams rope;
   rope.n_rot = static_cast<std::int32_t>(hp.n_rot);
   rope.freq_base = hp.rope_base;
+  rope.freq_scale = hp.rope_scale;
   rope.neox = r.rope_neox;
   rope.freq_factors = w.rope_freqs;
+  // Sliding-window layers may rotate with their own base and scale (gemma3).
+  RopeParams rope_swa = rope;
+  rope_swa.freq_base = hp.rope_base_swa;
+  rope_swa.freq_scale = hp.rope_scale_swa;
 
   AttentionArgs att;
   att.q = s.q.data();
@@ -74,11 +80,13 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
   att.scale =
       r.attn_scale > 0.0f ? r.attn_scale : 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
   att.softcap = r.attn_softcap;
-  att.mask.offsets = s.mask_offsets;
-  att.mask.cells = s.mask_cells;
 
   for (std::uint32_t l = 0; l < hp.n_layer; ++l) {
     const LayerWeights& L = w.layers[l];
+    const bool swa = hp.is_swa(l);
+    const RopeParams& lrope = swa ? rope_swa : rope;
+    att.mask.offsets = swa ? s.swa_mask_offsets : s.mask_offsets;
+    att.mask.cells = swa ? s.swa_mask_cells : s.mask_cells;
 
     // Attention block: x += Wo attn(rope(Wq h), rope(Wk h), Wv h), h = norm(x).
     be.rms_norm(s.x.data(), L.attn_norm, T, E, hp.norm_eps, s.h.data());
@@ -94,8 +102,8 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
       be.rms_norm(s.q.data(), L.q_norm, T * hp.n_head, hp.head_dim, hp.norm_eps, s.q.data());
       be.rms_norm(s.k.data(), L.k_norm, T * hp.n_head_kv, hp.head_dim, hp.norm_eps, s.k.data());
     }
-    be.rope(s.q.data(), T, att.n_head, att.head_dim, pos, rope);
-    be.rope(s.k.data(), T, att.n_head_kv, att.head_dim, pos, rope);
+    be.rope(s.q.data(), T, att.n_head, att.head_dim, pos, lrope);
+    be.rope(s.k.data(), T, att.n_head_kv, att.head_dim, pos, lrope);
 
     float* kc = kv.k(l);
     float* vc = kv.v(l);

@@ -24,7 +24,8 @@ struct ForwardScratch {
   std::vector<float> up;                  // [n_batch][n_ff]
   std::vector<float> rows;                // [n_out][n_embd] rows that want logits
   std::vector<std::int32_t> tokens, pos;  // [n_batch]
-  std::vector<std::uint32_t> mask_offsets, mask_cells;
+  std::vector<std::uint32_t> mask_offsets, mask_cells;          // full causal mask
+  std::vector<std::uint32_t> swa_mask_offsets, swa_mask_cells;  // sliding-window layers
 };
 
 // Runs `batch` (at most n_batch tokens whose cells are already allocated in

@@ -1,5 +1,7 @@
 #include "runtime/kv_cache.h"
 
+#include <cstdint>
+
 namespace seam {
 
 KvCache::KvCache(std::uint32_t n_cells, std::uint32_t n_seq_max, std::uint32_t n_layer,
@@ -32,14 +34,16 @@ std::vector<std::uint32_t> KvCache::allocate(std::span<const Decode> batch) {
 }
 
 void KvCache::build_mask(std::span<const Decode> batch, std::vector<std::uint32_t>& offsets,
-                         std::vector<std::uint32_t>& cells) const {
+                         std::vector<std::uint32_t>& cells, std::uint32_t window) const {
   offsets.clear();
   cells.clear();
   offsets.push_back(0);
   for (const Decode& d : batch) {
     const auto& m = seqs_[d.seq];
-    for (auto it = m.begin(); it != m.end() && it->first <= d.pos; ++it)
-      cells.push_back(it->second);
+    // First visible position: d.pos - window + 1 (in 64 bits: no overflow).
+    const std::int64_t first = window > 0 ? std::int64_t{d.pos} - window + 1 : INT64_MIN;
+    auto it = first > INT32_MIN ? m.lower_bound(static_cast<std::int32_t>(first)) : m.begin();
+    for (; it != m.end() && it->first <= d.pos; ++it) cells.push_back(it->second);
     offsets.push_back(static_cast<std::uint32_t>(cells.size()));
   }
 }

@@ -50,9 +50,10 @@ class KvCache {
   std::vector<std::uint32_t> allocate(std::span<const Decode> batch);
 
   // For each row of `batch`, the cells it may attend to: those of its
-  // sequence with position <= its own (call after allocate).
+  // sequence with position <= its own and, when `window` > 0, > its own -
+  // window (sliding-window attention). Call after allocate.
   void build_mask(std::span<const Decode> batch, std::vector<std::uint32_t>& offsets,
-                  std::vector<std::uint32_t>& cells) const;
+                  std::vector<std::uint32_t>& cells, std::uint32_t window = 0) const;
 
   void clear_seq(std::uint32_t seq);
   void copy_seq(std::uint32_t src, std::uint32_t dst);

@@ -1,0 +1,170 @@
+// Every architecture recipe against tools/reference.py (float64 numpy, written
+// from each model's published math) on random-weight models that carry the
+// tensor names and metadata keys convert_hf_to_gguf writes; and admission:
+// a file missing a required tensor, or carrying an option this build does not
+// implement, is refused with a message naming it.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "python_tools.h"
+#include "seam/error.h"
+#include "test_model.h"
+
+namespace seam {
+namespace {
+
+using namespace seam::testing;
+
+struct ArchCase {
+  std::string name;
+  std::string args;
+  double tol;  // max |ours - ref| / max |ref| per row; see reference_test.cpp
+};
+
+class ArchForward : public ::testing::TestWithParam<ArchCase> {};
+
+TEST_P(ArchForward, LogitsMatchEveryPosition) {
+  const ArchCase& c = GetParam();
+  const std::string path = generate_model("arch_" + c.name, c.args);
+  LoadOptions lo;
+  lo.n_threads = 2;
+  auto model = Model::load(path, lo);
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<Token> d(3, static_cast<Token>(model->info().n_vocab) - 1);
+  // 24 tokens: longer than every window below, so local layers drop old cells.
+  std::vector<Token> ids = {1};
+  for (int i = 0; i < 23; ++i) ids.push_back(d(rng));
+  const std::vector<float> ref = reference_logits(path, ids, "arch_" + c.name);
+  const std::size_t nv = model->info().n_vocab;
+  ASSERT_EQ(ref.size(), ids.size() * nv);
+
+  // Prefill in chunks of 5 so windows straddle batches and the KV cache.
+  auto s = model->session({64, 5, 1});
+  auto got = decode_all(*s, ids, 0);
+  double worst = 0;
+  for (std::size_t t = 0; t < ids.size(); ++t) {
+    const double r = rel_diff(got[t], std::span(ref).subspan(t * nv, nv));
+    worst = std::max(worst, r);
+    EXPECT_LT(r, c.tol) << c.name << " position " << t;
+  }
+  RecordProperty("worst_rel_diff", std::to_string(worst));
+  std::printf("[ %s ] worst relative logit difference %.3g (tolerance %.3g)\n", c.name.c_str(),
+              worst, c.tol);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Archs, ArchForward,
+    ::testing::Values(
+        ArchCase{"qwen2_f32_tied",
+                 "--arch qwen2 --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 96 --tied "
+                 "--seed 11",
+                 1e-4},
+        ArchCase{"qwen2_q8_0",
+                 "--arch qwen2 --dim 64 --layers 2 --heads 2 --ffn 128 --dtype Q8_0 --seed 12",
+                 2e-2},
+        // head_dim 24 * 4 heads != n_embd 48: the size comes from attention.key_length.
+        ArchCase{"qwen3_f32_head_dim",
+                 "--arch qwen3 --dim 48 --layers 2 --heads 4 --kv-heads 2 --head-dim 24 "
+                 "--ffn 96 --seed 13",
+                 1e-4},
+        ArchCase{"qwen3_q8_0",
+                 "--arch qwen3 --dim 64 --layers 2 --heads 4 --kv-heads 2 --head-dim 32 "
+                 "--ffn 96 --dtype Q8_0 --seed 14",
+                 2e-2},
+        // Small caps so tanh is far from linear; window 5 on layers 0 and 2.
+        ArchCase{"gemma2_f32_swa_softcap",
+                 "--arch gemma2 --dim 48 --layers 3 --heads 2 --kv-heads 1 --ffn 96 --tied "
+                 "--window 5 --attn-softcap 3 --final-softcap 2 --seed 15",
+                 1e-4},
+        // No softcap/window keys: gemma2's defaults (50, 30, 4096).
+        ArchCase{"gemma2_f32_defaults",
+                 "--arch gemma2 --dim 32 --layers 2 --heads 2 --ffn 64 --tied --seed 16", 1e-4},
+        // A final cap above the logit range: a saturated cap bounds max |ref| (the
+        // denominator) but not the Q8_0 activation rounding; the F32 case covers tight caps.
+        ArchCase{"gemma2_q8_0",
+                 "--arch gemma2 --dim 64 --layers 2 --heads 2 --ffn 128 --tied --window 6 "
+                 "--attn-softcap 20 --final-softcap 60 --dtype Q8_0 --seed 17",
+                 2e-2},
+        // Six layers: 0-4 local (base 10000, unscaled), 5 global (base 1e6, linear 4).
+        ArchCase{"gemma3_f32_local_global",
+                 "--arch gemma3 --dim 32 --layers 6 --heads 2 --kv-heads 1 --head-dim 16 "
+                 "--ffn 64 --tied --window 5 --rope-theta 1000000 --rope-linear 4 --seed 18",
+                 1e-4},
+        // Per-layer pattern flags, a local RoPE base from the file, a final softcap.
+        ArchCase{"gemma3_f32_pattern",
+                 "--arch gemma3 --dim 48 --layers 3 --heads 3 --kv-heads 1 --ffn 64 --tied "
+                 "--window 4 --swa-pattern 1,0,1 --rope-base-swa 500 --final-softcap 3 "
+                 "--seed 19",
+                 1e-4},
+        ArchCase{"gemma3_q8_0",
+                 "--arch gemma3 --dim 64 --layers 6 --heads 2 --kv-heads 1 --head-dim 32 "
+                 "--ffn 64 --tied --window 5 --rope-theta 1000000 --dtype Q8_0 --seed 20",
+                 2e-2},
+        // Fused attn_qkv and [gate; up], partial rotary (8 of 16 dims).
+        ArchCase{"phi3_f32_partial_rope",
+                 "--arch phi3 --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 96 --rope-dim 8 "
+                 "--seed 21",
+                 1e-4},
+        ArchCase{"phi3_q8_0",
+                 "--arch phi3 --dim 64 --layers 2 --heads 2 --ffn 128 --dtype Q8_0 --seed 22",
+                 2e-2}),
+    [](const auto& info) { return info.param.name; });
+
+struct Refusal {
+  std::string name;
+  std::string args;
+  Errc code;
+  std::string must_name;  // the message names the tensor / key / option
+};
+
+class ArchAdmission : public ::testing::TestWithParam<Refusal> {};
+
+TEST_P(ArchAdmission, RefusedNamingTheReason) {
+  const Refusal& c = GetParam();
+  const std::string path = generate_model("arch_refuse_" + c.name, c.args);
+  try {
+    Model::load(path, LoadOptions{});
+    ADD_FAILURE() << c.name << ": expected the load to be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), c.code) << e.what();
+    EXPECT_NE(std::string(e.what()).find(c.must_name), std::string::npos)
+        << "message '" << e.what() << "' does not name " << c.must_name;
+  }
+}
+
+const std::string kSmall = " --dim 32 --layers 2 --heads 2 --ffn 64 --seed 3";
+
+INSTANTIATE_TEST_SUITE_P(
+    Archs, ArchAdmission,
+    ::testing::Values(
+        Refusal{"qwen2_no_k_bias", "--arch qwen2 --drop blk.1.attn_k.bias" + kSmall,
+                Errc::BadFormat, "blk.1.attn_k.bias"},
+        Refusal{"qwen3_no_q_norm", "--arch qwen3 --drop blk.0.attn_q_norm.weight" + kSmall,
+                Errc::BadFormat, "blk.0.attn_q_norm.weight"},
+        Refusal{"gemma2_no_post_ffw_norm",
+                "--arch gemma2 --tied --drop blk.1.post_ffw_norm.weight" + kSmall, Errc::BadFormat,
+                "blk.1.post_ffw_norm.weight"},
+        Refusal{"gemma3_no_k_norm", "--arch gemma3 --tied --drop blk.0.attn_k_norm.weight" + kSmall,
+                Errc::BadFormat, "blk.0.attn_k_norm.weight"},
+        Refusal{"phi3_no_qkv", "--arch phi3 --drop blk.1.attn_qkv.weight" + kSmall, Errc::BadFormat,
+                "blk.1.attn_qkv.weight"},
+        Refusal{"phi3_no_ffn_up", "--arch phi3 --drop blk.0.ffn_up.weight" + kSmall,
+                Errc::BadFormat, "blk.0.ffn_up.weight"},
+        // Options this build does not implement are refused by name, not guessed.
+        Refusal{"qwen2_yarn", "--arch qwen2 --set qwen2.rope.scaling.type=yarn" + kSmall,
+                Errc::Unsupported, "'yarn'"},
+        Refusal{"qwen3_moe", "--arch qwen3 --set qwen3.expert_count=8" + kSmall, Errc::Unsupported,
+                "expert_count"},
+        Refusal{"phi3_longrope", "--arch phi3 --longrope" + kSmall, Errc::Unsupported,
+                "rope_factors_long.weight"},
+        Refusal{"gemma3_attn_softcap",
+                "--arch gemma3 --tied --set gemma3.attn_logit_softcapping=50" + kSmall,
+                Errc::Unsupported, "gemma3.attn_logit_softcapping"},
+        Refusal{"gemma2_short_pattern",
+                "--arch gemma2 --tied --window 8 --swa-pattern 1,0,1" + kSmall, Errc::BadFormat,
+                "gemma2.attention.sliding_window_pattern"}),
+    [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace seam
