@@ -10,6 +10,7 @@
 #include <pcre2.h>
 
 #include <array>
+#include <memory>
 #include <queue>
 
 #include "format/gguf.h"
@@ -216,38 +217,29 @@ void BpeTokenizer::split(std::string_view text,
                          std::vector<std::pair<std::size_t, std::size_t>>& words) const {
   words.assign(1, {0, text.size()});
   std::vector<std::pair<std::size_t, std::size_t>> next;
-  pcre2_match_data* md = nullptr;
   for (const Regex& re : regexes_) {
-    pcre2_match_data_free(md);
-    md = pcre2_match_data_create_from_pattern(re.code(), nullptr);
-    if (md == nullptr)
-      throw Error(Errc::Internal, "[tokenizer] out of memory for regex match data");
+    const std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> md(
+        pcre2_match_data_create_from_pattern(re.code(), nullptr), &pcre2_match_data_free);
+    if (!md) throw Error(Errc::Internal, "[tokenizer] out of memory for regex match data");
     next.clear();
     for (const auto& [off, len] : words) {
       // Each piece is matched on its own, so lookaheads end at the piece's end.
       const std::string_view piece = text.substr(off, len);
-      std::size_t pos = 0, b = 0, e = 0;
-      while (pos < len) {
-        try {
-          if (!re.next(piece, pos, md, b, e)) break;
-        } catch (...) {
-          pcre2_match_data_free(md);
-          throw;
-        }
-        if (e == b) {  // an empty match cannot split anything; step past one character
+      std::size_t gap = 0, search = 0, b = 0, e = 0;  // gap: start of the unmatched text
+      while (search < len && re.next(piece, search, md.get(), b, e)) {
+        if (e == b) {  // an empty match splits nothing; search on past one character
           char32_t cp;
-          pos += std::max(1, unicode::decode_utf8(piece, b, cp));
+          search = b + std::max(1, unicode::decode_utf8(piece, b, cp));
           continue;
         }
-        if (b > pos) next.emplace_back(off + pos, b - pos);
+        if (b > gap) next.emplace_back(off + gap, b - gap);
         next.emplace_back(off + b, e - b);
-        pos = e;
+        gap = search = e;
       }
-      if (pos < len) next.emplace_back(off + pos, len - pos);
+      if (gap < len) next.emplace_back(off + gap, len - gap);
     }
     words.swap(next);
   }
-  pcre2_match_data_free(md);
 }
 
 void BpeTokenizer::encode_fragment(std::string_view text, bool /*after_special*/,
