@@ -31,7 +31,9 @@ nlohmann::ordered_json result_json(const Model& model, const GenerateResult& r,
   j["usage"] = {{"prompt_tokens", r.prompt_tokens},
                 {"cached_prompt_tokens", r.cached_prompt_tokens},
                 {"completion_tokens", r.completion_tokens},
-                {"total_tokens", r.prompt_tokens + r.completion_tokens}};
+                {"total_tokens", r.prompt_tokens + r.completion_tokens},
+                // the same figure where OpenAI clients look for it
+                {"prompt_tokens_details", {{"cached_tokens", r.cached_prompt_tokens}}}};
   j["ttft_ms"] = r.ttft_ms;
   j["prefill_tokens_per_s"] = r.prefill_tokens_per_s;
   j["decode_tokens_per_s"] = r.decode_tokens_per_s;

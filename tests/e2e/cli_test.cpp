@@ -1,7 +1,10 @@
 // End-to-end tests of `seam run` and `seam chat`: the built binary on the
 // real stories260K checkpoint, stdout and stderr captured separately.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -77,6 +80,7 @@ TEST(RunCli, JsonCarriesTheWholeResult) {
   EXPECT_EQ(j["usage"]["prompt_tokens"], 5);  // BOS + "Once upon a time"
   EXPECT_EQ(j["usage"]["cached_prompt_tokens"], 0);
   EXPECT_EQ(j["usage"]["total_tokens"], 25);
+  EXPECT_EQ(j["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
   EXPECT_GT(j["ttft_ms"].get<double>(), 0);
   EXPECT_GT(j["decode_tokens_per_s"].get<double>(), 0);
   EXPECT_FALSE(j.contains("logprobs"));
@@ -232,6 +236,90 @@ TEST(CliDocs, RunAndChatExamplesWork) {
     ++ran;
   }
   EXPECT_GE(ran, 3);
+}
+
+}  // namespace
+
+namespace {
+
+// `seam chat` as a child with a stdin pipe we keep open and a stdout pipe we
+// read as the answer streams; stderr goes to a file.
+struct Child {
+  pid_t pid = -1;
+  int in = -1, out = -1;
+  fs::path err;
+};
+
+Child spawn_chat(const std::string& name, const std::vector<std::string>& extra) {
+  int in_pipe[2], out_pipe[2];
+  EXPECT_EQ(pipe(in_pipe), 0);
+  EXPECT_EQ(pipe(out_pipe), 0);
+  Child c;
+  c.err = scratch(name + "_stderr.txt");
+  fs::remove(c.err);  // a stale file would fake the summaries
+  std::vector<std::string> args = {SEAM_BINARY, "chat", "-m", kModel, "--template", "chatml"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  c.pid = fork();
+  if (c.pid == 0) {
+    dup2(in_pipe[0], 0);
+    dup2(out_pipe[1], 1);
+    const int fd = open(c.err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 2);
+    close(in_pipe[1]);
+    close(out_pipe[0]);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(in_pipe[0]);
+  close(out_pipe[1]);
+  c.in = in_pipe[1];
+  c.out = out_pipe[0];
+  return c;
+}
+
+void say(const Child& c, const std::string& s) {
+  ASSERT_EQ(write(c.in, s.data(), s.size()), static_cast<ssize_t>(s.size()));
+}
+
+int wait_exit(const Child& c) {
+  int status = 0;
+  waitpid(c.pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1000 + WTERMSIG(status);
+}
+
+TEST(ChatCli, CtrlCStopsTheAnswerNotTheProgram) {
+  // A long answer: until the context is full.
+  Child c = spawn_chat("ctrl_c_answer", {"-n", "-1", "--ignore-eos", "-c", "512", "-t", "1"});
+  say(c, "Tell me a long story.\n");
+  char byte;
+  ASSERT_EQ(read(c.out, &byte, 1), 1);  // the answer has started streaming
+  kill(c.pid, SIGINT);
+  say(c, "And then?\n/quit\n");
+  close(c.in);
+  std::string rest(1, byte);
+  char buf[4096];
+  for (ssize_t n; (n = read(c.out, buf, sizeof buf)) > 0;) rest.append(buf, n);
+  close(c.out);
+  EXPECT_EQ(wait_exit(c), 0);
+  const std::string err = slurp(c.err);
+  const auto s = summaries(err);
+  ASSERT_EQ(s.size(), 2u) << err;
+  EXPECT_NE(err.find("generated, cancelled"), std::string::npos) << err;
+}
+
+TEST(ChatCli, CtrlCAtThePromptLeaves) {
+  Child c = spawn_chat("ctrl_c_prompt", {"-n", "2"});
+  say(c, "Hi\n");
+  // Wait for the turn's summary: the program is back at the prompt.
+  for (int i = 0; i < 600 && summaries(slurp(c.err)).empty(); ++i) usleep(50000);
+  ASSERT_EQ(summaries(slurp(c.err)).size(), 1u);
+  kill(c.pid, SIGINT);
+  EXPECT_EQ(wait_exit(c), 130);
+  close(c.in);
+  close(c.out);
 }
 
 }  // namespace
