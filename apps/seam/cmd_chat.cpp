@@ -2,7 +2,6 @@
 // Each line on stdin is a user turn (typed on a terminal or piped in); the
 // answer streams to stdout, a per-turn summary goes to stderr. The history
 // stays in the KV cache, so each turn prefills only what is new.
-#include <signal.h>
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
@@ -25,21 +24,6 @@
 namespace seam::cli {
 
 namespace {
-
-// Set by SIGINT while an answer is being generated; the loop polls it.
-std::atomic<bool> g_cancel{false};
-std::atomic<bool> g_generating{false};
-static_assert(std::atomic<bool>::is_always_lock_free);
-
-extern "C" void on_sigint(int) {
-  if (g_generating.load()) {
-    g_cancel.store(true);  // stop the answer, keep the program
-  } else {
-    const char nl = '\n';
-    (void)!write(STDERR_FILENO, &nl, 1);
-    _exit(130);
-  }
-}
 
 struct TemplateChoice {
   std::string source;
@@ -110,7 +94,8 @@ void add_chat_command(CLI::App& app, CommandList& list) {
     const TemplateChoice tmpl = choose_template(*model, o->template_arg);
     validate_chat_template(tmpl.source);
     for (std::string& s : turn_end_stops(*model, tmpl.source)) gc.stop.push_back(std::move(s));
-    gc.cancel = &g_cancel;
+    gc.cancel = &cancel_flag();
+    gc.on_prefill = prefill_progress(o->model.batch);
     auto session = open_session(*model, o->model);
 
     nlohmann::ordered_json context;
@@ -131,10 +116,7 @@ void add_chat_command(CLI::App& app, CommandList& list) {
     };
     set_system(o->system);
 
-    struct sigaction sa = {};
-    sa.sa_handler = on_sigint;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, nullptr);
+    install_sigint_handler();
 
     const bool tty = isatty(STDIN_FILENO);
     if (tty)
@@ -187,8 +169,8 @@ void add_chat_command(CLI::App& app, CommandList& list) {
       const std::string text = render_chat_template(tmpl.source, context);
       const bool add_bos = !bos_text.empty() && text.rfind(bos_text, 0) != 0;
       const std::vector<Token> prompt = model->tokenize(text, add_bos, true);
-      g_cancel.store(false);
-      g_generating.store(true);
+      cancel_flag().store(false);
+      generating().store(true);
       GenerateResult r;
       try {
         r = generate(*model, *session, prompt, gc, [](std::string_view piece) {
@@ -196,13 +178,13 @@ void add_chat_command(CLI::App& app, CommandList& list) {
           std::fflush(stdout);
         });
       } catch (const Error& e) {
-        g_generating.store(false);
+        generating().store(false);
         if (e.code() != Errc::ContextFull) throw;
         messages.erase(messages.size() - 1);
         std::fprintf(stderr, "seam: %s; the turn was dropped (/reset starts over)\n", e.what());
         continue;
       }
-      g_generating.store(false);
+      generating().store(false);
       std::fputc('\n', stdout);
       std::fflush(stdout);
       messages.push_back({{"role", "assistant"}, {"content", r.text}});

@@ -93,7 +93,12 @@ void add_run_command(CLI::App& app, CommandList& list) {
         std::fflush(stdout);
       };
     }
+    gc.cancel = &cancel_flag();
+    gc.on_prefill = prefill_progress(o->model.batch);
+    install_sigint_handler();
+    generating().store(true);
     const GenerateResult r = generate(*model, *session, prompt, gc, sink);
+    generating().store(false);
     if (o->json) {
       const std::string out = result_json(*model, r, o->logprobs >= 0)
                                   .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -107,7 +112,8 @@ void add_run_command(CLI::App& app, CommandList& list) {
                  r.prompt_tokens, r.cached_prompt_tokens, r.completion_tokens,
                  std::string(finish_reason_name(r.finish)).c_str(), r.ttft_ms,
                  r.prefill_tokens_per_s, r.decode_tokens_per_s);
-    return 0;
+    // Ctrl-C: what was generated is printed, and the status says it was cut short.
+    return r.finish == FinishReason::Cancelled ? 130 : 0;
   });
 }
 

@@ -1,7 +1,11 @@
 #include "generate_options.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 
@@ -153,6 +157,44 @@ GenerateConfig make_generate_config(const SamplingOptions& o, const ModelOptions
   gc.timeout_s = o.timeout;
   gc.n_batch = m.batch;
   return gc;
+}
+
+namespace {
+std::atomic<bool> g_cancel{false};
+std::atomic<bool> g_generating{false};
+static_assert(std::atomic<bool>::is_always_lock_free);  // touched from a signal handler
+
+extern "C" void on_sigint(int) {
+  if (g_generating.load()) {
+    g_cancel.store(true);
+  } else {
+    const char nl = '\n';
+    (void)!write(STDERR_FILENO, &nl, 1);
+    _exit(130);
+  }
+}
+}  // namespace
+
+void install_sigint_handler() {
+  struct sigaction sa = {};
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+}
+std::atomic<bool>& cancel_flag() { return g_cancel; }
+std::atomic<bool>& generating() { return g_generating; }
+
+PrefillProgress prefill_progress(std::uint32_t n_batch) {
+  if (!isatty(STDERR_FILENO)) return {};
+  return [n_batch](std::size_t done, std::size_t total, std::size_t cached) {
+    if (total - cached <= n_batch) return;  // one pass: nothing to watch
+    if (done < total) {
+      std::fprintf(stderr, "\rseam: prefill %zu/%zu tokens", done, total);
+    } else {
+      std::fputs("\r\033[K", stderr);  // clear the line before the answer
+    }
+    std::fflush(stderr);
+  };
 }
 
 }  // namespace seam::cli

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -53,5 +54,15 @@ std::unique_ptr<Session> open_session(const Model& model, const ModelOptions& o)
 // vocabulary when `n_vocab` > 0).
 GenerateConfig make_generate_config(const SamplingOptions& o, const ModelOptions& m,
                                     std::uint32_t n_vocab);
+
+// Ctrl-C: while generating() is set, SIGINT sets cancel_flag() (the answer
+// stops, the program goes on); otherwise it ends the program with status 130.
+void install_sigint_handler();
+std::atomic<bool>& cancel_flag();
+std::atomic<bool>& generating();
+
+// A prefill progress line on stderr when it is a terminal and the prompt
+// needs more than one forward pass; nothing otherwise.
+PrefillProgress prefill_progress(std::uint32_t n_batch);
 
 }  // namespace seam::cli

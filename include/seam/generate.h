@@ -131,6 +131,11 @@ Token argmax(std::span<const float> logits);
 enum class FinishReason { Stop, Length, Timeout, Cancelled };
 std::string_view finish_reason_name(FinishReason r);  // "stop", "length", "timeout", "cancelled"
 
+// Called by generate() after each prefill chunk: prompt tokens now in the
+// cache (cached ones included), the prompt's length, and how many were cached.
+using PrefillProgress =
+    std::function<void(std::size_t done, std::size_t total, std::size_t cached)>;
+
 struct GenerateConfig {
   std::int32_t max_tokens = 256;  // < 0: until end of generation or context full
   SamplerConfig sampler;
@@ -144,8 +149,9 @@ struct GenerateConfig {
   // Per-token log-probabilities: -1 = off; N >= 0 = on, with the N most
   // likely alternatives of each step.
   std::int32_t logprobs = -1;
-  std::uint32_t seq = 0;      // the session sequence to generate on
-  std::uint32_t n_batch = 0;  // prefill chunk size for generate(); 0 = the whole prompt at once
+  std::uint32_t seq = 0;       // the session sequence to generate on
+  std::uint32_t n_batch = 0;   // prefill chunk size for generate(); 0 = the whole prompt at once
+  PrefillProgress on_prefill;  // generate() only (a scheduler reports its own); may be empty
 };
 
 struct TokenAlternative {

@@ -317,7 +317,11 @@ GenerateResult generate(const Model& model, Session& session, std::span<const To
     batch.clear();
     g.next_decodes(batch, config.n_batch);
     if (batch.empty()) break;
+    const bool prefill = batch.front().pos < static_cast<std::int32_t>(g.prompt().size());
     session.decode(batch);
+    if (prefill && config.on_prefill)
+      config.on_prefill(static_cast<std::size_t>(batch.back().pos) + 1, g.prompt().size(),
+                        g.result().cached_prompt_tokens);
     if (batch.back().logits) emit(g.on_logits(session.logits(batch.size() - 1)).text);
   }
   emit(g.take_text());

@@ -86,6 +86,29 @@ TEST(GenerateModel, ChunkedPrefillAndPrefixReuseChangeNothing) {
   EXPECT_EQ(again.tokens, whole.tokens);
 }
 
+TEST(GenerateModel, PrefillProgressPerChunk) {
+  const auto p =
+      stories()->tokenize("Once upon a time, there was a little girl named", true, false);
+  ASSERT_GT(p.size(), 7u);
+  std::vector<std::size_t> seen;
+  GenerateConfig c = greedy(2);
+  c.n_batch = 3;
+  c.on_prefill = [&](std::size_t done, std::size_t total, std::size_t cached) {
+    EXPECT_EQ(total, p.size());
+    EXPECT_LE(cached, done);
+    seen.push_back(done);
+  };
+  auto s = session();
+  generate(*stories(), *s, p, c);
+  std::vector<std::size_t> expect;
+  for (std::size_t d = 3; d < p.size(); d += 3) expect.push_back(d);
+  expect.push_back(p.size());
+  EXPECT_EQ(seen, expect);
+  seen.clear();
+  generate(*stories(), *s, p, c);  // all but the last token cached: one pass
+  EXPECT_EQ(seen, std::vector<std::size_t>{p.size()});
+}
+
 TEST(GenerateModel, SeededSamplingIsDeterministic) {
   GenerateConfig c;
   c.max_tokens = 40;
