@@ -4,6 +4,7 @@
 #include <map>
 
 #include "format/gguf.h"
+#include "format/hf_model.h"
 #include "runtime/model_impl.h"
 
 namespace seam {
@@ -76,7 +77,7 @@ std::string render(const GgufValue& v) {
 }  // namespace
 
 InspectReport inspect_file(const std::string& path) {
-  GgufFile file = GgufFile::open(path);
+  GgufFile file = open_model_file(path);  // a GGUF file or a Hugging Face directory
   InspectReport r;
   r.gguf_version = file.version();
   for (const auto& [key, value] : file.metadata()) r.metadata.emplace_back(key, render(value));

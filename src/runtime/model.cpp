@@ -3,6 +3,7 @@
 #include <map>
 #include <string>
 
+#include "format/hf_model.h"
 #include "runtime/model_impl.h"
 #include "seam/error.h"
 
@@ -60,7 +61,7 @@ Model::~Model() = default;
 
 std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& opts) {
   auto impl = std::make_unique<Impl>();
-  impl->file = GgufFile::open(path);
+  impl->file = open_model_file(path);  // a GGUF file or a Hugging Face directory
   impl->options = opts;
   impl->vocab_only = opts.vocab_only;
   if (!opts.vocab_only) {
@@ -91,7 +92,7 @@ Admission admission_verdict(const GgufFile& file) {
   return a;
 }
 
-Admission Model::admit(const std::string& path) { return admission_verdict(GgufFile::open(path)); }
+Admission Model::admit(const std::string& path) { return admission_verdict(open_model_file(path)); }
 
 const ModelInfo& Model::info() const { return impl_->info; }
 

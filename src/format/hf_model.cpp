@@ -1,0 +1,311 @@
+#include "format/hf_model.h"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <numbers>
+#include <optional>
+#include <string_view>
+
+#include "format/hf_json.h"
+#include "format/safetensors.h"
+#include "seam/error.h"
+
+namespace seam {
+
+namespace {
+
+using hf::json;
+namespace fs = std::filesystem;
+
+[[noreturn]] void bad(const std::string& file, const std::string& what) {
+  throw Error(Errc::BadFormat, "[hf] " + file + ": " + what);
+}
+
+struct HfArch {
+  std::string_view hf_name;  // config.json "architectures"[0]
+  std::string_view arch;     // general.architecture
+  bool permute_qk;           // HF "halves" rows -> GGUF adjacent pairs (llama only)
+};
+
+constexpr HfArch kArchs[] = {
+    {"LlamaForCausalLM", "llama", true},
+    {"MistralForCausalLM", "llama", true},
+    {"Qwen2ForCausalLM", "qwen2", false},
+    {"Qwen3ForCausalLM", "qwen3", false},
+};
+
+// The hyperparameters the mapping itself needs (the rest are copied as keys).
+struct Config {
+  const HfArch* arch = nullptr;
+  std::uint64_t n_embd = 0, n_layer = 0, n_head = 0, n_head_kv = 0, head_dim = 0;
+  bool tied = false;
+};
+
+std::uint64_t require_positive(const json& cfg, std::string_view key, const std::string& file) {
+  auto v = hf::get_uint(cfg, key, file);
+  if (!v) bad(file, "lacks required key '" + std::string(key) + "'");
+  if (*v == 0 || *v > (1ull << 31)) {
+    bad(file, "'" + std::string(key) + "' = " + std::to_string(*v) + " is out of range");
+  }
+  return *v;
+}
+
+// Llama 3 rope frequency factors as the GGUF converters compute them; the
+// converters hold the base frequencies in float32, so they are rounded to
+// float32 here too, the rest is double, the factors are rounded to float32
+// (tools/hf.py computes the same numbers).
+std::vector<float> llama3_rope_factors(const json& rs, double base, std::uint64_t dim,
+                                       const std::string& file) {
+  const double factor = hf::get_number(rs, "factor", file).value_or(8.0);
+  const double low = hf::get_number(rs, "low_freq_factor", file).value_or(1.0);
+  const double high = hf::get_number(rs, "high_freq_factor", file).value_or(4.0);
+  const double old_ctx =
+      hf::get_number(rs, "original_max_position_embeddings", file).value_or(8192.0);
+  if (!(factor > 0) || !(low > 0) || !(high > low) || !(old_ctx > 0)) {
+    bad(file, "rope_scaling (llama3) needs factor > 0 and 0 < low_freq_factor < high_freq_factor");
+  }
+  const double low_wavelen = old_ctx / low, high_wavelen = old_ctx / high;
+  std::vector<float> out;
+  for (std::uint64_t i = 0; i < dim; i += 2) {
+    const float freq =
+        static_cast<float>(1.0 / std::pow(base, static_cast<double>(i) / static_cast<double>(dim)));
+    const double wavelen = 2.0 * std::numbers::pi / freq;
+    double f;
+    if (wavelen < high_wavelen) {
+      f = 1.0;
+    } else if (wavelen > low_wavelen) {
+      f = factor;
+    } else {
+      const double smooth = (old_ctx / wavelen - low) / (high - low);
+      f = 1.0 / ((1.0 - smooth) / factor + smooth);
+    }
+    out.push_back(static_cast<float>(f));
+  }
+  return out;
+}
+
+Config read_config(const json& cfg, const std::string& file,
+                   std::vector<std::pair<std::string, GgufValue>>& kv,
+                   std::vector<float>& rope_factors) {
+  Config c;
+  const auto archs = cfg.find("architectures");
+  if (archs == cfg.end() || !archs->is_array() || archs->empty() || !(*archs)[0].is_string()) {
+    bad(file, "lacks an 'architectures' list naming the model class");
+  }
+  const std::string hf_name = (*archs)[0].get<std::string>();
+  for (const HfArch& a : kArchs) {
+    if (a.hf_name == hf_name) c.arch = &a;
+  }
+  if (!c.arch) {
+    std::string known;
+    for (const HfArch& a : kArchs) known += (known.empty() ? "" : ", ") + std::string(a.hf_name);
+    throw Error(Errc::Unsupported, "[hf] " + file + ": unsupported Hugging Face architecture '" +
+                                       hf_name + "' (supported: " + known + ")");
+  }
+  const std::string a(c.arch->arch);
+  c.n_embd = require_positive(cfg, "hidden_size", file);
+  c.n_layer = require_positive(cfg, "num_hidden_layers", file);
+  c.n_head = require_positive(cfg, "num_attention_heads", file);
+  c.n_head_kv = hf::get_uint(cfg, "num_key_value_heads", file).value_or(c.n_head);
+  if (c.n_head_kv == 0 || c.n_head_kv > c.n_head) {
+    bad(file, "'num_key_value_heads' = " + std::to_string(c.n_head_kv) + " is out of range");
+  }
+  const std::uint64_t n_ff = require_positive(cfg, "intermediate_size", file);
+  const auto head_dim = hf::get_uint(cfg, "head_dim", file);
+  if (head_dim && *head_dim == 0) bad(file, "'head_dim' must be positive");
+  if (!head_dim && c.n_embd % c.n_head != 0) {
+    bad(file, "'num_attention_heads' does not divide 'hidden_size' and there is no 'head_dim'");
+  }
+  c.head_dim = head_dim.value_or(c.n_embd / c.n_head);
+  const double eps = hf::get_number(cfg, "rms_norm_eps", file).value_or(1e-6);
+  const double theta = hf::get_number(cfg, "rope_theta", file).value_or(10000.0);
+  c.tied = hf::get_bool(cfg, "tie_word_embeddings", file).value_or(false);
+
+  const auto u32 = [](std::uint64_t v) { return GgufValue::u32(static_cast<std::uint32_t>(v)); };
+  kv.emplace_back(a + ".block_count", u32(c.n_layer));
+  if (auto ctx = hf::get_uint(cfg, "max_position_embeddings", file)) {
+    kv.emplace_back(a + ".context_length", u32(std::min<std::uint64_t>(*ctx, UINT32_MAX / 4)));
+  }
+  kv.emplace_back(a + ".embedding_length", u32(c.n_embd));
+  kv.emplace_back(a + ".feed_forward_length", u32(n_ff));
+  kv.emplace_back(a + ".attention.head_count", u32(c.n_head));
+  kv.emplace_back(a + ".attention.head_count_kv", u32(c.n_head_kv));
+  kv.emplace_back(a + ".rope.freq_base", GgufValue::f32(static_cast<float>(theta)));
+  kv.emplace_back(a + ".attention.layer_norm_rms_epsilon", GgufValue::f32(static_cast<float>(eps)));
+  if (head_dim) {
+    kv.emplace_back(a + ".attention.key_length", u32(*head_dim));
+    kv.emplace_back(a + ".attention.value_length", u32(*head_dim));
+  }
+  kv.emplace_back(a + ".rope.dimension_count", u32(c.head_dim));
+  if (auto vocab = hf::get_uint(cfg, "vocab_size", file)) {
+    kv.emplace_back(a + ".vocab_size", u32(std::min<std::uint64_t>(*vocab, UINT32_MAX / 4)));
+  }
+  const auto rs = cfg.find("rope_scaling");
+  if (rs != cfg.end() && !rs->is_null()) {
+    if (!rs->is_object()) bad(file, "'rope_scaling' must be an object");
+    auto type = hf::get_string(*rs, "rope_type", file);
+    if (!type) type = hf::get_string(*rs, "type", file);
+    if (!type) bad(file, "'rope_scaling' names no 'rope_type'");
+    if (*type == "llama3") {
+      rope_factors = llama3_rope_factors(*rs, theta, c.head_dim, file);
+    } else if (*type != "default") {
+      // Copied as the converters do; the architecture's recipe accepts or
+      // refuses the type by name at admission.
+      kv.emplace_back(a + ".rope.scaling.type", GgufValue::str(*type));
+      if (auto f = hf::get_number(*rs, "factor", file)) {
+        kv.emplace_back(a + ".rope.scaling.factor", GgufValue::f32(static_cast<float>(*f)));
+      }
+      if (auto orig = hf::get_uint(*rs, "original_max_position_embeddings", file)) {
+        kv.emplace_back(a + ".rope.scaling.original_context_length", u32(*orig));
+      }
+    }
+  }
+  return c;
+}
+
+// HF tensor name -> GGUF tensor name; nullopt for tensors the converters drop.
+// Throws Error(Unsupported) for a name with no counterpart.
+std::optional<std::string> gguf_name(std::string_view name, const Config& c) {
+  if (name == "model.embed_tokens.weight") return "token_embd.weight";
+  if (name == "model.norm.weight") return "output_norm.weight";
+  if (name == "lm_head.weight") {
+    if (c.tied) return std::nullopt;  // the embedding matrix serves as output
+    return "output.weight";
+  }
+  constexpr std::string_view prefix = "model.layers.";
+  if (name.starts_with(prefix)) {
+    std::string_view rest = name.substr(prefix.size());
+    std::size_t n = 0;
+    std::uint64_t layer = 0;
+    while (n < rest.size() && n < 9 && rest[n] >= '0' && rest[n] <= '9') {
+      layer = layer * 10 + static_cast<std::uint64_t>(rest[n] - '0');
+      ++n;
+    }
+    if (n > 0 && n < rest.size() && rest[n] == '.' && layer < c.n_layer) {
+      const std::string_view suffix = rest.substr(n + 1);
+      static constexpr std::pair<std::string_view, std::string_view> kLayerNames[] = {
+          {"input_layernorm.weight", "attn_norm.weight"},
+          {"self_attn.q_proj.weight", "attn_q.weight"},
+          {"self_attn.k_proj.weight", "attn_k.weight"},
+          {"self_attn.v_proj.weight", "attn_v.weight"},
+          {"self_attn.q_proj.bias", "attn_q.bias"},
+          {"self_attn.k_proj.bias", "attn_k.bias"},
+          {"self_attn.v_proj.bias", "attn_v.bias"},
+          {"self_attn.o_proj.weight", "attn_output.weight"},
+          {"self_attn.q_norm.weight", "attn_q_norm.weight"},
+          {"self_attn.k_norm.weight", "attn_k_norm.weight"},
+          {"post_attention_layernorm.weight", "ffn_norm.weight"},
+          {"mlp.gate_proj.weight", "ffn_gate.weight"},
+          {"mlp.up_proj.weight", "ffn_up.weight"},
+          {"mlp.down_proj.weight", "ffn_down.weight"},
+      };
+      // Rotary caches some exporters save are recomputed from the config.
+      if (suffix == "self_attn.rotary_emb.inv_freq") return std::nullopt;
+      for (const auto& [hf, gg] : kLayerNames) {
+        if (suffix == hf) return "blk." + std::to_string(layer) + "." + std::string(gg);
+      }
+    }
+  }
+  throw Error(Errc::Unsupported, "[hf] tensor '" + std::string(name) +
+                                     "' has no counterpart in seam's " + std::string(c.arch->arch) +
+                                     " layout");
+}
+
+// Q/K rows of each head from the "halves" order [x_0..x_{d/2-1}, y_0..y_{d/2-1}]
+// to adjacent pairs [x_0, y_0, x_1, y_1, ...]: GGUF row h*d + 2i + j holds HF
+// row h*d + j*d/2 + i (the converters' reshape(n_head, 2, d/2, n).swapaxes(1, 2)).
+std::shared_ptr<std::vector<std::byte>> permute_rows(std::span<const std::byte> data,
+                                                     std::uint64_t rows, std::uint64_t n_head,
+                                                     const std::string& name) {
+  if (rows == 0 || rows % (2 * n_head) != 0 || data.size() % rows != 0) {
+    bad(name, std::to_string(rows) + " rows cannot be split into " + std::to_string(n_head) +
+                  " heads of rotary pairs");
+  }
+  const std::size_t row = data.size() / rows;
+  const std::uint64_t d = rows / n_head, half = d / 2;
+  auto out = std::make_shared<std::vector<std::byte>>(data.size());
+  for (std::uint64_t h = 0; h < n_head; ++h) {
+    for (std::uint64_t i = 0; i < half; ++i) {
+      for (std::uint64_t j = 0; j < 2; ++j) {
+        std::memcpy(out->data() + (h * d + 2 * i + j) * row,
+                    data.data() + (h * d + j * half + i) * row, row);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+bool is_hf_model_dir(const std::string& path) {
+  std::error_code ec;
+  return fs::is_directory(path, ec) && fs::is_regular_file(fs::path(path) / "config.json", ec);
+}
+
+GgufFile open_hf_model(const std::string& dir) {
+  const std::string cfg_path = (fs::path(dir) / "config.json").string();
+  const json cfg = hf::read_json_object(cfg_path);
+  std::vector<std::pair<std::string, GgufValue>> kv;
+  std::vector<float> rope_factors;
+  std::vector<std::pair<std::string, GgufValue>> arch_kv;
+  const Config c = read_config(cfg, cfg_path, arch_kv, rope_factors);
+
+  std::string name = hf::get_string(cfg, "_name_or_path", cfg_path).value_or("");
+  if (name.empty()) name = fs::path(dir).lexically_normal().filename().string();
+  if (name.empty()) name = fs::path(dir).lexically_normal().parent_path().filename().string();
+  kv.emplace_back("general.architecture", GgufValue::str(std::string(c.arch->arch)));
+  kv.emplace_back("general.name", GgufValue::str(name));
+  for (auto& p : arch_kv) kv.push_back(std::move(p));
+  for (auto& p : hf_tokenizer_metadata(dir)) kv.push_back(std::move(p));
+
+  const SafetensorsSet weights = SafetensorsSet::open_dir(dir);
+  std::vector<std::shared_ptr<const void>> keepalive;
+  for (auto& m : weights.mappings()) keepalive.push_back(m);
+  std::vector<GgufTensor> tensors;
+  for (const SafetensorsTensor* st : weights.tensors()) {
+    const auto gname = gguf_name(st->name, c);
+    if (!gname) continue;
+    GgufTensor t;
+    t.name = *gname;
+    t.type = st->type;
+    t.ne.assign(st->shape.rbegin(), st->shape.rend());
+    if (t.ne.empty()) t.ne.push_back(1);  // a scalar is a 1-element vector
+    t.nbytes = st->data.size();
+    t.data = st->data.data();
+    const bool is_q = gname->ends_with(".attn_q.weight") || gname->ends_with(".attn_q.bias");
+    const bool is_k = gname->ends_with(".attn_k.weight") || gname->ends_with(".attn_k.bias");
+    if (c.arch->permute_qk && (is_q || is_k)) {
+      const std::uint64_t rows = st->shape.empty() ? 1 : st->shape[0];
+      auto owned = permute_rows(st->data, rows, is_q ? c.n_head : c.n_head_kv, st->name);
+      t.data = owned->data();
+      keepalive.push_back(std::move(owned));
+    }
+    tensors.push_back(std::move(t));
+  }
+  if (!rope_factors.empty()) {
+    auto owned = std::make_shared<std::vector<float>>(std::move(rope_factors));
+    GgufTensor t;
+    t.name = "rope_freqs.weight";
+    t.type = TensorType::F32;
+    t.ne = {owned->size()};
+    t.nbytes = owned->size() * sizeof(float);
+    t.data = reinterpret_cast<const std::byte*>(owned->data());
+    keepalive.push_back(std::move(owned));
+    tensors.push_back(std::move(t));
+  }
+  return GgufFile::assemble(dir, std::move(kv), std::move(tensors), std::move(keepalive));
+}
+
+GgufFile open_model_file(const std::string& path) {
+  if (is_hf_model_dir(path)) return open_hf_model(path);
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    throw Error(Errc::Io, "[hf] " + path +
+                              " is a directory without config.json; expected a GGUF file or a "
+                              "Hugging Face model directory");
+  }
+  return GgufFile::open(path);
+}
+
+}  // namespace seam

@@ -1,0 +1,38 @@
+// Hugging Face model directories (config.json, *.safetensors, tokenizer.json,
+// tokenizer_config.json) presented as a GgufFile with llama.cpp's metadata
+// keys and tensor names, so that admission, weight binding and the tokenizer
+// read them exactly as they read the GGUF conversion of the same checkpoint.
+//
+// Architectures (config.json "architectures"[0]): LlamaForCausalLM and
+// MistralForCausalLM -> llama, Qwen2ForCausalLM -> qwen2, Qwen3ForCausalLM ->
+// qwen3; others are refused by name. For llama, HF stores Q/K rows in the
+// "halves" RoPE layout; they are permuted at load into the adjacent-pair
+// layout the GGUF converters write (an owned copy), so both load paths give
+// the same weights byte for byte. Every other tensor points into the mapping.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "format/gguf.h"
+
+namespace seam {
+
+// True when `path` is a directory holding config.json.
+bool is_hf_model_dir(const std::string& path);
+
+// Reads a model directory. Throws Error(Io) for missing files, Error(BadFormat)
+// for inconsistent ones and Error(Unsupported) naming an architecture, dtype,
+// tensor or tokenizer this build cannot map.
+GgufFile open_hf_model(const std::string& dir);
+
+// The tokenizer.ggml.* and tokenizer.chat_template* metadata of a directory's
+// tokenizer.json + tokenizer_config.json (config.json supplies fallback
+// bos/eos ids). Throws like open_hf_model.
+std::vector<std::pair<std::string, GgufValue>> hf_tokenizer_metadata(const std::string& dir);
+
+// Opens a model path of either kind: a GGUF file or a Hugging Face directory.
+GgufFile open_model_file(const std::string& path);
+
+}  // namespace seam

@@ -1,0 +1,276 @@
+// Hugging Face model directories: a directory written by tools/hf.py and its
+// GGUF conversion (Q/K rows permuted by the python converter) must give
+// bitwise-identical logits, agree with the float64 reference, and tokenize
+// identically; the CLI takes a directory wherever it takes a model file.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "python_tools.h"
+#include "seam/error.h"
+#include "seam/inspect.h"
+#include "seam/model.h"
+#include "seam/session.h"
+#include "test_model.h"
+
+namespace seam {
+namespace {
+
+using testing::decode_all;
+using testing::rel_diff;
+using testing::run_command;
+using testing::scratch_dir;
+
+std::string hf_py() { return std::string(SEAM_SOURCE_DIR) + "/tools/hf.py"; }
+
+// hf.py gen -> {HF directory, its GGUF conversion}; generated once per name.
+struct HfPair {
+  std::string dir, gguf;
+};
+HfPair generate_hf(const std::string& name, const std::string& args) {
+  HfPair p{scratch_dir() + "/hf_" + name, scratch_dir() + "/hf_" + name + ".gguf"};
+  if (!std::filesystem::exists(p.gguf)) {
+    run_command(std::string(SEAM_PYTHON) + " " + hf_py() + " gen --out " + p.dir + " --gguf " +
+                p.gguf + ".tmp " + args + " && mv " + p.gguf + ".tmp " + p.gguf);
+  }
+  return p;
+}
+
+std::shared_ptr<const Model> load(const std::string& path) {
+  LoadOptions lo;
+  lo.n_threads = 2;
+  return Model::load(path, lo);
+}
+
+std::vector<std::vector<float>> logits_of(const Model& m, const std::vector<Token>& ids) {
+  auto s = m.session(SessionConfig{.n_ctx = 64, .n_batch = 64, .n_seq_max = 1});
+  return decode_all(*s, ids, 0);
+}
+
+const std::vector<Token> kPrompt = {1, 270, 281, 262, 299, 265, 7, 290, 259, 277, 300 - 1, 3};
+
+struct Case {
+  const char* name;
+  const char* args;
+};
+
+class HfLogits : public ::testing::TestWithParam<Case> {};
+
+TEST_P(HfLogits, DirectoryAndConversionAgreeBitwiseAndWithReference) {
+  const Case& c = GetParam();
+  const HfPair p = generate_hf(c.name, c.args);
+  const auto hf = load(p.dir);
+  const auto gg = load(p.gguf);
+  EXPECT_EQ(hf->info().architecture, "llama");
+  EXPECT_EQ(hf->info().n_vocab, gg->info().n_vocab);
+  EXPECT_EQ(hf->info().n_layer, gg->info().n_layer);
+  EXPECT_EQ(hf->info().n_params, gg->info().n_params);
+  const auto a = logits_of(*hf, kPrompt);
+  const auto b = logits_of(*gg, kPrompt);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t t = 0; t < a.size(); ++t) {
+    ASSERT_EQ(a[t].size(), b[t].size());
+    EXPECT_EQ(std::memcmp(a[t].data(), b[t].data(), a[t].size() * sizeof(float)), 0)
+        << c.name << ": logits differ at position " << t;
+  }
+  // The GGUF conversion itself is checked against the float64 reference.
+  const std::vector<float> ref =
+      testing::reference_logits(p.gguf, kPrompt, std::string("hf_") + c.name);
+  const std::size_t nv = a[0].size();
+  ASSERT_EQ(ref.size(), kPrompt.size() * nv);
+  double worst = 0;
+  for (std::size_t t = 0; t < kPrompt.size(); ++t) {
+    worst = std::max(worst, rel_diff(a[t], std::span(ref).subspan(t * nv, nv)));
+  }
+  EXPECT_LT(worst, 1e-4) << c.name;
+  RecordProperty("worst_rel_diff", std::to_string(worst));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, HfLogits,
+    ::testing::Values(
+        Case{"f32_mha", "--dim 48 --layers 2 --heads 3 --ffn 100 --seed 3"},
+        Case{"f32_gqa_llama3",
+             "--dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 96 --seed 4 "
+             "--llama3-rope-freqs --ctx 64"},
+        Case{"f32_headdim_tied_mistral",
+             "--dim 48 --layers 1 --heads 3 --kv-heads 1 --head-dim 24 --ffn 80 --tied --seed 5 "
+             "--hf-arch MistralForCausalLM"},
+        Case{"f32_sharded", "--dim 48 --layers 3 --heads 3 --ffn 100 --seed 6 --shards 3"},
+        Case{"f16", "--dim 48 --layers 2 --heads 3 --kv-heads 1 --ffn 100 --seed 7 --st-dtype F16"},
+        Case{"bf16_sharded",
+             "--dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 96 --seed 8 "
+             "--st-dtype BF16 --shards 2"}),
+    [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
+
+TEST(HfModel, TokenizerJsonMatchesTheGgufVocabulary) {
+  for (const char* variant : {"", "--metaspace"}) {
+    const std::string name = std::string("tok") + (*variant ? "_metaspace" : "");
+    const HfPair p = generate_hf(name, std::string("--vocab 1200 --seed 9 ") + variant);
+    LoadOptions lo;
+    lo.vocab_only = true;
+    const auto hf = Model::load(p.dir, lo);
+    const auto gg = Model::load(p.gguf, lo);
+    ASSERT_EQ(hf->info().n_vocab, gg->info().n_vocab);
+    const char* texts[] = {"the quick brown fox jumps over the lazy dog",
+                           " leading space and  double  spaces",
+                           "Hello World! CAPS and digits 123 w0 w17",
+                           "tab\tnewline\nend",
+                           "unicode: h\xc3\xa9llo \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80",
+                           "<s>inside</s> markers <unk>",
+                           "",
+                           "a",
+                           "zzzz qqqq xylophone"};
+    for (const char* t : texts) {
+      for (bool add_bos : {false, true}) {
+        for (bool parse_special : {false, true}) {
+          EXPECT_EQ(hf->tokenize(t, add_bos, parse_special),
+                    gg->tokenize(t, add_bos, parse_special))
+              << variant << " '" << t << "' add_bos=" << add_bos << " special=" << parse_special;
+        }
+      }
+      const auto ids = hf->tokenize(t, false, false);
+      EXPECT_EQ(hf->detok(ids, Detok::Plain), gg->detok(ids, Detok::Plain)) << t;
+    }
+    EXPECT_EQ(hf->bos(), gg->bos());
+    EXPECT_EQ(hf->eos(), gg->eos());
+    EXPECT_TRUE(hf->is_eog(2));
+    EXPECT_EQ(hf->tokenize("the", true, false).front(), 1);
+  }
+}
+
+TEST(HfModel, ChatTemplateAndBosFromTheConfigFiles) {
+  const HfPair p = generate_hf("tmpl_list", "--seed 10 --template-list --no-add-bos-flag");
+  LoadOptions lo;
+  lo.vocab_only = true;
+  const auto m = Model::load(p.dir, lo);
+  ASSERT_TRUE(m->info().chat_template.has_value());
+  EXPECT_EQ(*m->info().chat_template, "{% for m in messages %}{{ m['content'] }}{% endfor %}");
+  // Without add_bos_token the post-processor's leading <s> decides.
+  EXPECT_EQ(m->tokenize("the", true, false).front(), 1);
+  const InspectReport r = inspect_file(p.dir);
+  bool has_named = false;
+  for (const auto& [k, v] : r.metadata) has_named |= k == "tokenizer.chat_template.tool_use";
+  EXPECT_TRUE(has_named);
+  EXPECT_TRUE(r.admission.ok) << r.admission.reason;
+}
+
+TEST(HfModel, CliInspectAndRunTakeADirectory) {
+  const HfPair p = generate_hf("f32_mha", "--dim 48 --layers 2 --heads 3 --ffn 100 --seed 3");
+  const std::string inspect = run_command(std::string(SEAM_BINARY) + " inspect " + p.dir);
+  EXPECT_NE(inspect.find("blk.0.attn_q.weight"), std::string::npos) << inspect;
+  EXPECT_NE(inspect.find("tokenizer.ggml.model"), std::string::npos) << inspect;
+  const std::string from_dir = run_command(std::string(SEAM_BINARY) + " run -m " + p.dir +
+                                           " -p 'the quick' -n 8 --temp 0 -t 1 2>/dev/null");
+  const std::string from_gguf = run_command(std::string(SEAM_BINARY) + " run -m " + p.gguf +
+                                            " -p 'the quick' -n 8 --temp 0 -t 1 2>/dev/null");
+  EXPECT_FALSE(from_dir.empty());
+  EXPECT_EQ(from_dir, from_gguf);
+}
+
+// ---- refusals ----
+
+class HfBroken : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    base_ = generate_hf("f32_mha", "--dim 48 --layers 2 --heads 3 --ffn 100 --seed 3");
+    dir_ = scratch_dir() + "/hf_broken_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(dir_);
+    std::filesystem::copy(base_.dir, dir_);
+  }
+  void write(const std::string& file, const std::string& text) {
+    std::ofstream(dir_ + "/" + file, std::ios::binary) << text;
+  }
+  std::string read(const std::string& file) {
+    std::ifstream in(dir_ + "/" + file, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  void replace_in(const std::string& file, const std::string& from, const std::string& to) {
+    std::string s = read(file);
+    const auto at = s.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    s.replace(at, from.size(), to);
+    write(file, s);
+  }
+  void expect_refused(Errc code, const std::string& needle) {
+    try {
+      load(dir_);
+      ADD_FAILURE() << "loaded; expected an error containing '" << needle << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), code) << e.what();
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  }
+  HfPair base_;
+  std::string dir_;
+};
+
+TEST_F(HfBroken, UnknownArchitectureIsNamed) {
+  replace_in("config.json", "LlamaForCausalLM", "MambaForCausalLM");
+  expect_refused(Errc::Unsupported, "MambaForCausalLM");
+}
+
+TEST_F(HfBroken, ConfigValuesOfTheWrongType) {
+  replace_in("config.json", "\"hidden_size\": 48", "\"hidden_size\": \"48\"");
+  expect_refused(Errc::BadFormat, "hidden_size");
+}
+
+TEST_F(HfBroken, ConfigShapesThatDisagreeWithTheWeights) {
+  replace_in("config.json", "\"intermediate_size\": 100", "\"intermediate_size\": 101");
+  expect_refused(Errc::BadFormat, "ffn_gate");
+}
+
+TEST_F(HfBroken, HeadsThatDoNotSplitIntoRotaryPairs) {
+  // 48 rows of q_proj as 48 heads: a head of one row has no rotary pair.
+  replace_in("config.json", "\"num_attention_heads\": 3", "\"num_attention_heads\": 48");
+  expect_refused(Errc::BadFormat, "rotary pairs");
+}
+
+TEST_F(HfBroken, UnmappedTensorIsNamed) {
+  replace_in("model.safetensors", "model.norm.weight", "model.nurm.weight");
+  expect_refused(Errc::Unsupported, "model.nurm.weight");
+}
+
+TEST_F(HfBroken, UnsupportedDtypeIsNamed) {
+  // Same byte count, so the header stays consistent: F32 [48] -> I32 [48].
+  replace_in("model.safetensors", R"("model.norm.weight":{"dtype":"F32")",
+             R"("model.norm.weight":{"dtype":"I32")");
+  expect_refused(Errc::Unsupported, "I32");
+}
+
+TEST_F(HfBroken, TruncatedWeightsAreRefused) {
+  const std::string s = read("model.safetensors");
+  write("model.safetensors", s.substr(0, s.size() - 100));
+  expect_refused(Errc::BadFormat, "truncated");
+}
+
+TEST_F(HfBroken, UnknownTokenizerModelIsNamed) {
+  replace_in("tokenizer.json", "\"type\": \"BPE\"", "\"type\": \"Unigram\"");
+  expect_refused(Errc::Unsupported, "Unigram");
+}
+
+TEST_F(HfBroken, UnknownByteLevelPreTokenizerIsRefused) {
+  replace_in("tokenizer.json", "\"byte_fallback\": true", "\"byte_fallback\": false");
+  replace_in(
+      "tokenizer.json", "\"pre_tokenizer\": null",
+      R"("pre_tokenizer": {"type": "Split", "pattern": {"Regex": "\\d+"}, "behavior": "Isolated", "invert": false})");
+  expect_refused(Errc::Unsupported, "pre-tokenizer");
+}
+
+TEST_F(HfBroken, MissingTokenizerIsNamed) {
+  std::filesystem::remove(dir_ + "/tokenizer.json");
+  expect_refused(Errc::Io, "tokenizer.json");
+}
+
+TEST_F(HfBroken, BosTokenOutsideTheVocabulary) {
+  replace_in("tokenizer_config.json", "\"bos_token\": \"<s>\"", "\"bos_token\": \"<bos>\"");
+  expect_refused(Errc::BadFormat, "<bos>");
+}
+
+}  // namespace
+}  // namespace seam

@@ -1,0 +1,523 @@
+#!/usr/bin/python3
+"""Random-weight Hugging Face llama directories and their GGUF conversion (numpy only).
+
+    hf.py gen --out DIR [--gguf FILE.gguf] [reference.py gen options]
+              [--st-dtype F32|F16|BF16] [--shards N] [--hf-arch LlamaForCausalLM]
+              [--metaspace] [--template-list] [--no-add-bos-flag]
+    hf.py convert DIR --out FILE.gguf --vocab-from FILE.gguf
+    hf.py tokenizer VOCAB.gguf --out DIR     (tokenizer.json of a GGUF vocabulary)
+
+`gen` draws a model with reference.gen_model (same seeds, same weights), writes it the way
+transformers saves a LlamaForCausalLM checkpoint:
+  config.json, model.safetensors (or N shards + model.safetensors.index.json),
+  tokenizer.json (SentencePiece-style BPE with byte fallback, merges derived from the
+  vocabulary's scores), tokenizer_config.json (bos/eos, add_bos_token, chat_template),
+and, with --gguf, converts that directory back to GGUF with `convert`.
+
+HF keeps Q/K rows of each head in the "halves" RoPE order; GGUF (and reference.py) uses
+adjacent pairs. `gen` un-permutes the generated GGUF rows; `convert` permutes them back
+exactly as llama.cpp's converter does (reshape(n_head, 2, d/2, n).swapaxes(1, 2)), so the
+round trip reproduces the generated weights bit for bit in F32.
+"""
+
+import argparse
+import json
+import math
+import os
+import struct
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gguf  # noqa: E402
+import reference  # noqa: E402
+
+SPACE = "\u2581"
+ST_DTYPES = {"F32": 4, "F16": 2, "BF16": 2}
+
+# ----------------------------------------------------------------------------
+# safetensors
+
+
+def _encode(array, dtype):
+    a = np.ascontiguousarray(array, dtype=np.float32)
+    if dtype == "F32":
+        return a.astype("<f4").tobytes()
+    if dtype == "F16":
+        return gguf.to_f16_bytes(a)
+    if dtype == "BF16":
+        return gguf.to_bf16_bytes(a)
+    raise ValueError(f"unknown dtype {dtype}")
+
+
+def write_safetensors(path, tensors, metadata=None):
+    """tensors: list of (name, shape, dtype, raw bytes). Header padded to 8 bytes."""
+    header = {}
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    off = 0
+    for name, shape, dtype, data in tensors:
+        n = int(np.prod(shape)) if shape else 1
+        assert len(data) == n * ST_DTYPES[dtype], name
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [off, off + len(data)]}
+        off += len(data)
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)))
+        f.write(h)
+        for _, _, _, data in tensors:
+            f.write(data)
+
+
+def read_safetensors(path):
+    """-> {name: (dtype, shape, raw bytes)}"""
+    with open(path, "rb") as f:
+        blob = f.read()
+    (n,) = struct.unpack_from("<Q", blob, 0)
+    header = json.loads(blob[8:8 + n])
+    base = 8 + n
+    out = {}
+    for name, e in header.items():
+        if name == "__metadata__":
+            continue
+        b, t = e["data_offsets"]
+        out[name] = (e["dtype"], tuple(e["shape"]), blob[base + b:base + t])
+    return out
+
+
+def read_checkpoint(d):
+    index = os.path.join(d, "model.safetensors.index.json")
+    if os.path.exists(index):
+        with open(index) as f:
+            wm = json.load(f)["weight_map"]
+        shards = {fn: read_safetensors(os.path.join(d, fn)) for fn in sorted(set(wm.values()))}
+        return {name: shards[fn][name] for name, fn in wm.items()}
+    return read_safetensors(os.path.join(d, "model.safetensors"))
+
+
+def to_f32(dtype, shape, data):
+    if dtype == "F32":
+        a = np.frombuffer(data, dtype="<f4")
+    elif dtype == "F16":
+        a = np.frombuffer(data, dtype="<f2").astype(np.float32)
+    else:
+        a = (np.frombuffer(data, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+    return a.reshape(shape)
+
+
+# ----------------------------------------------------------------------------
+# Q/K row order
+
+
+def halves_to_pairs(rows, n_head):
+    """HF -> GGUF: (n_head, 2, d/2, ...) -> swap -> (n_head, d/2, 2, ...)."""
+    shape = rows.shape
+    return rows.reshape(n_head, 2, shape[0] // n_head // 2, *shape[1:]).swapaxes(1, 2).reshape(shape)
+
+
+def pairs_to_halves(rows, n_head):
+    """GGUF -> HF, the inverse of halves_to_pairs."""
+    shape = rows.shape
+    return rows.reshape(n_head, shape[0] // n_head // 2, 2, *shape[1:]).swapaxes(1, 2).reshape(shape)
+
+
+# ----------------------------------------------------------------------------
+# tokenizer.json from a SentencePiece-style GGUF vocabulary
+
+
+def spm_merges(tokens, scores, types):
+    """Merges an SPM vocabulary implies: every split (a, b) of a normal multi-character piece
+    where each side is a piece or a single character, ranked by the piece's score (best
+    first), then by split position."""
+    index = {t: i for i, t in enumerate(tokens) if types[i] == 1}
+    order = sorted((i for i, t in enumerate(tokens) if types[i] == 1 and len(t) > 1),
+                   key=lambda i: (-scores[i], i))
+    merges = []
+    for i in order:
+        t = tokens[i]
+        for k in range(1, len(t)):
+            a, b = t[:k], t[k:]
+            if (a in index or len(a) == 1) and (b in index or len(b) == 1):
+                merges.append(f"{a} {b}")
+    return merges
+
+
+def _added_tokens(tokens, types):
+    """Unknown/control tokens are special added tokens, user-defined ones plain added tokens."""
+    return [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
+             "normalized": types[i] == 4, "special": types[i] != 4}
+            for i, t in enumerate(tokens) if types[i] in (2, 3, 4)]
+
+
+# HF pre-tokenizers of the byte-level vocabularies, by tokenizer.ggml.pre.
+_LLAMA3_RE = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
+              r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+_QWEN2_RE = _LLAMA3_RE.replace(r"\p{N}{1,3}", r"\p{N}")
+
+
+def _byte_level(use_regex):
+    return {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+            "use_regex": use_regex}
+
+
+def _split(regex):
+    return {"type": "Split", "pattern": {"Regex": regex}, "behavior": "Isolated",
+            "invert": False}
+
+
+BYTE_LEVEL_PRE = {
+    "gpt-2": (None, _byte_level(True)),
+    "llama-bpe": (None, {"type": "Sequence",
+                         "pretokenizers": [_split(_LLAMA3_RE), _byte_level(False)]}),
+    "qwen2": ({"type": "NFC"}, {"type": "Sequence",
+                                "pretokenizers": [_split(_QWEN2_RE), _byte_level(False)]}),
+    "starcoder": (None, {"type": "Sequence", "pretokenizers": [
+        {"type": "Digits", "individual_digits": True}, _byte_level(True)]}),
+}
+
+
+def byte_level_tokenizer_files(meta):
+    """tokenizer.json + tokenizer_config.json of a byte-level BPE GGUF vocabulary."""
+    tokens = list(meta["tokenizer.ggml.tokens"])
+    types = [int(t) for t in meta.get("tokenizer.ggml.token_type", [1] * len(tokens))]
+    pre = meta.get("tokenizer.ggml.pre", "default")
+    if pre not in BYTE_LEVEL_PRE:
+        raise ValueError(f"no Hugging Face pre-tokenizer known for '{pre}'")
+    normalizer, pre_tok = BYTE_LEVEL_PRE[pre]
+    tok = {"version": "1.0", "truncation": None, "padding": None,
+           "added_tokens": _added_tokens(tokens, types), "normalizer": normalizer,
+           "pre_tokenizer": pre_tok, "post_processor": None,
+           "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
+                       "use_regex": True},
+           "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                     "continuing_subword_prefix": "", "end_of_word_suffix": "",
+                     "fuse_unk": False, "byte_fallback": False,
+                     "ignore_merges": pre == "llama-bpe",
+                     "vocab": {t: i for i, t in enumerate(tokens) if types[i] in (1, 5, 6)},
+                     "merges": [m.split(" ") for m in meta["tokenizer.ggml.merges"]]}}
+    cfg = {}
+    for key, name in (("bos", "bos_token"), ("eos", "eos_token")):
+        i = meta.get(f"tokenizer.ggml.{key}_token_id")
+        if i is not None and 0 <= int(i) < len(tokens):
+            cfg[name] = tokens[int(i)]
+    if "tokenizer.ggml.add_bos_token" in meta:
+        cfg["add_bos_token"] = bool(meta["tokenizer.ggml.add_bos_token"])
+    return tok, cfg
+
+
+def write_tokenizer(src_gguf, out):
+    """A tokenizer-only HF directory (tokenizer.json, tokenizer_config.json) from a GGUF."""
+    meta = gguf.GGUFReader(src_gguf).metadata
+    if meta["tokenizer.ggml.model"] == "llama":
+        tok, cfg = tokenizer_files(meta, template=None)
+    elif meta["tokenizer.ggml.model"] == "gpt2":
+        tok, cfg = byte_level_tokenizer_files(meta)
+    else:
+        raise ValueError(f"tokenizer model {meta['tokenizer.ggml.model']} has no HF BPE form")
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(tok, f, ensure_ascii=False)
+    with open(os.path.join(out, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump(cfg, f, ensure_ascii=False)
+
+
+def tokenizer_files(vocab_meta, metaspace=False, template=None, template_list=False,
+                    add_bos_flag=True):
+    tokens = list(vocab_meta["tokenizer.ggml.tokens"])
+    scores = [float(s) for s in vocab_meta["tokenizer.ggml.scores"]]
+    types = [int(t) for t in vocab_meta["tokenizer.ggml.token_type"]]
+    unk = tokens[int(vocab_meta["tokenizer.ggml.unknown_token_id"])]
+    bos = tokens[int(vocab_meta["tokenizer.ggml.bos_token_id"])]
+    eos = tokens[int(vocab_meta["tokenizer.ggml.eos_token_id"])]
+    added = _added_tokens(tokens, types)
+    if metaspace:  # transformers' "legacy": false form
+        normalizer = None
+        pre = {"type": "Metaspace", "replacement": SPACE, "prepend_scheme": "first",
+               "split": False}
+    else:
+        normalizer = {"type": "Sequence", "normalizers": [
+            {"type": "Prepend", "prepend": SPACE},
+            {"type": "Replace", "pattern": {"String": " "}, "content": SPACE}]}
+        pre = None
+    tok = {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": added,
+        "normalizer": normalizer,
+        "pre_tokenizer": pre,
+        "post_processor": {"type": "TemplateProcessing",
+                           "single": [{"SpecialToken": {"id": bos, "type_id": 0}},
+                                      {"Sequence": {"id": "A", "type_id": 0}}],
+                           "pair": [], "special_tokens": {}},
+        "decoder": {"type": "Sequence", "decoders": [
+            {"type": "Replace", "pattern": {"String": SPACE}, "content": " "},
+            {"type": "ByteFallback"}, {"type": "Fuse"},
+            {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+        "model": {"type": "BPE", "dropout": None, "unk_token": unk,
+                  "continuing_subword_prefix": None, "end_of_word_suffix": None,
+                  "fuse_unk": True, "byte_fallback": True, "ignore_merges": False,
+                  "vocab": {t: i for i, t in enumerate(tokens)},
+                  "merges": spm_merges(tokens, scores, types)},
+    }
+    cfg = {"bos_token": bos, "eos_token": {"content": eos, "special": True},
+           "unk_token": unk, "add_eos_token": False, "model_max_length": 2048,
+           "tokenizer_class": "LlamaTokenizer", "legacy": not metaspace}
+    if add_bos_flag:
+        cfg["add_bos_token"] = True
+    if template is not None:
+        cfg["chat_template"] = ([{"name": "default", "template": template},
+                                 {"name": "tool_use", "template": template + "{# tools #}"}]
+                                if template_list else template)
+    return tok, cfg
+
+
+# ----------------------------------------------------------------------------
+# gen
+
+
+def llama3_rope_scaling(ctx):
+    return {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0, "original_max_position_embeddings": ctx}
+
+
+def rope_factors(rs, base, dim):
+    """Llama 3 frequency factors: base frequencies rounded to float32 (the converters compute
+    them in float32), the rest in double, factors rounded to float32. seam computes the same."""
+    factor = rs.get("factor", 8.0)
+    low = rs.get("low_freq_factor", 1.0)
+    high = rs.get("high_freq_factor", 4.0)
+    old = rs.get("original_max_position_embeddings", 8192)
+    out = []
+    for i in range(0, dim, 2):
+        freq = float(np.float32(1.0 / math.pow(base, i / dim)))
+        wl = 2 * math.pi / freq
+        if wl < old / high:
+            f = 1.0
+        elif wl > old / low:
+            f = factor
+        else:
+            s = (old / wl - low) / (high - low)
+            f = 1.0 / ((1 - s) / factor + s)
+        out.append(f)
+    return np.asarray(out, dtype=np.float32)
+
+
+def gen(out, gguf_out=None, st_dtype="F32", shards=1, hf_arch="LlamaForCausalLM",
+        metaspace=False, template="{% for m in messages %}{{ m['content'] }}{% endfor %}",
+        template_list=False, add_bos_flag=True, **model_args):
+    st_dtype = st_dtype.upper()
+    if st_dtype not in ST_DTYPES:
+        raise reference.RefError(f"--st-dtype must be one of {sorted(ST_DTYPES)}")
+    os.makedirs(out, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "src.gguf")
+        reference.gen_model(src, dtype="F32", **model_args)
+        r = gguf.GGUFReader(src)
+        m = r.metadata
+        a = "llama"
+        heads = int(m[f"{a}.attention.head_count"])
+        kv_heads = int(m[f"{a}.attention.head_count_kv"])
+        dim = int(m[f"{a}.embedding_length"])
+        head_dim = int(m.get(f"{a}.attention.key_length", dim // heads))
+        layers = int(m[f"{a}.block_count"])
+        tied = "output.weight" not in r.tensors
+        config = {
+            "architectures": [hf_arch],
+            "model_type": "mistral" if hf_arch.startswith("Mistral") else "llama",
+            "hidden_size": dim,
+            "num_hidden_layers": layers,
+            "num_attention_heads": heads,
+            "num_key_value_heads": kv_heads,
+            "intermediate_size": int(m[f"{a}.feed_forward_length"]),
+            "rms_norm_eps": float(np.float32(m[f"{a}.attention.layer_norm_rms_epsilon"])),
+            "rope_theta": float(m[f"{a}.rope.freq_base"]),
+            "max_position_embeddings": int(m[f"{a}.context_length"]),
+            "vocab_size": int(m[f"{a}.vocab_size"]),
+            "tie_word_embeddings": tied,
+            "bos_token_id": int(m["tokenizer.ggml.bos_token_id"]),
+            "eos_token_id": int(m["tokenizer.ggml.eos_token_id"]),
+            "hidden_act": "silu",
+            "torch_dtype": {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}[st_dtype],
+        }
+        if f"{a}.attention.key_length" in m:
+            config["head_dim"] = head_dim
+        if model_args.get("llama3_rope_freqs"):
+            config["rope_scaling"] = llama3_rope_scaling(int(m[f"{a}.context_length"]))
+
+        names = {"token_embd.weight": "model.embed_tokens.weight",
+                 "output_norm.weight": "model.norm.weight", "output.weight": "lm_head.weight"}
+        per_layer = {"attn_norm": "input_layernorm", "attn_q": "self_attn.q_proj",
+                     "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
+                     "attn_output": "self_attn.o_proj", "ffn_norm": "post_attention_layernorm",
+                     "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj",
+                     "ffn_down": "mlp.down_proj"}
+        tensors = []
+        for name in r.tensors:
+            if name == "rope_freqs.weight":
+                continue  # HF recomputes it from rope_scaling
+            w = r.tensor(name)
+            if name.startswith("blk."):
+                _, layer, kind, _ = name.split(".")
+                hf_name = f"model.layers.{layer}.{per_layer[kind]}.weight"
+                if kind == "attn_q":
+                    w = pairs_to_halves(w, heads)
+                elif kind == "attn_k":
+                    w = pairs_to_halves(w, kv_heads)
+            else:
+                hf_name = names[name]
+            tensors.append((hf_name, w.shape, st_dtype, _encode(w, st_dtype)))
+        tensors.sort(key=lambda t: t[0])
+
+    for f in ("model.safetensors", "model.safetensors.index.json"):
+        if os.path.exists(os.path.join(out, f)):
+            os.remove(os.path.join(out, f))
+    if shards <= 1:
+        write_safetensors(os.path.join(out, "model.safetensors"), tensors, {"format": "pt"})
+    else:
+        parts = [tensors[i::shards] for i in range(shards)]
+        wm = {}
+        for k, part in enumerate(parts):
+            fn = f"model-{k + 1:05d}-of-{shards:05d}.safetensors"
+            write_safetensors(os.path.join(out, fn), part, {"format": "pt"})
+            wm.update({t[0]: fn for t in part})
+        total = sum(len(t[3]) for t in tensors)
+        with open(os.path.join(out, "model.safetensors.index.json"), "w") as f:
+            json.dump({"metadata": {"total_size": total}, "weight_map": wm}, f, indent=2)
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    tok, tcfg = tokenizer_files(m, metaspace, template, template_list, add_bos_flag)
+    with open(os.path.join(out, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(tok, f, ensure_ascii=False)
+    with open(os.path.join(out, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump(tcfg, f, ensure_ascii=False, indent=2)
+    # The vocabulary of the GGUF is reference.py's (with its own scores), so the GGUF
+    # tokenizer and the tokenizer.json-derived one are compared, not copied.
+    vocab = {k: (v, r.types[k]) for k, v in m.items() if k.startswith("tokenizer.")}
+    if gguf_out:
+        convert(out, gguf_out, vocab)
+    return config
+
+
+# ----------------------------------------------------------------------------
+# convert: HF llama directory -> GGUF (what llama.cpp's converter writes for these keys)
+
+
+def convert(d, out, vocab):
+    with open(os.path.join(d, "config.json")) as f:
+        c = json.load(f)
+    a = "llama"
+    heads = c["num_attention_heads"]
+    kv_heads = c.get("num_key_value_heads", heads)
+    head_dim = c.get("head_dim", c["hidden_size"] // heads)
+    w = gguf.GGUFWriter(out)
+    w.add("general.architecture", a)
+    w.add("general.name", os.path.basename(os.path.normpath(d)))
+    w.add(f"{a}.block_count", c["num_hidden_layers"])
+    w.add(f"{a}.context_length", c["max_position_embeddings"])
+    w.add(f"{a}.embedding_length", c["hidden_size"])
+    w.add(f"{a}.feed_forward_length", c["intermediate_size"])
+    w.add(f"{a}.attention.head_count", heads)
+    w.add(f"{a}.attention.head_count_kv", kv_heads)
+    w.add(f"{a}.rope.freq_base", float(c.get("rope_theta", 10000.0)))
+    w.add(f"{a}.attention.layer_norm_rms_epsilon", float(c["rms_norm_eps"]))
+    if "head_dim" in c:
+        w.add(f"{a}.attention.key_length", head_dim)
+        w.add(f"{a}.attention.value_length", head_dim)
+    w.add(f"{a}.rope.dimension_count", head_dim)
+    w.add(f"{a}.vocab_size", c["vocab_size"])
+    for k, (v, t) in vocab.items():
+        w.add(k, v, type=t)
+    ckpt = read_checkpoint(d)
+    ggml = {"F32": "F32", "F16": "F16", "BF16": "BF16"}
+    names = {"model.embed_tokens.weight": "token_embd.weight",
+             "model.norm.weight": "output_norm.weight", "lm_head.weight": "output.weight"}
+    per_layer = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q",
+                 "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+                 "self_attn.o_proj": "attn_output", "post_attention_layernorm": "ffn_norm",
+                 "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
+                 "mlp.down_proj": "ffn_down"}
+    rs = c.get("rope_scaling")
+    if rs and rs.get("rope_type", rs.get("type")) == "llama3":
+        w.add_tensor("rope_freqs.weight",
+                     rope_factors(rs, float(c.get("rope_theta", 10000.0)), head_dim), "F32")
+    for hf_name in sorted(ckpt):
+        dtype, shape, data = ckpt[hf_name]
+        if hf_name in names:
+            name = names[hf_name]
+            if name == "output.weight" and c.get("tie_word_embeddings"):
+                continue
+        else:
+            parts = hf_name.split(".")
+            name = f"blk.{parts[2]}.{per_layer['.'.join(parts[3:-1])]}.weight"
+        if len(shape) == 1:  # norms are stored as F32, as the converters do
+            w.add_tensor(name, to_f32(dtype, shape, data), "F32")
+            continue
+        raw = np.frombuffer(data, dtype="<f4" if dtype == "F32" else "<u2").reshape(shape)
+        if name.endswith("attn_q.weight"):
+            raw = halves_to_pairs(raw, heads)
+        elif name.endswith("attn_k.weight"):
+            raw = halves_to_pairs(raw, kv_heads)
+        w.add_tensor_raw(name, list(reversed(shape)), ggml[dtype], np.ascontiguousarray(raw).tobytes())
+    w.write()
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="hf.py")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    g = sub.add_parser("gen")
+    g.add_argument("--out", required=True)
+    g.add_argument("--gguf")
+    g.add_argument("--st-dtype", default="F32")
+    g.add_argument("--shards", type=int, default=1)
+    g.add_argument("--hf-arch", default="LlamaForCausalLM")
+    g.add_argument("--metaspace", action="store_true")
+    g.add_argument("--template-list", action="store_true")
+    g.add_argument("--no-add-bos-flag", action="store_true")
+    g.add_argument("--dim", type=int, default=48)
+    g.add_argument("--layers", type=int, default=2)
+    g.add_argument("--heads", type=int, default=3)
+    g.add_argument("--kv-heads", type=int)
+    g.add_argument("--ffn", type=int, default=100)
+    g.add_argument("--vocab", type=int, default=300)
+    g.add_argument("--ctx", type=int, default=256)
+    g.add_argument("--tied", action="store_true")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--rope-theta", type=float, default=10000.0)
+    g.add_argument("--head-dim", type=int)
+    g.add_argument("--norm-eps", type=float, default=1e-5)
+    g.add_argument("--llama3-rope-freqs", action="store_true")
+    t = sub.add_parser("tokenizer", help="tokenizer.json + tokenizer_config.json from a GGUF")
+    t.add_argument("gguf")
+    t.add_argument("--out", required=True)
+    c = sub.add_parser("convert")
+    c.add_argument("dir")
+    c.add_argument("--out", required=True)
+    c.add_argument("--vocab-from", required=True, help="GGUF whose tokenizer.* keys to copy")
+    a = p.parse_args(argv)
+    try:
+        if a.cmd == "gen":
+            gen(a.out, a.gguf, a.st_dtype, a.shards, a.hf_arch, a.metaspace,
+                template_list=a.template_list, add_bos_flag=not a.no_add_bos_flag,
+                dim=a.dim, layers=a.layers, heads=a.heads, kv_heads=a.kv_heads or a.heads,
+                ffn=a.ffn, vocab=a.vocab, ctx=a.ctx, tied=a.tied, seed=a.seed,
+                rope_theta=a.rope_theta, head_dim=a.head_dim, norm_eps=a.norm_eps,
+                llama3_rope_freqs=a.llama3_rope_freqs)
+        elif a.cmd == "tokenizer":
+            write_tokenizer(a.gguf, a.out)
+        else:
+            r = gguf.GGUFReader(a.vocab_from)
+            vocab = {k: (v, r.types[k]) for k, v in r.metadata.items()
+                     if k.startswith("tokenizer.")}
+            convert(a.dir, a.out, vocab)
+    except (reference.RefError, gguf.GGUFError, OSError, KeyError, ValueError) as e:
+        print(f"hf.py: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
