@@ -77,6 +77,12 @@ INSTANTIATE_TEST_SUITE_P(
                  "--arch gemma2 --dim 48 --layers 3 --heads 2 --kv-heads 1 --ffn 96 --tied "
                  "--window 5 --attn-softcap 3 --final-softcap 2 --seed 15",
                  1e-4},
+        // 46 blocks is gemma2 27B: query_pre_attn_scalar = n_embd / n_head (16), not
+        // head_dim (32).
+        ArchCase{"gemma2_f32_27b_scale",
+                 "--arch gemma2 --dim 32 --layers 46 --heads 2 --head-dim 32 --ffn 32 --tied "
+                 "--window 6 --seed 23",
+                 1e-4},
         // No softcap/window keys: gemma2's defaults (50, 30, 4096).
         ArchCase{"gemma2_f32_defaults",
                  "--arch gemma2 --dim 32 --layers 2 --heads 2 --ffn 64 --tied --seed 16", 1e-4},
