@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Random-weight Hugging Face llama directories and their GGUF conversion (numpy only).
+"""Random-weight Hugging Face llama/qwen2/qwen3 directories and their GGUF conversion (numpy only).
 
     hf.py gen --out DIR [--gguf FILE.gguf] [reference.py gen options]
               [--st-dtype F32|F16|BF16] [--shards N] [--hf-arch LlamaForCausalLM]
@@ -306,7 +306,18 @@ def rope_factors(rs, base, dim):
     return np.asarray(out, dtype=np.float32)
 
 
-def gen(out, gguf_out=None, st_dtype="F32", shards=1, hf_arch="LlamaForCausalLM",
+HF_ARCHS = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
+            "qwen3": "Qwen3ForCausalLM"}
+GGUF_ARCH = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "llama",
+             "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3"}
+PER_LAYER = {"attn_norm": "input_layernorm", "attn_q": "self_attn.q_proj",
+             "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
+             "attn_output": "self_attn.o_proj", "attn_q_norm": "self_attn.q_norm",
+             "attn_k_norm": "self_attn.k_norm", "ffn_norm": "post_attention_layernorm",
+             "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj"}
+
+
+def gen(out, gguf_out=None, st_dtype="F32", shards=1, hf_arch=None,
         metaspace=False, template="{% for m in messages %}{{ m['content'] }}{% endfor %}",
         template_list=False, add_bos_flag=True, **model_args):
     st_dtype = st_dtype.upper()
@@ -318,7 +329,10 @@ def gen(out, gguf_out=None, st_dtype="F32", shards=1, hf_arch="LlamaForCausalLM"
         reference.gen_model(src, dtype="F32", **model_args)
         r = gguf.GGUFReader(src)
         m = r.metadata
-        a = "llama"
+        a = m["general.architecture"]
+        hf_arch = hf_arch or HF_ARCHS[a]
+        if GGUF_ARCH.get(hf_arch) != a:
+            raise reference.RefError(f"--hf-arch {hf_arch} does not hold a {a} model")
         heads = int(m[f"{a}.attention.head_count"])
         kv_heads = int(m[f"{a}.attention.head_count_kv"])
         dim = int(m[f"{a}.embedding_length"])
@@ -327,7 +341,7 @@ def gen(out, gguf_out=None, st_dtype="F32", shards=1, hf_arch="LlamaForCausalLM"
         tied = "output.weight" not in r.tensors
         config = {
             "architectures": [hf_arch],
-            "model_type": "mistral" if hf_arch.startswith("Mistral") else "llama",
+            "model_type": "mistral" if hf_arch.startswith("Mistral") else a,
             "hidden_size": dim,
             "num_hidden_layers": layers,
             "num_attention_heads": heads,
@@ -350,22 +364,17 @@ def gen(out, gguf_out=None, st_dtype="F32", shards=1, hf_arch="LlamaForCausalLM"
 
         names = {"token_embd.weight": "model.embed_tokens.weight",
                  "output_norm.weight": "model.norm.weight", "output.weight": "lm_head.weight"}
-        per_layer = {"attn_norm": "input_layernorm", "attn_q": "self_attn.q_proj",
-                     "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
-                     "attn_output": "self_attn.o_proj", "ffn_norm": "post_attention_layernorm",
-                     "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj",
-                     "ffn_down": "mlp.down_proj"}
         tensors = []
         for name in r.tensors:
             if name == "rope_freqs.weight":
                 continue  # HF recomputes it from rope_scaling
             w = r.tensor(name)
             if name.startswith("blk."):
-                _, layer, kind, _ = name.split(".")
-                hf_name = f"model.layers.{layer}.{per_layer[kind]}.weight"
-                if kind == "attn_q":
+                _, layer, kind, suffix = name.split(".")
+                hf_name = f"model.layers.{layer}.{PER_LAYER[kind]}.{suffix}"
+                if a == "llama" and kind == "attn_q":
                     w = pairs_to_halves(w, heads)
-                elif kind == "attn_k":
+                elif a == "llama" and kind == "attn_k":
                     w = pairs_to_halves(w, kv_heads)
             else:
                 hf_name = names[name]
@@ -409,7 +418,7 @@ def gen(out, gguf_out=None, st_dtype="F32", shards=1, hf_arch="LlamaForCausalLM"
 def convert(d, out, vocab):
     with open(os.path.join(d, "config.json")) as f:
         c = json.load(f)
-    a = "llama"
+    a = GGUF_ARCH[c["architectures"][0]]
     heads = c["num_attention_heads"]
     kv_heads = c.get("num_key_value_heads", heads)
     head_dim = c.get("head_dim", c["hidden_size"] // heads)
@@ -435,11 +444,7 @@ def convert(d, out, vocab):
     ggml = {"F32": "F32", "F16": "F16", "BF16": "BF16"}
     names = {"model.embed_tokens.weight": "token_embd.weight",
              "model.norm.weight": "output_norm.weight", "lm_head.weight": "output.weight"}
-    per_layer = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q",
-                 "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
-                 "self_attn.o_proj": "attn_output", "post_attention_layernorm": "ffn_norm",
-                 "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
-                 "mlp.down_proj": "ffn_down"}
+    per_layer = {v: k for k, v in PER_LAYER.items()}
     rs = c.get("rope_scaling")
     if rs and rs.get("rope_type", rs.get("type")) == "llama3":
         w.add_tensor("rope_freqs.weight",
@@ -452,15 +457,19 @@ def convert(d, out, vocab):
                 continue
         else:
             parts = hf_name.split(".")
-            name = f"blk.{parts[2]}.{per_layer['.'.join(parts[3:-1])]}.weight"
-        if len(shape) == 1:  # norms are stored as F32, as the converters do
+            name = f"blk.{parts[2]}.{per_layer['.'.join(parts[3:-1])]}.{parts[-1]}"
+        permute = a == "llama" and name.split(".")[2] in ("attn_q", "attn_k")
+        if len(shape) == 1 and permute:  # a llama q/k bias follows its rows
+            v = to_f32(dtype, shape, data).reshape(-1, 1)
+            v = halves_to_pairs(v, heads if ".attn_q." in name else kv_heads)
+            w.add_tensor(name, v.reshape(-1), "F32")
+            continue
+        if len(shape) == 1:  # norms and biases are stored as F32, as the converters do
             w.add_tensor(name, to_f32(dtype, shape, data), "F32")
             continue
         raw = np.frombuffer(data, dtype="<f4" if dtype == "F32" else "<u2").reshape(shape)
-        if name.endswith("attn_q.weight"):
-            raw = halves_to_pairs(raw, heads)
-        elif name.endswith("attn_k.weight"):
-            raw = halves_to_pairs(raw, kv_heads)
+        if permute:
+            raw = halves_to_pairs(raw, heads if ".attn_q." in name else kv_heads)
         w.add_tensor_raw(name, list(reversed(shape)), ggml[dtype], np.ascontiguousarray(raw).tobytes())
     w.write()
 
@@ -473,7 +482,8 @@ def main(argv=None):
     g.add_argument("--gguf")
     g.add_argument("--st-dtype", default="F32")
     g.add_argument("--shards", type=int, default=1)
-    g.add_argument("--hf-arch", default="LlamaForCausalLM")
+    g.add_argument("--arch", default="llama", choices=sorted(HF_ARCHS))
+    g.add_argument("--hf-arch", help="config.json class (default: the --arch's own)")
     g.add_argument("--metaspace", action="store_true")
     g.add_argument("--template-list", action="store_true")
     g.add_argument("--no-add-bos-flag", action="store_true")
@@ -505,7 +515,7 @@ def main(argv=None):
                 dim=a.dim, layers=a.layers, heads=a.heads, kv_heads=a.kv_heads or a.heads,
                 ffn=a.ffn, vocab=a.vocab, ctx=a.ctx, tied=a.tied, seed=a.seed,
                 rope_theta=a.rope_theta, head_dim=a.head_dim, norm_eps=a.norm_eps,
-                llama3_rope_freqs=a.llama3_rope_freqs)
+                llama3_rope_freqs=a.llama3_rope_freqs, arch=a.arch)
         elif a.cmd == "tokenizer":
             write_tokenizer(a.gguf, a.out)
         else:

@@ -35,6 +35,9 @@ constexpr HfArch kArchs[] = {
     {"Qwen3ForCausalLM", "qwen3", false},
 };
 
+// Larger heads exist nowhere; the bound keeps hostile values from sizing loops.
+constexpr std::uint64_t kMaxHeadDim = 1u << 16;
+
 // The hyperparameters the mapping itself needs (the rest are copied as keys).
 struct Config {
   const HfArch* arch = nullptr;
@@ -113,7 +116,9 @@ Config read_config(const json& cfg, const std::string& file,
   }
   const std::uint64_t n_ff = require_positive(cfg, "intermediate_size", file);
   const auto head_dim = hf::get_uint(cfg, "head_dim", file);
-  if (head_dim && *head_dim == 0) bad(file, "'head_dim' must be positive");
+  if (head_dim && (*head_dim == 0 || *head_dim > kMaxHeadDim)) {
+    bad(file, "'head_dim' = " + std::to_string(*head_dim) + " is out of range");
+  }
   if (!head_dim && c.n_embd % c.n_head != 0) {
     bad(file, "'num_attention_heads' does not divide 'hidden_size' and there is no 'head_dim'");
   }

@@ -31,7 +31,7 @@ using hf::json;
 namespace fs = std::filesystem;
 
 // Largest token id accepted (the largest real vocabularies hold ~262k).
-constexpr std::uint64_t kMaxTokenId = 1u << 24;
+constexpr std::uint64_t kMaxTokenId = 1u << 21;
 
 [[noreturn]] void bad(const std::string& file, const std::string& what) {
   throw Error(Errc::BadFormat, "[hf] " + file + ": " + what);

@@ -65,7 +65,7 @@ TEST_P(HfLogits, DirectoryAndConversionAgreeBitwiseAndWithReference) {
   const HfPair p = generate_hf(c.name, c.args);
   const auto hf = load(p.dir);
   const auto gg = load(p.gguf);
-  EXPECT_EQ(hf->info().architecture, "llama");
+  EXPECT_EQ(hf->info().architecture, gg->info().architecture);
   EXPECT_EQ(hf->info().n_vocab, gg->info().n_vocab);
   EXPECT_EQ(hf->info().n_layer, gg->info().n_layer);
   EXPECT_EQ(hf->info().n_params, gg->info().n_params);
@@ -104,7 +104,13 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"f16", "--dim 48 --layers 2 --heads 3 --kv-heads 1 --ffn 100 --seed 7 --st-dtype F16"},
         Case{"bf16_sharded",
              "--dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 96 --seed 8 "
-             "--st-dtype BF16 --shards 2"}),
+             "--st-dtype BF16 --shards 2"},
+        Case{"qwen2_biases",
+             "--arch qwen2 --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 96 "
+             "--seed 11"},
+        Case{"qwen3_qk_norm_bf16",
+             "--arch qwen3 --dim 64 --layers 2 --heads 4 --kv-heads 2 "
+             "--head-dim 24 --ffn 96 --seed 12 --st-dtype BF16 --tied"}),
     [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
 TEST(HfModel, TokenizerJsonMatchesTheGgufVocabulary) {
