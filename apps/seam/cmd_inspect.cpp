@@ -16,7 +16,7 @@ void add_inspect_command(CLI::App& app, CommandList& list) {
   auto o = std::make_shared<Opts>();
   CLI::App* sub =
       app.add_subcommand("inspect", "Show a model file's metadata, tensors and verdict");
-  sub->add_option("FILE", o->file, "GGUF model file")->required();
+  sub->add_option("FILE", o->file, "GGUF model file or Hugging Face model directory")->required();
   sub->add_flag("--tensors", o->all_tensors, "List every tensor (default: the first 20)");
   list.emplace_back(sub, [o] {
     const InspectReport r = inspect_file(o->file);

@@ -21,7 +21,9 @@ void add_tokenize_command(CLI::App& app, CommandList& list) {
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand("tokenize", "Show how a model's tokenizer splits a text");
-  sub->add_option("-m,--model", o->model, "GGUF file (a vocab-only file is enough)")->required();
+  sub->add_option("-m,--model", o->model,
+                  "GGUF file (a vocab-only file is enough) or Hugging Face model directory")
+      ->required();
   sub->add_option("TEXT", o->text, "Text to tokenize; - reads it from stdin")->required();
   sub->add_flag("--json", o->json, "Print {\"ids\":[...],\"pieces\":[...]}");
   sub->add_flag("--no-bos", o->no_bos,

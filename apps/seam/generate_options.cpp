@@ -15,9 +15,9 @@
 namespace seam::cli {
 
 void add_model_options(CLI::App* sub, ModelOptions& o) {
-  sub->add_option(
-      "-m,--model", o.model,
-      "GGUF model file (default: the bundled model, " + std::string(kDefaultModelName) + ")");
+  sub->add_option("-m,--model", o.model,
+                  "GGUF model file or Hugging Face model directory (default: the bundled model, " +
+                      std::string(kDefaultModelName) + ")");
   sub->add_option("-t,--threads", o.threads, "Compute threads; 0 = one per core")
       ->capture_default_str()
       ->check(CLI::Range(0, 1024));

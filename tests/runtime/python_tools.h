@@ -40,7 +40,10 @@ inline std::string run_command(const std::string& cmd) {
 
 inline std::string join_ids(const std::vector<Token>& ids) {
   std::string s;
-  for (std::size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(ids[i]);
+  }
   return s;
 }
 
