@@ -49,7 +49,7 @@ TEST_P(MatmulTypes, MatchesDoubleReference) {
   ThreadPool pools[3] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
   MatmulScratch scratch;
   for (std::int64_t n_out : {1, 3, 37, 129}) {
-    const std::size_t stride = row + (n_out % 2 ? 6 : 0);  // padded rows for odd n_out
+    const std::size_t stride = row + (n_out % 2 ? 8 : 0);  // padded rows for odd n_out
     const std::vector<std::byte> wbytes = testutil::random_weights(type, n_out, n_in, stride, rng);
     const WeightView w{type, n_in, n_out, wbytes.data(), stride};
     std::vector<std::vector<double>> wd(n_out);  // [n_out][n_in] dequantized
@@ -225,6 +225,11 @@ TEST(Matmul, RejectsInconsistentShapes) {
                Error);
   // Rows too short for their elements.
   EXPECT_THROW(matmul({TensorType::Q8_0, 64, 2, data.data(), 34}, x, 1, y, 2, pool, scratch),
+               Error);
+  // Misaligned rows (fp16 scales at odd addresses).
+  EXPECT_THROW(matmul({TensorType::Q8_0, 32, 2, data.data(), 35}, x, 1, y, 2, pool, scratch),
+               Error);
+  EXPECT_THROW(matmul({TensorType::Q8_0, 32, 2, data.data() + 1, 34}, x, 1, y, 2, pool, scratch),
                Error);
   // ldy smaller than n_out.
   EXPECT_THROW(matmul({TensorType::Q8_0, 64, 2, data.data(), 68}, x, 1, y, 1, pool, scratch),
