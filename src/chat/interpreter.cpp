@@ -32,7 +32,7 @@ struct BreakSignal {};
 struct ContinueSignal {};
 
 constexpr int kMaxCallDepth = 200;  // macro recursion bound
-constexpr std::size_t kMaxRange = 10'000'000;
+constexpr std::size_t kMaxRange = 1'000'000;
 
 // JavaScript truthiness of a raw payload (objects are always true).
 bool raw_truthy(const Value& v) {
@@ -448,6 +448,8 @@ class Interpreter {
               }
               if (n.size() == 3) step = n[2];
               if (step == 0) fail("range() step must not be zero");
+              if ((stop - start) / step > static_cast<double>(kMaxRange))
+                fail("range() is too large");
               Array out;
               for (double i = start; step > 0 ? i < stop : i > stop; i += step) {
                 if (out.size() >= kMaxRange) fail("range() is too large");
@@ -725,13 +727,14 @@ class Interpreter {
     }
     if (op == "/") return Value::floating(a / b);
     if (op == "//") {
-      if (!is_float && b == 0) fail("integer division by zero");
+      // Integer division by zero gives the reference's Infinity / NaN, not an error.
+      if (!is_float && b == 0) return Value::floating(std::floor(a / b));
       const double res = std::floor(a / b);
       return is_float ? Value::floating(res) : Value::number(res);
     }
     if (op == "%") {
       if (!is_float) {
-        if (r.i == 0) fail("integer modulo by zero");
+        if (r.i == 0) return Value::floating(NAN);
         if (r.i == -1) return Value::integer(0);
         return Value::integer(l.i % r.i);
       }
