@@ -1,0 +1,320 @@
+#include "compute/quantize_k.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "compute/quant.h"
+#include "compute/quant_blocks.h"
+#include "core/half.h"
+#include "seam/error.h"
+
+namespace seam::quant {
+
+namespace {
+
+// Round half to even, as ggml's nearest_int does with its float trick.
+int nearest(float x) { return static_cast<int>(std::lrintf(x)); }
+
+// Below this every value of a group is taken as zero (ggml's GROUP_MAX_EPS).
+constexpr float kGroupEps = 1e-15f;
+
+void check_k_row(std::int64_t n, const char* type) {
+  if (n < 0 || n % kQK_K != 0) {
+    throw Error(Errc::InvalidArgument, std::string(type) + " rows must be a multiple of 256 " +
+                                           "elements; got " + std::to_string(n));
+  }
+}
+
+// Asymmetric fit x ~= scale * q - min_out, q in [0, nmax], weighted by w.
+// Starts from the plain min/max mapping, then tries nstep stretched grids
+// (iscale = (nmax + rmin + rdelta*k) / range) and for each solves the weighted
+// least-squares scale and offset for the rounded levels; keeps the best.
+// L[0..n) receives the levels. Returns scale; *min_out is the positive offset.
+float fit_scale_min(int n, int nmax, const float* x, const float* w, std::uint8_t* L,
+                    float* min_out, float rmin, float rdelta, int nstep) {
+  float lo = x[0], hi = x[0];
+  float sum_w = w[0], sum_x = w[0] * x[0];
+  for (int i = 1; i < n; ++i) {
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+    sum_w += w[i];
+    sum_x += w[i] * x[i];
+  }
+  // The offset only shifts down: a group of positive values still decodes 0 exactly.
+  if (lo > 0) lo = 0;
+  if (hi == lo) {
+    std::fill(L, L + n, 0);
+    *min_out = -lo;
+    return 0.f;
+  }
+  float iscale = nmax / (hi - lo);
+  float scale = 1.f / iscale;
+  float best = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = std::clamp(nearest(iscale * (x[i] - lo)), 0, nmax);
+    L[i] = static_cast<std::uint8_t>(l);
+    const float diff = scale * l + lo - x[i];
+    best += w[i] * diff * diff;
+  }
+  std::uint8_t aux[32];  // n <= 32
+  for (int step = 0; step <= nstep; ++step) {
+    iscale = (rmin + rdelta * step + nmax) / (hi - lo);
+    float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+    for (int i = 0; i < n; ++i) {
+      const int l = std::clamp(nearest(iscale * (x[i] - lo)), 0, nmax);
+      aux[i] = static_cast<std::uint8_t>(l);
+      sum_l += w[i] * l;
+      sum_l2 += w[i] * l * l;
+      sum_xl += w[i] * l * x[i];
+    }
+    const float det = sum_w * sum_l2 - sum_l * sum_l;
+    if (det <= 0) continue;
+    float s = (sum_w * sum_xl - sum_x * sum_l) / det;
+    float m = (sum_l2 * sum_x - sum_l * sum_xl) / det;
+    if (m > 0) {  // keep the offset non-positive, as the format's "- dmin * mn" requires
+      m = 0;
+      s = sum_xl / sum_l2;
+    }
+    float err = 0;
+    for (int i = 0; i < n; ++i) {
+      const float diff = s * aux[i] + m - x[i];
+      err += w[i] * diff * diff;
+    }
+    if (err < best) {
+      std::copy(aux, aux + n, L);
+      best = err;
+      scale = s;
+      lo = m;
+    }
+  }
+  *min_out = -lo;
+  return scale;
+}
+
+// Symmetric fit x ~= scale * (L - nmax), levels in [0, 2*nmax), weighted by x^2 so
+// that large values (which dominate a matmul) are reproduced best. Tries
+// iscale = -(nmax + 0.1k) / max for k in [-9, 9] and keeps the largest
+// explained energy sum(w*x*l)^2 / sum(w*l^2).
+float fit_scale_sym(int n, int nmax, const float* x, std::int8_t* L) {
+  float amax = 0, vmax = 0;
+  for (int i = 0; i < n; ++i) {
+    if (std::fabs(x[i]) > amax) {
+      amax = std::fabs(x[i]);
+      vmax = x[i];
+    }
+  }
+  if (amax < kGroupEps) {
+    std::fill(L, L + n, 0);
+    return 0.f;
+  }
+  auto level = [&](float iscale, float v) {
+    return std::clamp(nearest(iscale * v), -nmax, nmax - 1);
+  };
+  float iscale = -nmax / vmax;
+  float sumlx = 0, suml2 = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = level(iscale, x[i]);
+    L[i] = static_cast<std::int8_t>(l);
+    const float w = x[i] * x[i];
+    sumlx += w * x[i] * l;
+    suml2 += w * l * l;
+  }
+  float scale = suml2 > 0 ? sumlx / suml2 : 0.f;
+  float best = scale * sumlx;
+  for (int k = -9; k <= 9; ++k) {
+    if (k == 0) continue;
+    iscale = -(nmax + 0.1f * k) / vmax;
+    sumlx = suml2 = 0;
+    for (int i = 0; i < n; ++i) {
+      const int l = level(iscale, x[i]);
+      const float w = x[i] * x[i];
+      sumlx += w * x[i] * l;
+      suml2 += w * l * l;
+    }
+    if (suml2 > 0 && sumlx * sumlx > best * suml2) {
+      for (int i = 0; i < n; ++i) L[i] = static_cast<std::int8_t>(level(iscale, x[i]));
+      scale = sumlx / suml2;
+      best = scale * sumlx;
+    }
+  }
+  return scale;
+}
+
+// Shared by Q4_K and Q5_K: 8 sub-blocks of 32 with 6-bit scale and min.
+// Fills the header (d, dmin, scales[12]) and L[256] (levels 0..nmax).
+void quantize_k_superblock(const float* x, int nmax, float rmin, int nstep, std::uint16_t& d_out,
+                           std::uint16_t& dmin_out, std::uint8_t* packed, std::uint8_t* L) {
+  float scales[8], mins[8], w[32];
+  float max_scale = 0, max_min = 0;
+  for (int j = 0; j < 8; ++j) {
+    const float* xs = x + 32 * j;
+    float sum_x2 = 0;
+    for (int l = 0; l < 32; ++l) sum_x2 += xs[l] * xs[l];
+    const float av_x = std::sqrt(sum_x2 / 32);
+    // Weight by magnitude, floored by the group's RMS so small values still count.
+    for (int l = 0; l < 32; ++l) w[l] = av_x + std::fabs(xs[l]);
+    scales[j] = fit_scale_min(32, nmax, xs, w, L + 32 * j, &mins[j], rmin, 0.1f, nstep);
+    max_scale = std::max(max_scale, scales[j]);
+    max_min = std::max(max_min, mins[j]);
+  }
+  const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
+  const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
+  std::memset(packed, 0, kKScaleSize);
+  for (int j = 0; j < 8; ++j) {
+    const auto ls = static_cast<std::uint8_t>(std::min(63, nearest(inv_scale * scales[j])));
+    const auto lm = static_cast<std::uint8_t>(std::min(63, nearest(inv_min * mins[j])));
+    if (j < 4) {
+      packed[j] = ls;
+      packed[j + 4] = lm;
+    } else {
+      packed[j + 4] = static_cast<std::uint8_t>((ls & 0xF) | ((lm & 0xF) << 4));
+      packed[j - 4] |= static_cast<std::uint8_t>((ls >> 4) << 6);
+      packed[j] |= static_cast<std::uint8_t>((lm >> 4) << 6);
+    }
+  }
+  d_out = f32_to_fp16(max_scale / 63.f);
+  dmin_out = f32_to_fp16(max_min / 63.f);
+  // Requantize against the scales as they will be decoded (6-bit, f16 super-scales).
+  const float d = fp16_to_f32(d_out);
+  const float dmin = fp16_to_f32(dmin_out);
+  for (int j = 0; j < 8; ++j) {
+    std::uint8_t sc, mn;
+    scale_min_k4(j, packed, sc, mn);
+    const float ds = d * sc;
+    if (ds == 0) {
+      std::fill(L + 32 * j, L + 32 * j + 32, 0);
+      continue;
+    }
+    const float dm = dmin * mn;
+    for (int l = 0; l < 32; ++l) {
+      L[32 * j + l] =
+          static_cast<std::uint8_t>(std::clamp(nearest((x[32 * j + l] + dm) / ds), 0, nmax));
+    }
+  }
+}
+
+}  // namespace
+
+void quantize_row_q4_K(const float* x, void* dst, std::int64_t n) {
+  check_k_row(n, "Q4_K");
+  auto* out = static_cast<BlockQ4_K*>(dst);
+  std::uint8_t L[kQK_K];
+  for (std::int64_t b = 0; b < n / kQK_K; ++b, x += kQK_K) {
+    BlockQ4_K& blk = out[b];
+    quantize_k_superblock(x, 15, -1.f, 20, blk.d, blk.dmin, blk.scales, L);
+    // qs[32p + l]: low nibble element 64p + l, high nibble element 64p + 32 + l.
+    for (int p = 0; p < 4; ++p) {
+      for (int l = 0; l < 32; ++l) {
+        blk.qs[32 * p + l] = static_cast<std::uint8_t>(L[64 * p + l] | (L[64 * p + 32 + l] << 4));
+      }
+    }
+  }
+}
+
+void quantize_row_q5_K(const float* x, void* dst, std::int64_t n) {
+  check_k_row(n, "Q5_K");
+  auto* out = static_cast<BlockQ5_K*>(dst);
+  std::uint8_t L[kQK_K];
+  for (std::int64_t b = 0; b < n / kQK_K; ++b, x += kQK_K) {
+    BlockQ5_K& blk = out[b];
+    quantize_k_superblock(x, 31, -0.5f, 15, blk.d, blk.dmin, blk.scales, L);
+    std::memset(blk.qh, 0, sizeof blk.qh);
+    for (int p = 0; p < 4; ++p) {
+      for (int l = 0; l < 32; ++l) {
+        const int lo = L[64 * p + l], hi = L[64 * p + 32 + l];
+        blk.qs[32 * p + l] = static_cast<std::uint8_t>((lo & 0xF) | ((hi & 0xF) << 4));
+        // Element 32k + l keeps its fifth bit in bit k of qh[l].
+        blk.qh[l] |= static_cast<std::uint8_t>(((lo >> 4) << (2 * p)) | ((hi >> 4) << (2 * p + 1)));
+      }
+    }
+  }
+}
+
+void quantize_row_q6_K(const float* x, void* dst, std::int64_t n) {
+  check_k_row(n, "Q6_K");
+  auto* out = static_cast<BlockQ6_K*>(dst);
+  std::int8_t Ls[kQK_K];
+  std::uint8_t L[kQK_K];
+  for (std::int64_t b = 0; b < n / kQK_K; ++b, x += kQK_K) {
+    BlockQ6_K& blk = out[b];
+    float scales[16];
+    float max_scale = 0, max_abs = 0;
+    for (int j = 0; j < 16; ++j) {
+      scales[j] = fit_scale_sym(16, 32, x + 16 * j, Ls + 16 * j);
+      if (std::fabs(scales[j]) > max_abs) {
+        max_abs = std::fabs(scales[j]);
+        max_scale = scales[j];
+      }
+    }
+    std::memset(&blk, 0, sizeof blk);
+    if (max_abs < kGroupEps) continue;  // all zero: d = 0 decodes zeros
+    // The signed int8 scales span [-128, 127]; mapping the extreme to -128 uses the full range.
+    const float iscale = -128.f / max_scale;
+    blk.d = f32_to_fp16(1.f / iscale);
+    for (int j = 0; j < 16; ++j) {
+      blk.scales[j] = static_cast<std::int8_t>(std::min(127, nearest(iscale * scales[j])));
+    }
+    const float d = fp16_to_f32(blk.d);
+    for (int j = 0; j < 16; ++j) {
+      const float ds = d * blk.scales[j];
+      for (int l = 0; l < 16; ++l) {
+        const int q = ds == 0 ? 0 : std::clamp(nearest(x[16 * j + l] / ds), -32, 31);
+        L[16 * j + l] = static_cast<std::uint8_t>(q + 32);
+      }
+    }
+    // Per 128-element half h: ql[64h + l] holds elements 128h + l (low) and +64 (high),
+    // ql[64h + 32 + l] elements +32 and +96; qh[32h + l] their top 2 bits at 0, 2, 4, 6.
+    for (int h = 0; h < 2; ++h) {
+      const std::uint8_t* q = L + 128 * h;
+      for (int l = 0; l < 32; ++l) {
+        blk.ql[64 * h + l] = static_cast<std::uint8_t>((q[l] & 0xF) | ((q[l + 64] & 0xF) << 4));
+        blk.ql[64 * h + 32 + l] =
+            static_cast<std::uint8_t>((q[l + 32] & 0xF) | ((q[l + 96] & 0xF) << 4));
+        blk.qh[32 * h + l] =
+            static_cast<std::uint8_t>((q[l] >> 4) | ((q[l + 32] >> 4) << 2) |
+                                      ((q[l + 64] >> 4) << 4) | ((q[l + 96] >> 4) << 6));
+      }
+    }
+  }
+}
+
+bool can_quantize_weight(TensorType t) {
+  switch (t) {
+    case TensorType::Q4_K:
+    case TensorType::Q5_K:
+    case TensorType::Q6_K:
+    case TensorType::Q8_0:
+    case TensorType::Q4_0:
+    case TensorType::Q4_1:
+    case TensorType::Q5_0:
+    case TensorType::Q5_1:
+    case TensorType::F16:
+    case TensorType::BF16:
+    case TensorType::F32:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void quantize_weight_row(TensorType t, const float* x, void* dst, std::int64_t n) {
+  switch (t) {
+    case TensorType::Q4_K:
+      return quantize_row_q4_K(x, dst, n);
+    case TensorType::Q5_K:
+      return quantize_row_q5_K(x, dst, n);
+    case TensorType::Q6_K:
+      return quantize_row_q6_K(x, dst, n);
+    default:
+      if (!can_quantize_weight(t)) {
+        throw Error(Errc::Unsupported, "cannot write weights as " + type_name(t) +
+                                           "; choose Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, "
+                                           "Q6_K, F16 or F32");
+      }
+      return quantize_row(t, x, dst, n);
+  }
+}
+
+}  // namespace seam::quant
