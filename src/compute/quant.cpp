@@ -222,73 +222,8 @@ const TypeTraits* traits(TensorType t) {
 }
 
 std::string type_name(TensorType t) {
-  switch (t) {
-    case TensorType::F32:
-      return "F32";
-    case TensorType::F16:
-      return "F16";
-    case TensorType::BF16:
-      return "BF16";
-    case TensorType::Q4_0:
-      return "Q4_0";
-    case TensorType::Q4_1:
-      return "Q4_1";
-    case TensorType::Q5_0:
-      return "Q5_0";
-    case TensorType::Q5_1:
-      return "Q5_1";
-    case TensorType::Q8_0:
-      return "Q8_0";
-    case TensorType::Q8_1:
-      return "Q8_1";
-    case TensorType::Q2_K:
-      return "Q2_K";
-    case TensorType::Q3_K:
-      return "Q3_K";
-    case TensorType::Q4_K:
-      return "Q4_K";
-    case TensorType::Q5_K:
-      return "Q5_K";
-    case TensorType::Q6_K:
-      return "Q6_K";
-    case TensorType::Q8_K:
-      return "Q8_K";
-    case TensorType::IQ2_XXS:
-      return "IQ2_XXS";
-    case TensorType::IQ2_XS:
-      return "IQ2_XS";
-    case TensorType::IQ3_XXS:
-      return "IQ3_XXS";
-    case TensorType::IQ1_S:
-      return "IQ1_S";
-    case TensorType::IQ4_NL:
-      return "IQ4_NL";
-    case TensorType::IQ3_S:
-      return "IQ3_S";
-    case TensorType::IQ2_S:
-      return "IQ2_S";
-    case TensorType::IQ4_XS:
-      return "IQ4_XS";
-    case TensorType::I8:
-      return "I8";
-    case TensorType::I16:
-      return "I16";
-    case TensorType::I32:
-      return "I32";
-    case TensorType::I64:
-      return "I64";
-    case TensorType::F64:
-      return "F64";
-    case TensorType::IQ1_M:
-      return "IQ1_M";
-    case TensorType::TQ1_0:
-      return "TQ1_0";
-    case TensorType::TQ2_0:
-      return "TQ2_0";
-    case TensorType::MXFP4:
-      return "MXFP4";
-  }
-  return "type " + std::to_string(static_cast<std::uint32_t>(t));
+  const auto info = tensor_type_info(static_cast<std::uint32_t>(t));
+  return info ? std::string(info->name) : "#" + std::to_string(static_cast<std::uint32_t>(t));
 }
 
 namespace {

@@ -21,7 +21,7 @@ struct TypeTraits {
 // Traits of a weight type this build can decode and multiply, or nullptr.
 const TypeTraits* traits(TensorType t);
 
-// "Q4_K", or "type 42" for an id compute does not know; for error messages.
+// "Q4_K" (the format's name), or "#42" for an id the format never defined.
 std::string type_name(TensorType t);
 
 // Bytes of one row of n elements; throws Unsupported for types without kernels
