@@ -223,7 +223,10 @@ const TypeTraits* traits(TensorType t) {
 
 std::string type_name(TensorType t) {
   const auto info = tensor_type_info(static_cast<std::uint32_t>(t));
-  return info ? std::string(info->name) : "#" + std::to_string(static_cast<std::uint32_t>(t));
+  if (info) return std::string(info->name);
+  std::string unknown = "#";
+  unknown += std::to_string(static_cast<std::uint32_t>(t));
+  return unknown;
 }
 
 namespace {
