@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "compute/quant.h"
 #include "core/half.h"
 #include "model/arch.h"
 #include "seam/error.h"
@@ -82,10 +83,8 @@ void check_tensor(const GgufTensor& t, const Expect& x) {
   }
   auto info = tensor_type_info(static_cast<std::uint32_t>(t.type));
   if (!info || !info->decodable) {
-    const std::string type_name =
-        info ? std::string(info->name) : "#" + std::to_string(static_cast<std::uint32_t>(t.type));
-    throw Error(Errc::Unsupported,
-                "tensor " + t.name + " has type " + type_name + ", which this build cannot decode");
+    throw Error(Errc::Unsupported, "tensor " + t.name + " has type " + quant::type_name(t.type) +
+                                       ", which this build cannot decode");
   }
   if (!x.matrix && t.type != TensorType::F32 && t.type != TensorType::F16 &&
       t.type != TensorType::BF16) {
