@@ -7,6 +7,8 @@ void add_inspect_command(CLI::App& app, CommandList& list);
 void add_tokenize_command(CLI::App& app, CommandList& list);
 void add_template_command(CLI::App& app, CommandList& list);
 void add_chat_command(CLI::App& app, CommandList& list);
+void add_quantize_command(CLI::App& app, CommandList& list);
+void add_perplexity_command(CLI::App& app, CommandList& list);
 
 // One line per subcommand; each add_* is defined in its cmd_*.cpp.
 CommandList register_commands(CLI::App& app) {
@@ -16,6 +18,8 @@ CommandList register_commands(CLI::App& app) {
   add_tokenize_command(app, list);
   add_template_command(app, list);
   add_chat_command(app, list);
+  add_quantize_command(app, list);
+  add_perplexity_command(app, list);
   return list;
 }
 

@@ -1,0 +1,47 @@
+// seam perplexity: how well a model predicts a text file.
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+
+#include "commands.h"
+#include "seam/error.h"
+#include "seam/model.h"
+#include "seam/perplexity.h"
+
+namespace seam::cli {
+
+void add_perplexity_command(CLI::App& app, CommandList& list) {
+  struct Opts {
+    std::string model;
+    std::string file;
+    std::uint32_t n_ctx = 0;
+    int threads = 0;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* sub = app.add_subcommand("perplexity", "Measure a model's perplexity on a text file");
+  sub->add_option("-m,--model", o->model, "GGUF file or Hugging Face model directory")->required();
+  sub->add_option("-f,--file", o->file, "Text file to score")->required();
+  sub->add_option("-c,--ctx", o->n_ctx,
+                  "Window length in tokens; the second half of each window is scored "
+                  "(default: min(512, training context))");
+  sub->add_option("-t,--threads", o->threads, "Compute threads (default: one per core)");
+  list.emplace_back(sub, [o] {
+    std::ifstream in(o->file, std::ios::binary);
+    if (!in) throw Error(Errc::Io, "cannot read the text file " + o->file);
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    LoadOptions lo;
+    lo.n_threads = o->threads;
+    auto model = Model::load(o->model, lo);
+    PerplexityOptions po;
+    po.n_ctx = o->n_ctx;
+    const PerplexityResult r = perplexity(*model, text, po);
+    std::printf(
+        "perplexity: %.4f\nnll/token: %.6f\ntokens: %zu (scored %zu in %zu windows of %u)\n", r.ppl,
+        r.nll_per_token, r.n_tokens, r.n_scored, r.n_windows, r.n_ctx);
+    return 0;
+  });
+}
+
+}  // namespace seam::cli

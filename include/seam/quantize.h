@@ -1,0 +1,51 @@
+// seam::quantize_model — rewrite a model (GGUF file, or a Hugging Face
+// directory where this build reads one) as a GGUF v3 file with quantized weights.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace seam {
+
+struct QuantizeOptions {
+  // Target weight type, as the ecosystem spells it: Q8_0, Q4_0, Q4_1, Q5_0,
+  // Q5_1, Q4_K, Q5_K, Q6_K, F16 or F32.
+  std::string type = "Q8_0";
+  // "" (every 2-D weight gets `type`) or "q4_k_m" (llama.cpp's Q4_K_M mix:
+  // Q6_K for output.weight and for attn_v/ffn_down in the layers
+  // llama.cpp's use_more_bits picks, Q4_K for the rest; `type` is then ignored).
+  std::string mix;
+  int n_threads = 0;  // 0 = one per core
+};
+
+// What happened to one tensor.
+struct QuantizedTensor {
+  std::string name;
+  std::string from;  // source type name
+  std::string to;    // written type name
+  std::string note;  // why `to` differs from the target, empty when it does not
+  std::uint64_t bytes_in = 0, bytes_out = 0;
+};
+
+struct QuantizeReport {
+  std::vector<QuantizedTensor> tensors;
+  std::uint64_t bytes_in = 0, bytes_out = 0;  // tensor data only
+  std::uint32_t file_type = 0;                // general.file_type written
+};
+
+// Writes `out` (atomically: a temporary file renamed into place). Type choice:
+//  - 1-D tensors (norms, biases) are stored as F32;
+//  - tensors of 2 or more dimensions get the target type, unless their row
+//    length is not a multiple of its block size: then Q4_K falls back to Q5_0,
+//    Q5_K to Q5_1, Q6_K to Q8_0 (llama.cpp's choices), and when even 32 does
+//    not divide the row, to F16; the report's note says so.
+// All metadata is copied; general.file_type is set to the llama.cpp file type
+// id of the target (or of the mix), general.quantization_version to 2.
+// Throws Error(InvalidArgument) for an unknown type or mix, Error(Io) when a
+// file cannot be read or written, Error(Unsupported) for source tensor types
+// this build cannot decode.
+QuantizeReport quantize_model(const std::string& in, const std::string& out,
+                              const QuantizeOptions& options);
+
+}  // namespace seam
