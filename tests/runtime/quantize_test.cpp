@@ -259,3 +259,30 @@ TEST(Perplexity, ShortTextIsOneWindowAndTinyTextIsRefused) {
 
 }  // namespace
 }  // namespace seam
+
+namespace seam {
+namespace {
+
+// A Hugging Face directory (tools/hf.py) is read through the same interface.
+TEST(Quantize, HuggingFaceDirectoryInput) {
+  const std::string dir = scratch_dir() + "/quantize_hf_src";
+  if (!std::filesystem::exists(dir + "/config.json")) {
+    run_command(std::string(SEAM_PYTHON) + " " + SEAM_SOURCE_DIR + "/tools/hf.py gen --out " + dir +
+                " --seed 4 --dim 64 --heads 4 --ffn 128");
+  }
+  const std::string out = quantized(dir, "hf_q8_0", "Q8_0");
+  LoadOptions lo;
+  lo.n_threads = 2;
+  auto a = Model::load(dir, lo);
+  auto b = Model::load(out, lo);
+  EXPECT_EQ(GgufFile::open(out).find_tensor("blk.0.attn_q.weight")->type, TensorType::Q8_0);
+  const std::vector<Token> ids = {1, 20, 30, 40, 50};
+  auto sa = a->session({});
+  auto sb = b->session({});
+  const auto la = testing::decode_all(*sa, ids, 0);
+  const auto lb = testing::decode_all(*sb, ids, 0);
+  for (std::size_t i = 0; i < ids.size(); ++i) EXPECT_LT(testing::rel_diff(lb[i], la[i]), 0.01);
+}
+
+}  // namespace
+}  // namespace seam
