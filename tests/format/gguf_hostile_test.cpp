@@ -123,7 +123,8 @@ TEST(GgufHostile, MagicAndVersion) {
   EXPECT_REFUSED(patched(b, 4, std::uint32_t{4}), "unsupported GGUF version 4");
   EXPECT_REFUSED(patched(b, 4, std::uint32_t{0x03000000}), "big-endian");
   // Version 2 has the same layout as 3 and is read.
-  const GgufFile v2 = GgufFile::parse(patched(b, 4, std::uint32_t{2}));
+  const Bytes v2_bytes = patched(b, 4, std::uint32_t{2});  // outlives the GgufFile
+  const GgufFile v2 = GgufFile::parse(v2_bytes);
   EXPECT_EQ(v2.version(), 2u);
   EXPECT_EQ(v2.tensors().size(), 3u);
 }
@@ -229,8 +230,8 @@ TEST(GgufHostile, TensorTypes) {
                  "not a multiple of Q4_0's block size 32");
   // A defined type without kernels still loads: refusing it is admission's job.
   const InfoAt q = info_at(b, "tensor.b");
-  const GgufFile g =
-      GgufFile::parse(patched(b, q.type, static_cast<std::uint32_t>(TensorType::IQ4_NL)));
+  const Bytes iq4 = patched(b, q.type, static_cast<std::uint32_t>(TensorType::IQ4_NL));
+  const GgufFile g = GgufFile::parse(iq4);
   EXPECT_EQ(g.find_tensor("tensor.b")->type, TensorType::IQ4_NL);
   EXPECT_EQ(g.find_tensor("tensor.b")->nbytes, 18u);
 }
@@ -254,7 +255,8 @@ TEST(GgufHostile, TensorOffsets) {
   std::memmove(gap.data() + gap.size() - 64, b.data() + b.size() - 64, 64);
   std::uint64_t old;
   std::memcpy(&old, b.data() + c.offset, 8);
-  const GgufFile g = GgufFile::parse(patched(gap, c.offset, old + 64));
+  const Bytes moved = patched(gap, c.offset, old + 64);  // outlives the GgufFile
+  const GgufFile g = GgufFile::parse(moved);
   EXPECT_EQ(std::memcmp(g.find_tensor("tensor.c")->data, b.data() + b.size() - 64, 64), 0);
 }
 
