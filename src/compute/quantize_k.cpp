@@ -10,6 +10,15 @@
 #include "core/half.h"
 #include "seam/error.h"
 
+// The builds use -march=native, where GCC would fuse a*b+c into FMAs; keeping
+// every product rounded makes the scale search follow ggml's (which is built
+// without FMA) so that near-ties resolve the same way.
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 namespace seam::quant {
 
 namespace {

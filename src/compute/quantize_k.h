@@ -3,8 +3,9 @@
 // matrix: each sub-block's scale (and min) comes from a small search over
 // candidate scales that minimises the weighted squared error, in the manner of
 // ggml's reference quantizers (make_qkx2_quants for the asymmetric Q4_K/Q5_K,
-// make_qx_quants for the symmetric Q6_K). Output is valid for every decoder;
-// it is not promised to be bit-identical to llama-quantize.
+// make_qx_quants for the symmetric Q6_K). On the quant reference tensor the
+// blocks are byte-identical to llama-quantize's (without an imatrix); that is
+// tested but not promised for every input.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 // K-quant weight quantizers: blocks decode (with the exact decoder) to values
 // within each type's error bound, on random data and on real weights, and no
-// worse than llama-quantize's own output for the same tensor.
+// worse than llama-quantize's own output for the same tensor; on the tensor
+// llama-quantize wrote, byte for byte the same blocks.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -171,6 +172,56 @@ TEST(QuantizeK, RequantizingDecodedWeightsIsStable) {
     const auto once = roundtrip(c.type, src);
     const auto twice = roundtrip(c.type, once);
     EXPECT_LT(rms(once, twice), 0.5 * rms(src, once)) << type_name(c.type);
+  }
+}
+
+}  // namespace
+}  // namespace seam::quant
+
+namespace seam::quant {
+namespace {
+
+// The quant reference model's blk.0.attn_q.weight regenerated in F32 (its
+// README: PCG64 seeded (0, crc32(name)), float32 standard normal * 0.03) so
+// that our blocks can be compared with llama-quantize's own bytes.
+std::vector<float> regenerate_reference_attn_q() {
+  const std::string out = std::string(SEAM_SCRATCH_DIR) + "/ref512_attn_q.f32";
+  const std::string cmd = std::string(SEAM_PYTHON) +
+                          " -c \"import zlib, numpy as np; "
+                          "n = 'blk.0.attn_q.weight'; "
+                          "g = np.random.Generator(np.random.PCG64([0, zlib.crc32(n.encode())])); "
+                          "(g.standard_normal((512, 512), dtype=np.float32) * np.float32(0.03))"
+                          ".tofile('" +
+                          out + "')\"";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  return read_f32(out);
+}
+
+TEST(QuantizeK, BlocksAgainstLlamaQuantizeBytes) {
+  const auto x = regenerate_reference_attn_q();
+  ASSERT_EQ(x.size(), 512u * 512u);
+  const std::string dir = std::string(SEAM_SHARED_DIR) + "/models/quant/dequant/";
+  // The regeneration is right when the F16 dump matches it.
+  const auto f16 = read_f32(dir + "f16.blk.0.attn_q.weight.f32");
+  ASSERT_EQ(f16.size(), x.size());
+  for (std::size_t i = 0; i < x.size(); i += 997) {
+    ASSERT_NEAR(f16[i], x[i], 1e-4) << i;
+  }
+  const std::pair<TensorType, const char*> cases[] = {
+      {TensorType::Q4_K, "q4_k"}, {TensorType::Q5_K, "q5_k"}, {TensorType::Q6_K, "q6_k"}};
+  for (const auto& [type, key] : cases) {
+    std::ifstream f(dir + key + ".blk.0.attn_q.weight.raw", std::ios::binary);
+    const std::vector<char> ref((std::istreambuf_iterator<char>(f)), {});
+    const std::size_t bs = row_size(type, kQK_K);
+    ASSERT_EQ(ref.size(), x.size() / kQK_K * bs);
+    std::vector<std::byte> ours(ref.size());
+    quantize_weight_row(type, x.data(), ours.data(), static_cast<std::int64_t>(x.size()));
+    std::size_t same = 0, n = ref.size() / bs;
+    for (std::size_t b = 0; b < n; ++b)
+      same += std::memcmp(ref.data() + b * bs, ours.data() + b * bs, bs) == 0;
+    std::printf("%s: %zu of %zu blocks byte-identical to llama-quantize\n", type_name(type).c_str(),
+                same, n);
+    EXPECT_EQ(same, n) << type_name(type);
   }
 }
 
