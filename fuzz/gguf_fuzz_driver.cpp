@@ -3,6 +3,7 @@
 // mutation to LLVMFuzzerTestOneInput.
 //
 //   gguf_fuzz [--iterations N] [--seed S] [seed.gguf ...]
+//   gguf_fuzz --dump-seeds DIR   (writes the seed files, e.g. as a libFuzzer corpus)
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -20,8 +21,23 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if ((a == "--iterations" || a == "--seed") && i + 1 < argc) {
       (a == "--seed" ? seed : iterations) = std::strtoull(argv[++i], nullptr, 10);
+    } else if (a == "--dump-seeds" && i + 1 < argc) {
+      const std::string dir = argv[++i];
+      const auto seeds = seam::fuzz::gguf_seeds();
+      for (std::size_t k = 0; k < seeds.size(); ++k) {
+        const std::string path = dir + "/seed" + std::to_string(k) + ".gguf";
+        std::ofstream out(path, std::ios::binary);
+        out.write(reinterpret_cast<const char*>(seeds[k].data()),
+                  static_cast<std::streamsize>(seeds[k].size()));
+        if (!out) {
+          std::fprintf(stderr, "cannot write '%s'\n", path.c_str());
+          return 1;
+        }
+      }
+      return 0;
     } else if (a == "--help" || a == "-h") {
-      std::printf("usage: %s [--iterations N] [--seed S] [seed.gguf ...]\n", argv[0]);
+      std::printf("usage: %s [--iterations N] [--seed S] [seed.gguf ...] | --dump-seeds DIR\n",
+                  argv[0]);
       return 0;
     } else {
       std::ifstream f(a, std::ios::binary);
