@@ -31,8 +31,9 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
+// ctest runs each test in its own process, several at once: one folder per process.
 fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::path(SEAM_SCRATCH_DIR) / "e2e";
+  const fs::path dir = fs::path(SEAM_SCRATCH_DIR) / "e2e" / std::to_string(::getpid());
   fs::create_directories(dir);
   return dir / name;
 }

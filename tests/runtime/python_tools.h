@@ -2,6 +2,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -51,8 +52,10 @@ inline std::string join_ids(const std::vector<Token>& ids) {
 inline std::string generate_model(const std::string& name, const std::string& args) {
   const std::string path = scratch_dir() + "/" + name + ".gguf";
   if (!std::filesystem::exists(path)) {
-    run_command(std::string(SEAM_PYTHON) + " " + reference_py() + " gen --out " + path + ".tmp " +
-                args + " && mv " + path + ".tmp " + path);
+    // ctest runs tests as parallel processes: write privately, then rename into place.
+    const std::string tmp = path + "." + std::to_string(::getpid()) + ".tmp";
+    run_command(std::string(SEAM_PYTHON) + " " + reference_py() + " gen --out " + tmp + " " + args +
+                " && mv " + tmp + " " + path);
   }
   return path;
 }
