@@ -509,8 +509,8 @@ void quantize_row(TensorType t, const float* x, void* dst, std::int64_t n) {
       return;
     }
     default:
-      throw Error(Errc::Unsupported,
-                  "[quantize] quantizing to " + type_name(t) + " is not implemented yet");
+      throw Error(Errc::Unsupported, "[quantize] quantize_row cannot write " + type_name(t) +
+                                         "; use quantize_weight_row for K-quant weights");
   }
 }
 

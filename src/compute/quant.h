@@ -34,8 +34,9 @@ void dequantize_row(TensorType t, const void* src, float* dst, std::int64_t n);
 
 // Quantizes x[0..n) into blocks of `t`, following ggml's reference rules.
 // Supported: Q8_0, Q8_1, Q8_K (activations), Q4_0, Q4_1, Q5_0, Q5_1 (weights; Q8_0
-// doubles as a weight format), F32, F16, BF16. The K-quant weight quantizers are
-// not implemented yet: Unsupported, as for every other type.
+// doubles as a weight format), F32, F16, BF16; any other type throws Unsupported.
+// Q4_K/Q5_K/Q6_K weights are written by quantize_weight_row (compute/quantize_k.h),
+// which searches scales and so lives apart from these one-pass rules.
 void quantize_row(TensorType t, const float* x, void* dst, std::int64_t n);
 
 void quantize_row_q8_0(const float* x, void* dst, std::int64_t n);
