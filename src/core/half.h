@@ -62,7 +62,8 @@ inline float bf16_to_f32(std::uint16_t h) {
 
 inline std::uint16_t f32_to_bf16(float f) {
   std::uint32_t x = std::bit_cast<std::uint32_t>(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 64);  // quiet nan
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<std::uint16_t>((x >> 16) | 64);  // quiet nan
   x += 0x7fffu + ((x >> 16) & 1u);
   return static_cast<std::uint16_t>(x >> 16);
 }

@@ -23,8 +23,19 @@
 namespace seam {
 
 enum class GgufValueType : std::uint32_t {
-  UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6,
-  BOOL = 7, STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+  UINT8 = 0,
+  INT8 = 1,
+  UINT16 = 2,
+  INT16 = 3,
+  UINT32 = 4,
+  INT32 = 5,
+  FLOAT32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  UINT64 = 10,
+  INT64 = 11,
+  FLOAT64 = 12,
 };
 std::string_view gguf_value_type_name(GgufValueType t);
 
@@ -74,7 +85,7 @@ struct GgufTensor {
   std::string name;
   std::vector<std::uint64_t> ne;  // dims, fastest-varying first (ne[0] = row length)
   TensorType type = TensorType::F32;
-  std::uint64_t offset = 0;       // relative to the data section
+  std::uint64_t offset = 0;  // relative to the data section
   std::uint64_t nbytes = 0;
   const std::byte* data = nullptr;  // points into the mapped file
 

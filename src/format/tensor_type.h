@@ -54,7 +54,9 @@ struct TensorTypeInfo {
 
 // Geometry of a known type id, or nullopt for an id the format never defined.
 std::optional<TensorTypeInfo> tensor_type_info(std::uint32_t id);
-inline TensorTypeInfo type_info(TensorType t) { return *tensor_type_info(static_cast<std::uint32_t>(t)); }
+inline TensorTypeInfo type_info(TensorType t) {
+  return *tensor_type_info(static_cast<std::uint32_t>(t));
+}
 
 // Bytes needed for `n_elements` of type `t` laid out as `row_len`-element rows;
 // nullopt when row_len is not a multiple of the block size or on overflow.

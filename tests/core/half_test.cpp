@@ -27,7 +27,7 @@ TEST(Half, KnownValues) {
   EXPECT_EQ(fp16_to_f32(0xc000), -2.0f);
   EXPECT_EQ(fp16_to_f32(0x7bff), 65504.0f);
   EXPECT_EQ(fp16_to_f32(0x0001), std::ldexp(1.0f, -24));
-  EXPECT_EQ(f32_to_fp16(65520.0f), 0x7c00);       // rounds up to inf
+  EXPECT_EQ(f32_to_fp16(65520.0f), 0x7c00);  // rounds up to inf
   EXPECT_EQ(f32_to_fp16(65519.0f), 0x7bff);
   EXPECT_EQ(f32_to_fp16(std::ldexp(1.0f, -25)), 0);  // tie to even (zero)
   EXPECT_EQ(f32_to_fp16(std::ldexp(1.5f, -25)), 1);
