@@ -11,12 +11,14 @@
 #include <string_view>
 #include <vector>
 
+#include "core/utf8.h"
+
 namespace seam::chat::js {
 
 // Decodes the code point starting at s[i]; advances i past it. Invalid or
 // truncated sequences decode as one byte (returned as U+FFFD's stand-in 0xFFFD).
 char32_t next_code_point(std::string_view s, std::size_t& i);
-void append_utf8(std::string& out, char32_t cp);
+using seam::append_utf8;  // core/utf8.h
 
 // ECMAScript WhiteSpace + LineTerminator (what String.prototype.trim and /\s/ use).
 bool is_space(char32_t cp);

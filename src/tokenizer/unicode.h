@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/utf8.h"
+
 namespace seam::unicode {
 
 inline constexpr char32_t kReplacement = 0xFFFD;
@@ -14,7 +16,7 @@ inline constexpr char32_t kReplacement = 0xFFFD;
 // the bytes there are not a valid, shortest-form UTF-8 sequence (then cp is unset).
 int decode_utf8(std::string_view s, std::size_t i, char32_t& cp);
 
-void append_utf8(std::string& out, char32_t cp);
+using seam::append_utf8;  // core/utf8.h
 
 // Copies `s`, replacing every byte that does not start a valid sequence with U+FFFD.
 std::string sanitize_utf8(std::string_view s);
