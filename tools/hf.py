@@ -458,7 +458,8 @@ def convert(d, out, vocab):
         else:
             parts = hf_name.split(".")
             name = f"blk.{parts[2]}.{per_layer['.'.join(parts[3:-1])]}.{parts[-1]}"
-        permute = a == "llama" and name.split(".")[2] in ("attn_q", "attn_k")
+        # Only per-layer names (blk.N.attn_q.weight) have a third part.
+        permute = a == "llama" and name.split(".")[2:3] in (["attn_q"], ["attn_k"])
         if len(shape) == 1 and permute:  # a llama q/k bias follows its rows
             v = to_f32(dtype, shape, data).reshape(-1, 1)
             v = halves_to_pairs(v, heads if ".attn_q." in name else kv_heads)
