@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <span>
 #include <string>
@@ -52,6 +53,27 @@ inline double rel_diff(std::span<const float> a, std::span<const float> b) {
     den = std::max(den, std::abs(static_cast<double>(b[i])));
   }
   return den > 0 ? num / den : num;
+}
+
+// Prefills `ids` in chunks of 5 (so the KV cache path is covered), compares
+// every position's logits with `ref` ([n_tokens][n_vocab]) within `tol`, and
+// prints and returns the worst relative difference.
+inline double expect_logits_match(const Model& model, std::span<const Token> ids,
+                                  std::span<const float> ref, double tol, const std::string& name) {
+  const std::size_t nv = model.info().n_vocab;
+  EXPECT_EQ(ref.size(), ids.size() * nv);
+  if (ref.size() != ids.size() * nv) return 1e30;
+  auto s = model.session({64, 5, 1});
+  auto got = decode_all(*s, ids, 0);
+  double worst = 0;
+  for (std::size_t t = 0; t < ids.size(); ++t) {
+    const double r = rel_diff(got[t], ref.subspan(t * nv, nv));
+    worst = std::max(worst, r);
+    EXPECT_LT(r, tol) << name << " position " << t;
+  }
+  std::printf("[ %s ] worst relative logit difference %.3g (tolerance %.3g)\n", name.c_str(), worst,
+              tol);
+  return worst;
 }
 
 }  // namespace seam::testing
