@@ -17,7 +17,7 @@ namespace seam {
 
 namespace {
 
-constexpr std::string_view kSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+constexpr std::string_view kSpace = unicode::kMetaspace;
 
 int hex_digit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -190,17 +190,7 @@ std::string SpmTokenizer::normal_piece(Token t) const {
   const std::string& s = v_.text[t];
   const int b = byte_of_piece(s);
   if (b >= 0 && byte_token_[b] == t) return std::string(1, static_cast<char>(b));
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size();) {
-    if (s.compare(i, kSpace.size(), kSpace) == 0) {
-      out += ' ';
-      i += kSpace.size();
-    } else {
-      out += s[i++];
-    }
-  }
-  return out;
+  return unicode::metaspace_to_spaces(s);
 }
 
 }  // namespace

@@ -109,4 +109,18 @@ int unicode_to_byte(char32_t cp) {
   return cp < inv.size() ? inv[cp] : -1;
 }
 
+std::string metaspace_to_spaces(std::string_view piece) {
+  std::string out;
+  out.reserve(piece.size());
+  for (std::size_t i = 0; i < piece.size();) {
+    if (piece.compare(i, kMetaspace.size(), kMetaspace) == 0) {
+      out += ' ';
+      i += kMetaspace.size();
+    } else {
+      out += piece[i++];
+    }
+  }
+  return out;
+}
+
 }  // namespace seam::unicode

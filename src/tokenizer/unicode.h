@@ -18,6 +18,12 @@ int decode_utf8(std::string_view s, std::size_t i, char32_t& cp);
 
 using seam::append_utf8;  // core/utf8.h
 
+// SentencePiece's space symbol U+2581 ('▁').
+inline constexpr std::string_view kMetaspace = "\xE2\x96\x81";
+
+// `piece` with every U+2581 turned back into a space.
+std::string metaspace_to_spaces(std::string_view piece);
+
 // Copies `s`, replacing every byte that does not start a valid sequence with U+FFFD.
 std::string sanitize_utf8(std::string_view s);
 bool is_valid_utf8(std::string_view s);

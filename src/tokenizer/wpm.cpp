@@ -21,7 +21,7 @@ namespace seam {
 
 namespace {
 
-constexpr std::string_view kSpace = "\xE2\x96\x81";  // U+2581 marks a word start
+constexpr std::string_view kSpace = unicode::kMetaspace;  // marks a word start
 constexpr std::size_t kMaxWordChars = 100;
 
 bool is_whitespace(char32_t c) {
@@ -165,17 +165,7 @@ void WpmTokenizer::word_pieces(const std::string& word, std::size_t n_chars,
 
 std::string WpmTokenizer::normal_piece(Token t) const {
   const std::string& s = v_.text[t];
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size();) {
-    if (s.compare(i, kSpace.size(), kSpace) == 0) {
-      out += ' ';
-      i += kSpace.size();
-    } else {
-      out += s[i++];
-    }
-  }
-  return out;
+  return unicode::metaspace_to_spaces(s);
 }
 
 }  // namespace
