@@ -48,16 +48,29 @@ inline std::string join_ids(const std::vector<Token>& ids) {
   return s;
 }
 
-// reference.py gen ARGS -> path of the generated model (cached across tests by name).
-inline std::string generate_model(const std::string& name, const std::string& args) {
-  const std::string path = scratch_dir() + "/" + name + ".gguf";
+// Runs `make` (a shell command with TMP where the file goes) once per `path`:
+// ctest runs tests as parallel processes, so it writes privately and renames.
+inline std::string cached_file(const std::string& path, const std::string& make) {
   if (!std::filesystem::exists(path)) {
-    // ctest runs tests as parallel processes: write privately, then rename into place.
     const std::string tmp = path + "." + std::to_string(::getpid()) + ".tmp";
-    run_command(std::string(SEAM_PYTHON) + " " + reference_py() + " gen --out " + tmp + " " + args +
-                " && mv " + tmp + " " + path);
+    std::string cmd = make;
+    cmd.replace(cmd.find("TMP"), 3, tmp);
+    run_command(cmd + " && mv " + tmp + " " + path);
   }
   return path;
+}
+
+// reference.py gen ARGS -> path of the generated model (cached across tests by name).
+inline std::string generate_model(const std::string& name, const std::string& args) {
+  return cached_file(scratch_dir() + "/" + name + ".gguf",
+                     std::string(SEAM_PYTHON) + " " + reference_py() + " gen --out TMP " + args);
+}
+
+inline std::vector<float> read_f32_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::vector<float> v(std::filesystem::file_size(path) / sizeof(float));
+  f.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
+  return v;
 }
 
 // Reference logits for every position: [n_tokens][n_vocab].
@@ -66,10 +79,7 @@ inline std::vector<float> reference_logits(const std::string& model, const std::
   const std::string out = scratch_dir() + "/" + tag + ".logits.f32";
   run_command(std::string(SEAM_PYTHON) + " " + reference_py() + " logits " + model + " --tokens " +
               join_ids(ids) + " --out " + out);
-  std::ifstream f(out, std::ios::binary);
-  std::vector<float> v((std::filesystem::file_size(out)) / sizeof(float));
-  f.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
-  return v;
+  return read_f32_file(out);
 }
 
 // Reference greedy continuation ids.
