@@ -23,6 +23,8 @@ const Kernels* kernels(TensorType t) {
   static constexpr Kernels kQ4_K = SEAM_KERNELS(q4_k_q8_k, q4_k_q8_k);
   static constexpr Kernels kQ5_K = SEAM_KERNELS(q5_k_q8_k, q5_k_q8_k);
   static constexpr Kernels kQ6_K = SEAM_KERNELS(q6_k_q8_k, q6_k_q8_k);
+  static constexpr Kernels kIQ4_NL = SEAM_KERNELS(iq4_nl_q8_0, iq4_nl_q8_0);
+  static constexpr Kernels kIQ4_XS = SEAM_KERNELS(iq4_xs_q8_k, iq4_xs_q8_k);
 #undef SEAM_KERNELS
   switch (t) {
     case TensorType::F32:
@@ -51,6 +53,10 @@ const Kernels* kernels(TensorType t) {
       return &kQ5_K;
     case TensorType::Q6_K:
       return &kQ6_K;
+    case TensorType::IQ4_NL:
+      return &kIQ4_NL;
+    case TensorType::IQ4_XS:
+      return &kIQ4_XS;
     default:
       return nullptr;
   }

@@ -52,6 +52,8 @@ void q3_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*,
 void q4_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void q5_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void q6_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
+void iq4_nl_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
+void iq4_xs_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 
 // SIMD versions; defined only when the target has them (see dot_avx2.cpp).
 namespace avx2 {
@@ -68,6 +70,8 @@ void q5_1_q8_1(std::int64_t, const void*, const void*, std::size_t, int, float*,
 void q2_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void q3_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void q5_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
+void iq4_nl_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
+void iq4_xs_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 }  // namespace avx2
 
 }  // namespace seam::dot

@@ -401,6 +401,52 @@ void q6_k(std::int64_t n, const void* w, const void* act, std::size_t as, float*
 }
 
 // Dispatch n_act (1..kMaxTile) to the unrolled instantiation.
+// ---------------------------------------------------------------- IQ4_NL, IQ4_XS
+
+// 32 signed codebook values of one IQ4 run of 16 bytes (nibble layout of Q4_0).
+inline __m256i iq4_lookup(const std::uint8_t* qs) {
+  const __m256i table =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values)));
+  return _mm256_shuffle_epi8(table, nibbles(qs));
+}
+
+inline __m256i unpack_iq4_nl(const BlockIQ4_NL& b) { return iq4_lookup(b.qs); }
+
+// Codebook values reach +-127, so |x| * y pairs still fit maddubs' int16; the
+// sub-block scale then multiplies in madd (scale * 2 * 127 * 128 fits int32).
+template <int NT>
+void iq4_xs(std::int64_t n, const void* w, const void* act, std::size_t as, float* out,
+            std::size_t os) {
+  const auto* x = static_cast<const BlockIQ4_XS*>(w);
+  const std::int64_t nb = n / kQK_K;
+  const BlockQ8_K* y[NT];
+  __m256 acc[NT];
+  for (int t = 0; t < NT; ++t) {
+    y[t] = act_row<BlockQ8_K>(act, as, t);
+    acc[t] = _mm256_setzero_ps();
+  }
+  for (std::int64_t i = 0; i < nb; ++i) {
+    __m256i sumi[NT];
+    for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
+    for (int ib = 0; ib < kQK_K / 32; ++ib) {
+      const __m256i q = iq4_lookup(x[i].qs + 16 * ib);
+      const __m256i q_abs = _mm256_sign_epi8(q, q);
+      const __m256i scale = _mm256_set1_epi16(static_cast<short>(iq4_xs_scale(x[i], ib)));
+      for (int t = 0; t < NT; ++t) {
+        const __m256i yq =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][i].qs + 32 * ib));
+        const __m256i p16 = _mm256_maddubs_epi16(q_abs, _mm256_sign_epi8(yq, q));
+        sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(p16, scale));
+      }
+    }
+    const float d = h2f(x[i].d);
+    for (int t = 0; t < NT; ++t) {
+      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[t][i].d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[t * os] = hsum(acc[t]);
+}
+
 template <template <int> class K>
 void tile(std::int64_t n, const void* w, const void* act, std::size_t as, int n_act, float* out,
           std::size_t os) {
@@ -452,6 +498,20 @@ struct KQ4_0 {
   static void run(std::int64_t n, const void* w, const void* a, std::size_t as, float* o,
                   std::size_t os) {
     q_x_q8_0<BlockQ4_0, unpack_q4_0, NT>(n, w, a, as, o, os);
+  }
+};
+template <int NT>
+struct KIQ4_NL {
+  static void run(std::int64_t n, const void* w, const void* a, std::size_t as, float* o,
+                  std::size_t os) {
+    q_x_q8_0<BlockIQ4_NL, unpack_iq4_nl, NT>(n, w, a, as, o, os);
+  }
+};
+template <int NT>
+struct KIQ4_XS {
+  static void run(std::int64_t n, const void* w, const void* a, std::size_t as, float* o,
+                  std::size_t os) {
+    iq4_xs<NT>(n, w, a, as, o, os);
   }
 };
 template <int NT>
@@ -571,6 +631,15 @@ void q5_1_q8_1(std::int64_t n, const void* w, const void* a, std::size_t as, int
 void q5_0_q8_0(std::int64_t n, const void* w, const void* a, std::size_t as, int nt, float* o,
                std::size_t os) {
   tile<KQ5_0>(n, w, a, as, nt, o, os);
+}
+
+void iq4_nl_q8_0(std::int64_t n, const void* w, const void* a, std::size_t as, int nt, float* o,
+                 std::size_t os) {
+  tile<KIQ4_NL>(n, w, a, as, nt, o, os);
+}
+void iq4_xs_q8_k(std::int64_t n, const void* w, const void* a, std::size_t as, int nt, float* o,
+                 std::size_t os) {
+  tile<KIQ4_XS>(n, w, a, as, nt, o, os);
 }
 
 }  // namespace seam::dot::avx2

@@ -287,4 +287,47 @@ void q6_k_q8_k(std::int64_t n, const void* w, const void* act, std::size_t act_s
   }
 }
 
+void iq4_nl_q8_0(std::int64_t n, const void* w, const void* act, std::size_t act_stride, int n_act,
+                 float* out, std::size_t out_stride) {
+  const auto* x = static_cast<const BlockIQ4_NL*>(w);
+  const std::int64_t nb = n / 32;
+  for (int t = 0; t < n_act; ++t) {
+    const auto* y = act_row<BlockQ8_0>(act, act_stride, t);
+    float s = 0.0f;
+    for (std::int64_t i = 0; i < nb; ++i) {
+      int sumi = 0;
+      for (int j = 0; j < 16; ++j) {
+        sumi += kIQ4Values[x[i].qs[j] & 0xF] * y[i].qs[j] +
+                kIQ4Values[x[i].qs[j] >> 4] * y[i].qs[j + 16];
+      }
+      s += static_cast<float>(sumi) * (fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d));
+    }
+    out[t * out_stride] = s;
+  }
+}
+
+void iq4_xs_q8_k(std::int64_t n, const void* w, const void* act, std::size_t act_stride, int n_act,
+                 float* out, std::size_t out_stride) {
+  const auto* x = static_cast<const BlockIQ4_XS*>(w);
+  const std::int64_t nb = n / kQK_K;
+  for (int t = 0; t < n_act; ++t) {
+    const auto* y = act_row<BlockQ8_K>(act, act_stride, t);
+    float s = 0.0f;
+    for (std::int64_t i = 0; i < nb; ++i) {
+      int isum = 0;
+      for (int ib = 0; ib < kQK_K / 32; ++ib) {
+        const std::uint8_t* qs = x[i].qs + 16 * ib;
+        const std::int8_t* a = y[i].qs + 32 * ib;
+        int dot = 0;
+        for (int j = 0; j < 16; ++j) {
+          dot += kIQ4Values[qs[j] & 0xF] * a[j] + kIQ4Values[qs[j] >> 4] * a[j + 16];
+        }
+        isum += iq4_xs_scale(x[i], ib) * dot;
+      }
+      s += y[i].d * fp16_to_f32(x[i].d) * static_cast<float>(isum);
+    }
+    out[t * out_stride] = s;
+  }
+}
+
 }  // namespace seam::dot

@@ -173,6 +173,31 @@ void dequant_q6_k(const BlockQ6_K* b, float* y, std::int64_t nb) {
   }
 }
 
+void dequant_iq4_nl(const BlockIQ4_NL* b, float* y, std::int64_t nb) {
+  for (std::int64_t i = 0; i < nb; ++i, y += 32) {
+    const float d = h2f(b[i].d);
+    for (int j = 0; j < 16; ++j) {
+      y[j] = d * static_cast<float>(kIQ4Values[b[i].qs[j] & 0xF]);
+      y[j + 16] = d * static_cast<float>(kIQ4Values[b[i].qs[j] >> 4]);
+    }
+  }
+}
+
+void dequant_iq4_xs(const BlockIQ4_XS* b, float* y, std::int64_t nb) {
+  for (std::int64_t i = 0; i < nb; ++i) {
+    const float d = h2f(b[i].d);
+    for (int ib = 0; ib < kQK_K / 32; ++ib, y += 32) {
+      // The sub-block scale first, as ggml rounds it: (d * ls) * value.
+      const float dl = d * static_cast<float>(iq4_xs_scale(b[i], ib));
+      const std::uint8_t* qs = b[i].qs + 16 * ib;
+      for (int j = 0; j < 16; ++j) {
+        y[j] = dl * static_cast<float>(kIQ4Values[qs[j] & 0xF]);
+        y[j + 16] = dl * static_cast<float>(kIQ4Values[qs[j] >> 4]);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 const TypeTraits* traits(TensorType t) {
@@ -189,6 +214,8 @@ const TypeTraits* traits(TensorType t) {
   static constexpr TypeTraits kQ4_K{kQK_K, sizeof(BlockQ4_K), TensorType::Q8_K};
   static constexpr TypeTraits kQ5_K{kQK_K, sizeof(BlockQ5_K), TensorType::Q8_K};
   static constexpr TypeTraits kQ6_K{kQK_K, sizeof(BlockQ6_K), TensorType::Q8_K};
+  static constexpr TypeTraits kIQ4_NL{32, sizeof(BlockIQ4_NL), TensorType::Q8_0};
+  static constexpr TypeTraits kIQ4_XS{kQK_K, sizeof(BlockIQ4_XS), TensorType::Q8_K};
   switch (t) {
     case TensorType::F32:
       return &kF32;
@@ -216,6 +243,10 @@ const TypeTraits* traits(TensorType t) {
       return &kQ5_K;
     case TensorType::Q6_K:
       return &kQ6_K;
+    case TensorType::IQ4_NL:
+      return &kIQ4_NL;
+    case TensorType::IQ4_XS:
+      return &kIQ4_XS;
     default:
       return nullptr;
   }
@@ -309,6 +340,10 @@ void dequantize_row(TensorType t, const void* src, float* y, std::int64_t n) {
       return dequant_q5_k(static_cast<const BlockQ5_K*>(src), y, nb);
     case TensorType::Q6_K:
       return dequant_q6_k(static_cast<const BlockQ6_K*>(src), y, nb);
+    case TensorType::IQ4_NL:
+      return dequant_iq4_nl(static_cast<const BlockIQ4_NL*>(src), y, nb);
+    case TensorType::IQ4_XS:
+      return dequant_iq4_xs(static_cast<const BlockIQ4_XS*>(src), y, nb);
     default:
       throw Error(Errc::Unsupported,
                   "[dequantize] tensor type " + type_name(t) + " cannot be decoded by this build");

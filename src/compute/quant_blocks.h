@@ -104,6 +104,34 @@ struct BlockQ6_K {
   std::uint16_t d;
 };
 
+// Non-linear 4-bit types: each nibble indexes kIQ4Values, a fixed codebook
+// denser near zero, where trained weights cluster.
+inline constexpr std::int8_t kIQ4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                               1,    13,   25,  38,  53,  69,  89,  113};
+
+// IQ4_NL: Q4_0's layout (low nibbles elements 0..15, high 16..31) through the codebook.
+struct BlockIQ4_NL {
+  std::uint16_t d;
+  std::uint8_t qs[16];
+};
+
+// IQ4_XS: 8 sub-blocks of 32 (IQ4_NL's nibble layout each), each with a 6-bit
+// scale ls, signed as ls - 32: low 4 bits in scales_l (two per byte, even
+// sub-block low), high 2 bits in scales_h (two per sub-block, sub-block 0 lowest).
+struct BlockIQ4_XS {
+  std::uint16_t d;
+  std::uint16_t scales_h;
+  std::uint8_t scales_l[kQK_K / 64];
+  std::uint8_t qs[kQK_K / 2];
+};
+
+// Sub-block ib's signed scale of an IQ4_XS block.
+inline int iq4_xs_scale(const BlockIQ4_XS& b, int ib) {
+  const int lo = (b.scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF;
+  const int hi = (b.scales_h >> (2 * ib)) & 3;
+  return (lo | (hi << 4)) - 32;
+}
+
 // Activation type for the K-quants: f32 scale, bsums[j] = sum of qs[16j .. 16j+16).
 struct BlockQ8_K {
   float d;
@@ -123,6 +151,8 @@ static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
+static_assert(sizeof(BlockIQ4_NL) == 18);
+static_assert(sizeof(BlockIQ4_XS) == 136);
 
 // Sub-block j (0..7) of a Q4_K/Q5_K 12-byte scale field: 6-bit scale and 6-bit min.
 // Bytes 0..3 hold scales 0..3 (low 6 bits) and the top 2 bits of scales 4..7;

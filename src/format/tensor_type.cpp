@@ -35,10 +35,10 @@ constexpr std::array<TensorTypeInfo, kTypeCount> make_table() {
   set(TensorType::IQ2_XS, "IQ2_XS", 256, 74, false);
   set(TensorType::IQ3_XXS, "IQ3_XXS", 256, 98, false);
   set(TensorType::IQ1_S, "IQ1_S", 256, 50, false);
-  set(TensorType::IQ4_NL, "IQ4_NL", 32, 18, false);
+  set(TensorType::IQ4_NL, "IQ4_NL", 32, 18, true);  // f16 d + 16 nibble bytes
   set(TensorType::IQ3_S, "IQ3_S", 256, 110, false);
   set(TensorType::IQ2_S, "IQ2_S", 256, 82, false);
-  set(TensorType::IQ4_XS, "IQ4_XS", 256, 136, false);
+  set(TensorType::IQ4_XS, "IQ4_XS", 256, 136, true);  // f16 d + u16 + 4 scale bytes + 128
   set(TensorType::I8, "I8", 1, 1, false);
   set(TensorType::I16, "I16", 1, 2, false);
   set(TensorType::I32, "I32", 1, 4, false);

@@ -11,6 +11,7 @@
 
 #include "compute/matmul.h"
 #include "compute/quant.h"
+#include "core/half.h"
 #include "seam/error.h"
 
 namespace seam {
@@ -78,6 +79,50 @@ TEST(Dequant, F32IsACopy) {
   float y[3];
   quant::dequantize_row(TensorType::F32, x, y, 3);
   EXPECT_EQ(std::memcmp(x, y, sizeof x), 0);
+}
+
+// IQ4 blocks as ggml-common.h lays them out, values worked by hand from the
+// published codebook {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38,
+// 53, 69, 89, 113}. No llama.cpp dump covers these types, so the layout is
+// spelled out here: nibble order, scale bit positions, sign of ls - 32.
+TEST(Dequant, IQ4NonLinearCodebook) {
+  // IQ4_NL: d = 0.5; byte j holds element j (low nibble) and j + 16 (high).
+  std::uint8_t nl[18] = {};
+  const std::uint16_t half = f32_to_fp16(0.5f);
+  std::memcpy(nl, &half, 2);
+  nl[2 + 0] = 0xF0;  // element 0: code 0 -> -127; element 16: code 15 -> 113
+  nl[2 + 3] = 0x87;  // element 3: code 7 -> -10; element 19: code 8 -> 1
+  float y[256];
+  quant::dequantize_row(TensorType::IQ4_NL, nl, y, 32);
+  EXPECT_EQ(y[0], -63.5f);
+  EXPECT_EQ(y[16], 56.5f);
+  EXPECT_EQ(y[3], -5.0f);
+  EXPECT_EQ(y[19], 0.5f);
+  EXPECT_EQ(y[1], -63.5f);  // byte 0x00: code 0 for both halves
+  EXPECT_EQ(y[17], -63.5f);
+
+  // IQ4_XS: d = 0.25; sub-block 0 scale 33 (ls - 32 = 1): low bits 1 in
+  // scales_l[0] & 0xF, high bits 2 = 0b10 in scales_h bits 0-1; sub-block 3
+  // scale 0 (ls - 32 = -32): all bits zero; sub-block 5 scale 63 (+31):
+  // low 0xF in scales_l[2] >> 4, high 0b11 in scales_h bits 10-11.
+  std::uint8_t xs[136] = {};
+  const std::uint16_t quarter = f32_to_fp16(0.25f);
+  std::memcpy(xs, &quarter, 2);
+  const std::uint16_t scales_h = 0b10 | (0b11 << 10);
+  std::memcpy(xs + 2, &scales_h, 2);
+  xs[4 + 0] = 0x01;
+  xs[4 + 2] = 0xF0;
+  std::uint8_t* qs = xs + 8;
+  qs[16 * 0 + 2] = 0x9E;   // sub-block 0: element 2 code 14 -> 89, element 18 code 9 -> 13
+  qs[16 * 3 + 0] = 0x0F;   // sub-block 3: element 96 code 15 -> 113, times -32
+  qs[16 * 5 + 15] = 0xC0;  // sub-block 5: element 175 code 0 -> -127, element 191 code 12 -> 53
+  quant::dequantize_row(TensorType::IQ4_XS, xs, y, 256);
+  EXPECT_EQ(y[2], 0.25f * 1 * 89);
+  EXPECT_EQ(y[18], 0.25f * 1 * 13);
+  EXPECT_EQ(y[96], 0.25f * -32 * 113);
+  EXPECT_EQ(y[160 + 15], 0.25f * 31 * -127);
+  EXPECT_EQ(y[160 + 31], 0.25f * 31 * 53);
+  EXPECT_EQ(y[32], 0.25f * -32 * -127);  // sub-block 1: no scale bits set, byte 0x00
 }
 
 TEST(Dequant, RejectsUndecodableTypesByName) {

@@ -54,6 +54,8 @@ inline std::vector<std::byte> random_weights(TensorType t, std::int64_t n_rows, 
         case TensorType::Q4_0:
         case TensorType::Q5_0:
         case TensorType::Q8_0:
+        case TensorType::IQ4_NL:
+        case TensorType::IQ4_XS:
           put_half(b, scale(rng));
           break;
         case TensorType::Q4_1:
@@ -157,9 +159,9 @@ inline std::vector<double> min_terms(TensorType t, const std::byte* row, std::in
 // All weight types with CPU kernels.
 inline const std::vector<TensorType>& kernel_types() {
   static const std::vector<TensorType> v = {
-      TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q4_0, TensorType::Q4_1,
-      TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0, TensorType::Q2_K, TensorType::Q3_K,
-      TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
+      TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q4_0,   TensorType::Q4_1,
+      TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0, TensorType::Q2_K,   TensorType::Q3_K,
+      TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K, TensorType::IQ4_NL, TensorType::IQ4_XS};
   return v;
 }
 

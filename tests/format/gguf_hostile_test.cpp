@@ -230,10 +230,10 @@ TEST(GgufHostile, TensorTypes) {
                  "not a multiple of Q4_0's block size 32");
   // A defined type without kernels still loads: refusing it is admission's job.
   const InfoAt q = info_at(b, "tensor.b");
-  const Bytes iq4 = patched(b, q.type, static_cast<std::uint32_t>(TensorType::IQ4_NL));
-  const GgufFile g = GgufFile::parse(iq4);
-  EXPECT_EQ(g.find_tensor("tensor.b")->type, TensorType::IQ4_NL);
-  EXPECT_EQ(g.find_tensor("tensor.b")->nbytes, 18u);
+  const Bytes mxfp4 = patched(b, q.type, static_cast<std::uint32_t>(TensorType::MXFP4));
+  const GgufFile g = GgufFile::parse(mxfp4);
+  EXPECT_EQ(g.find_tensor("tensor.b")->type, TensorType::MXFP4);
+  EXPECT_EQ(g.find_tensor("tensor.b")->nbytes, 17u);
 }
 
 TEST(GgufHostile, TensorOffsets) {
