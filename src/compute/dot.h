@@ -1,5 +1,6 @@
 // Dot-product kernels of one weight row against activation rows in the
-// weight's dot type (quant::traits(t)->dot_type). Every type has a scalar
+// weight's dot type; quant::traits(t) pairs each weight type with its own
+// (dot_type, dot.scalar, dot.fast). Every type has a scalar
 // reference; SIMD versions exist where this build's target allows and are
 // tested against it.
 #pragma once
@@ -31,9 +32,6 @@ struct Kernels {
   DotFn scalar;  // reference, always present
   DotFn fast;    // best available on this build's target (== scalar when no SIMD path)
 };
-
-// Kernels for weight type t, or nullptr when this build has none.
-const Kernels* kernels(TensorType t);
 
 // The SIMD path this build was compiled with ("avx2" or "scalar"), for logs and benches.
 const char* simd_name();

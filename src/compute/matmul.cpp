@@ -52,11 +52,7 @@ void matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y
                                            std::to_string(w.n_out) + " columns");
   }
   if (n_tokens == 0 || w.n_out == 0) return;
-  const dot::Kernels* k = dot::kernels(w.type);
-  if (!k) {
-    throw Error(Errc::Unsupported,
-                "[matmul] tensor type " + quant::type_name(w.type) + " has no dot kernel");
-  }
+  const dot::Kernels* k = &tr.dot;
 
   // Activations in the weight's dot type, quantized once for all output rows:
   // act: [n_tokens][act_stride bytes].

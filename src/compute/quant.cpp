@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "compute/dot.h"
 #include "compute/quant_blocks.h"
 #include "core/half.h"
 #include "seam/error.h"
@@ -198,58 +199,88 @@ void dequant_iq4_xs(const BlockIQ4_XS* b, float* y, std::int64_t nb) {
   }
 }
 
+// Decoders of the float formats; the block formats' are above.
+void dequant_f32(const float* x, float* y, std::int64_t n) {
+  std::memcpy(y, x, static_cast<std::size_t>(n) * sizeof(float));
+}
+void dequant_f16(const std::uint16_t* x, float* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = fp16_to_f32(x[i]);
+}
+void dequant_bf16(const std::uint16_t* x, float* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = bf16_to_f32(x[i]);
+}
+
+// The decoders take their block type; the table stores them type-erased.
+template <class Block, void (*F)(const Block*, float*, std::int64_t)>
+void erased(const void* src, float* y, std::int64_t n_blocks) {
+  F(static_cast<const Block*>(src), y, n_blocks);
+}
+
+#if SEAM_DOT_AVX2
+#define SEAM_DOT(name) \
+  dot::Kernels { dot::name, dot::avx2::name }
+#else
+#define SEAM_DOT(name) \
+  dot::Kernels { dot::name, dot::name }
+#endif
+
+// Every weight type compute can decode and multiply, each in one row.
+struct TypeEntry {
+  TensorType type;
+  TypeTraits traits;
+};
+constexpr TypeEntry kTypes[] = {
+    {TensorType::F32, {1, 4, TensorType::F32, erased<float, dequant_f32>, SEAM_DOT(f32_f32)}},
+    {TensorType::F16,
+     {1, 2, TensorType::F32, erased<std::uint16_t, dequant_f16>, SEAM_DOT(f16_f32)}},
+    {TensorType::BF16,
+     {1, 2, TensorType::F32, erased<std::uint16_t, dequant_bf16>, SEAM_DOT(bf16_f32)}},
+    {TensorType::Q4_0,
+     {kQK4_0, sizeof(BlockQ4_0), TensorType::Q8_0, erased<BlockQ4_0, dequant_q4_0>,
+      SEAM_DOT(q4_0_q8_0)}},
+    {TensorType::Q4_1,
+     {kQK4_1, sizeof(BlockQ4_1), TensorType::Q8_1, erased<BlockQ4_1, dequant_q4_1>,
+      SEAM_DOT(q4_1_q8_1)}},
+    {TensorType::Q5_0,
+     {kQK5_0, sizeof(BlockQ5_0), TensorType::Q8_0, erased<BlockQ5_0, dequant_q5_0>,
+      SEAM_DOT(q5_0_q8_0)}},
+    {TensorType::Q5_1,
+     {kQK5_1, sizeof(BlockQ5_1), TensorType::Q8_1, erased<BlockQ5_1, dequant_q5_1>,
+      SEAM_DOT(q5_1_q8_1)}},
+    {TensorType::Q8_0,
+     {kQK8_0, sizeof(BlockQ8_0), TensorType::Q8_0, erased<BlockQ8_0, dequant_q8_0>,
+      SEAM_DOT(q8_0_q8_0)}},
+    {TensorType::Q2_K,
+     {kQK_K, sizeof(BlockQ2_K), TensorType::Q8_K, erased<BlockQ2_K, dequant_q2_k>,
+      SEAM_DOT(q2_k_q8_k)}},
+    {TensorType::Q3_K,
+     {kQK_K, sizeof(BlockQ3_K), TensorType::Q8_K, erased<BlockQ3_K, dequant_q3_k>,
+      SEAM_DOT(q3_k_q8_k)}},
+    {TensorType::Q4_K,
+     {kQK_K, sizeof(BlockQ4_K), TensorType::Q8_K, erased<BlockQ4_K, dequant_q4_k>,
+      SEAM_DOT(q4_k_q8_k)}},
+    {TensorType::Q5_K,
+     {kQK_K, sizeof(BlockQ5_K), TensorType::Q8_K, erased<BlockQ5_K, dequant_q5_k>,
+      SEAM_DOT(q5_k_q8_k)}},
+    {TensorType::Q6_K,
+     {kQK_K, sizeof(BlockQ6_K), TensorType::Q8_K, erased<BlockQ6_K, dequant_q6_k>,
+      SEAM_DOT(q6_k_q8_k)}},
+    {TensorType::IQ4_NL,
+     {32, sizeof(BlockIQ4_NL), TensorType::Q8_0, erased<BlockIQ4_NL, dequant_iq4_nl>,
+      SEAM_DOT(iq4_nl_q8_0)}},
+    {TensorType::IQ4_XS,
+     {kQK_K, sizeof(BlockIQ4_XS), TensorType::Q8_K, erased<BlockIQ4_XS, dequant_iq4_xs>,
+      SEAM_DOT(iq4_xs_q8_k)}},
+};
+#undef SEAM_DOT
+
 }  // namespace
 
 const TypeTraits* traits(TensorType t) {
-  static constexpr TypeTraits kF32{1, 4, TensorType::F32};
-  static constexpr TypeTraits kF16{1, 2, TensorType::F32};
-  static constexpr TypeTraits kBF16{1, 2, TensorType::F32};
-  static constexpr TypeTraits kQ4_0{kQK4_0, sizeof(BlockQ4_0), TensorType::Q8_0};
-  static constexpr TypeTraits kQ4_1{kQK4_1, sizeof(BlockQ4_1), TensorType::Q8_1};
-  static constexpr TypeTraits kQ5_0{kQK5_0, sizeof(BlockQ5_0), TensorType::Q8_0};
-  static constexpr TypeTraits kQ5_1{kQK5_1, sizeof(BlockQ5_1), TensorType::Q8_1};
-  static constexpr TypeTraits kQ8_0{kQK8_0, sizeof(BlockQ8_0), TensorType::Q8_0};
-  static constexpr TypeTraits kQ2_K{kQK_K, sizeof(BlockQ2_K), TensorType::Q8_K};
-  static constexpr TypeTraits kQ3_K{kQK_K, sizeof(BlockQ3_K), TensorType::Q8_K};
-  static constexpr TypeTraits kQ4_K{kQK_K, sizeof(BlockQ4_K), TensorType::Q8_K};
-  static constexpr TypeTraits kQ5_K{kQK_K, sizeof(BlockQ5_K), TensorType::Q8_K};
-  static constexpr TypeTraits kQ6_K{kQK_K, sizeof(BlockQ6_K), TensorType::Q8_K};
-  static constexpr TypeTraits kIQ4_NL{32, sizeof(BlockIQ4_NL), TensorType::Q8_0};
-  static constexpr TypeTraits kIQ4_XS{kQK_K, sizeof(BlockIQ4_XS), TensorType::Q8_K};
-  switch (t) {
-    case TensorType::F32:
-      return &kF32;
-    case TensorType::F16:
-      return &kF16;
-    case TensorType::BF16:
-      return &kBF16;
-    case TensorType::Q4_0:
-      return &kQ4_0;
-    case TensorType::Q4_1:
-      return &kQ4_1;
-    case TensorType::Q5_0:
-      return &kQ5_0;
-    case TensorType::Q5_1:
-      return &kQ5_1;
-    case TensorType::Q8_0:
-      return &kQ8_0;
-    case TensorType::Q2_K:
-      return &kQ2_K;
-    case TensorType::Q3_K:
-      return &kQ3_K;
-    case TensorType::Q4_K:
-      return &kQ4_K;
-    case TensorType::Q5_K:
-      return &kQ5_K;
-    case TensorType::Q6_K:
-      return &kQ6_K;
-    case TensorType::IQ4_NL:
-      return &kIQ4_NL;
-    case TensorType::IQ4_XS:
-      return &kIQ4_XS;
-    default:
-      return nullptr;
+  for (const TypeEntry& e : kTypes) {
+    if (e.type == t) return &e.traits;
   }
+  return nullptr;
 }
 
 std::string type_name(TensorType t) {
@@ -306,48 +337,12 @@ std::size_t row_size(TensorType t, std::int64_t n) {
 
 void dequantize_row(TensorType t, const void* src, float* y, std::int64_t n) {
   const std::int64_t nb = check_blocks(t, n, "[dequantize]");
-  switch (t) {
-    case TensorType::F32:
-      std::memcpy(y, src, static_cast<std::size_t>(n) * sizeof(float));
-      return;
-    case TensorType::F16: {
-      const auto* h = static_cast<const std::uint16_t*>(src);
-      for (std::int64_t i = 0; i < n; ++i) y[i] = fp16_to_f32(h[i]);
-      return;
-    }
-    case TensorType::BF16: {
-      const auto* h = static_cast<const std::uint16_t*>(src);
-      for (std::int64_t i = 0; i < n; ++i) y[i] = bf16_to_f32(h[i]);
-      return;
-    }
-    case TensorType::Q4_0:
-      return dequant_q4_0(static_cast<const BlockQ4_0*>(src), y, nb);
-    case TensorType::Q4_1:
-      return dequant_q4_1(static_cast<const BlockQ4_1*>(src), y, nb);
-    case TensorType::Q5_0:
-      return dequant_q5_0(static_cast<const BlockQ5_0*>(src), y, nb);
-    case TensorType::Q5_1:
-      return dequant_q5_1(static_cast<const BlockQ5_1*>(src), y, nb);
-    case TensorType::Q8_0:
-      return dequant_q8_0(static_cast<const BlockQ8_0*>(src), y, nb);
-    case TensorType::Q2_K:
-      return dequant_q2_k(static_cast<const BlockQ2_K*>(src), y, nb);
-    case TensorType::Q3_K:
-      return dequant_q3_k(static_cast<const BlockQ3_K*>(src), y, nb);
-    case TensorType::Q4_K:
-      return dequant_q4_k(static_cast<const BlockQ4_K*>(src), y, nb);
-    case TensorType::Q5_K:
-      return dequant_q5_k(static_cast<const BlockQ5_K*>(src), y, nb);
-    case TensorType::Q6_K:
-      return dequant_q6_k(static_cast<const BlockQ6_K*>(src), y, nb);
-    case TensorType::IQ4_NL:
-      return dequant_iq4_nl(static_cast<const BlockIQ4_NL*>(src), y, nb);
-    case TensorType::IQ4_XS:
-      return dequant_iq4_xs(static_cast<const BlockIQ4_XS*>(src), y, nb);
-    default:
-      throw Error(Errc::Unsupported,
-                  "[dequantize] tensor type " + type_name(t) + " cannot be decoded by this build");
+  const TypeTraits* tr = traits(t);
+  if (!tr) {
+    throw Error(Errc::Unsupported,
+                "[dequantize] tensor type " + type_name(t) + " cannot be decoded by this build");
   }
+  tr->dequantize(src, y, nb);
 }
 
 void quantize_row_q8_0(const float* x, void* dst, std::int64_t n) {

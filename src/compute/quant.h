@@ -7,15 +7,20 @@
 #include <cstdint>
 #include <string>
 
+#include "compute/dot.h"
 #include "format/tensor_type.h"
 
 namespace seam::quant {
 
-// What compute knows about a type it has kernels for.
+// What compute knows about a weight type it has kernels for: one table row
+// per type (quant.cpp) holds all of it.
 struct TypeTraits {
   std::uint32_t block_size;  // elements per block
   std::uint32_t type_size;   // bytes per block
   TensorType dot_type;       // activation format its dot kernel takes (F32 for float weights)
+  // Decodes n_blocks blocks (elements, for the float types) bit-identically to ggml.
+  void (*dequantize)(const void* src, float* dst, std::int64_t n_blocks);
+  dot::Kernels dot;  // one weight row against activation rows in dot_type
 };
 
 // Traits of a weight type this build can decode and multiply, or nullptr.

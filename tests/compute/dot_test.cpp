@@ -22,8 +22,7 @@ class DotTypes : public ::testing::TestWithParam<TensorType> {};
 // safe bound for these row lengths (<= 1000 elements: 1e-5 > 30 * 2^-24).
 TEST_P(DotTypes, FastMatchesScalar) {
   const TensorType type = GetParam();
-  const dot::Kernels* k = dot::kernels(type);
-  ASSERT_NE(k, nullptr);
+  const dot::Kernels* k = &quant::traits(type)->dot;
   const TensorType dt = quant::traits(type)->dot_type;
   std::mt19937 rng(99 + static_cast<int>(type));
   std::normal_distribution<float> normal(0.0f, 1.0f);
