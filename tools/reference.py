@@ -65,6 +65,13 @@ import gguf  # noqa: E402
 #                1/sqrt(head_dim) (gemma_pytorch config).
 # fused_qkv:     blk.N.attn_qkv.weight holds rows [q; k; v] (phi3).
 # fused_gate_up: blk.N.ffn_up.weight holds rows [gate; up] (2 * n_ff), no ffn_gate (phi3).
+# attn_temp:     Llama 4 attention temperature (mistral3): with attention.temperature_scale
+#                = beta, q at position p is scaled by 1 + beta * ln(1 + floor(p / n_orig)),
+#                n_orig = rope.scaling.original_context_length.
+# RoPE scaling (any recipe): rope.scaling.type linear (positions / factor), yarn (below),
+# llama3 (rope_freqs.weight divides the frequencies), and phi3 LongRoPE
+# (rope_factors_long/short.weight divide them: long when the context the model runs with,
+# n_ctx, exceeds n_orig). rope.scaling.attn_factor multiplies cos and sin in every case.
 # GGUF gemma norms already hold HF's (1 + w): convert_hf_to_gguf adds the 1, so every norm
 # here is x / rms(x) * w on the stored weight.
 DEFAULT_RECIPE = {
@@ -83,12 +90,13 @@ DEFAULT_RECIPE = {
     "qpas_27b_layers": None,
     "fused_qkv": False,
     "fused_gate_up": False,
+    "attn_temp": False,
 }
 _GEMMA = {"rope": "neox", "act": "gelu_tanh", "embed_scale": True, "post_norms": True,
           "sliding_window": "attention.sliding_window"}
 RECIPES = {
-    "llama": {},
-    "mistral": {"sliding_window": "attention.sliding_window"},
+    # Mistral 7B v0.1 is a llama whose file states a window (every layer, HF semantics).
+    "llama": {"sliding_window": "attention.sliding_window"},
     "qwen2": {"rope": "neox", "qkv_bias": True},
     "qwen3": {"rope": "neox", "qk_norm": True},
     "gemma2": dict(_GEMMA, swa_default=4096, swa_period=2, qpas_27b_layers=46,
@@ -97,6 +105,7 @@ RECIPES = {
     "gemma3": dict(_GEMMA, qk_norm=True, swa_period=6, swa_rope=True, qpas_27b_layers=62,
                    final_softcap=("final_logit_softcapping", None)),
     "phi3": {"rope": "neox", "fused_qkv": True, "fused_gate_up": True},
+    "mistral3": {"attn_temp": True},
 }
 
 
@@ -133,11 +142,39 @@ def rope_angles(positions, n_rot, base, freq_factors=None, freq_scale=1.0):
     return np.asarray(positions, dtype=np.float64)[:, None] * freq_scale * inv[None, :]
 
 
-def apply_rope(x, ang, style):
-    """x: (heads, T, head_dim); ang: (T, n_rot/2). Dimensions >= n_rot pass through."""
+def yarn_inv_freq(n_rot, base, factor, orig_ctx, beta_fast=32.0, beta_slow=1.0, ext=1.0,
+                  freq_factors=None):
+    """YaRN (Peng et al. 2023, "YaRN: Efficient Context Window Extension", sec. 3.2-3.3):
+    pair i keeps its original frequency when it turns more than beta_fast times over the
+    original context, is interpolated (divided by the scale s) when it turns fewer than
+    beta_slow times, and mixes linearly in between. The ramp ends are pair indices, floored
+    and ceiled as in the reference implementation. ext scales the original-frequency weight.
+    """
+    i = np.arange(n_rot // 2, dtype=np.float64)
+    orig = base ** (-2.0 * i / n_rot)
+    if freq_factors is not None:
+        orig = orig / freq_factors
+
+    def pair_for(rotations):  # the pair whose wavelength fits `rotations` times in orig_ctx
+        return n_rot * math.log(orig_ctx / (rotations * 2 * math.pi)) / (2 * math.log(base))
+    lo = max(math.floor(pair_for(beta_fast)), 0)
+    hi = min(math.ceil(pair_for(beta_slow)), n_rot - 1)
+    ramp = np.clip((i - lo) / max(hi - lo, 0.001), 0.0, 1.0)
+    keep = (1.0 - ramp) * ext
+    return orig / factor * (1.0 - keep) + orig * keep
+
+
+def yarn_mscale(s, mscale=1.0):
+    """YaRN's attention factor sqrt(1/t) = 0.1 ln s + 1 (1 for s <= 1)."""
+    return 1.0 if s <= 1 else 0.1 * mscale * math.log(s) + 1.0
+
+
+def apply_rope(x, ang, style, mscale=1.0):
+    """x: (heads, T, head_dim); ang: (T, n_rot/2). Dimensions >= n_rot pass through.
+    cos and sin are multiplied by mscale (YaRN / LongRoPE attention factor)."""
     n_rot = 2 * ang.shape[1]
     out = x.copy()
-    cos, sin = np.cos(ang)[None], np.sin(ang)[None]
+    cos, sin = mscale * np.cos(ang)[None], mscale * np.sin(ang)[None]
     if style == "normal":
         a, b = x[..., 0:n_rot:2], x[..., 1:n_rot:2]
         out[..., 0:n_rot:2] = a * cos - b * sin
@@ -162,7 +199,9 @@ class KVCache:
 
 
 class Model:
-    def __init__(self, path, recipe_overrides=None):
+    def __init__(self, path, recipe_overrides=None, n_ctx=None):
+        """n_ctx: the context size the model runs with (LongRoPE's long/short choice);
+        default the file's context_length, as llama.cpp's default context."""
         r = gguf.GGUFReader(path)
         self.reader = r
         md = r.metadata
@@ -194,12 +233,37 @@ class Model:
         self.n_rot = int(hp("rope.dimension_count", self.head_dim))
         self.freq_base = float(hp("rope.freq_base", 10000.0))
         self.eps = float(hp("attention.layer_norm_rms_epsilon", 1e-5))
+        self.n_ctx_train = int(hp("context_length", 2048, required=False))
+        self.n_orig = int(hp("rope.scaling.original_context_length", self.n_ctx_train,
+                             required=False))
+        self.n_ctx = int(n_ctx) if n_ctx else self.n_ctx_train
         scaling = hp("rope.scaling.type", "none", required=False)
         factor = float(hp("rope.scaling.factor", 0.0, required=False) or 0.0)
         self.freq_scale = 1.0
+        self.yarn = None
+        self.mscale = float(hp("rope.scaling.attn_factor", 1.0, required=False))
+        self.mscale_scaled = 1.0   # extra factor on layers that use the scaled rotation
         if scaling == "linear" and factor > 0:
             self.freq_scale = 1.0 / factor
-        elif scaling not in ("none", "linear", None) and "rope_freqs.weight" not in r.tensors:
+        elif scaling == "yarn":
+            s = factor if factor > 0 else 1.0
+            self.freq_scale = 1.0 / s   # marks the layers that use the scaled rotation
+            self.yarn = dict(factor=s, orig_ctx=self.n_orig,
+                             beta_fast=float(hp("rope.scaling.yarn_beta_fast", 32.0,
+                                                required=False)),
+                             beta_slow=float(hp("rope.scaling.yarn_beta_slow", 1.0,
+                                                required=False)),
+                             ext=float(hp("rope.scaling.yarn_ext_factor", 1.0, required=False)))
+            af = hp("rope.scaling.yarn_attn_factor", None, required=False)
+            log_mul = float(hp("rope.scaling.yarn_log_multiplier", 0.0, required=False))
+            if af is not None:
+                self.mscale_scaled = float(af)      # HF: an explicit attention_factor wins
+            elif log_mul:
+                self.mscale_scaled = yarn_mscale(s) / yarn_mscale(s, log_mul)
+            else:
+                self.mscale_scaled = yarn_mscale(s)
+        elif scaling not in ("none", "linear", "longrope", None) and \
+                "rope_freqs.weight" not in r.tensors:
             raise RefError(f"rope scaling {scaling!r} is not supported yet")
         rc = self.recipe
         sw = rc["sliding_window"]
@@ -234,9 +298,12 @@ class Model:
         self.attn_scale = 1.0 / math.sqrt(qpas)
         if int(hp("expert_count", 0, required=False) or 0) > 0:
             raise RefError("mixture-of-experts models are not supported")
-        for t in ("rope_factors_long.weight", "rope_factors_short.weight"):
-            if t in r.tensors:
-                raise RefError(f"LongRoPE ({t}) is not supported")
+        longrope = [t in r.tensors for t in ("rope_factors_long.weight",
+                                             "rope_factors_short.weight")]
+        if any(longrope) and not all(longrope):
+            raise RefError("LongRoPE needs both rope_factors_long and rope_factors_short")
+        self.temp_scale = float(hp("attention.temperature_scale", 0.0, required=False)) \
+            if rc["attn_temp"] else 0.0
         if self.n_head % self.n_head_kv:
             raise RefError("head_count must be a multiple of head_count_kv")
         if self.n_rot % 2 or self.n_rot > self.head_dim:
@@ -262,6 +329,11 @@ class Model:
         ff = self.w.get("rope_freqs.weight")
         if ff is not None and ff.shape != (self.n_rot // 2,):
             raise RefError(f"rope_freqs.weight has shape {ff.shape}, want ({self.n_rot // 2},)")
+        if all(longrope):
+            ff = self.w["rope_factors_long.weight" if self.n_ctx > self.n_orig
+                        else "rope_factors_short.weight"]
+            if ff.shape != (self.n_rot // 2,):
+                raise RefError(f"LongRoPE factors have shape {ff.shape}, want ({self.n_rot // 2},)")
         self.freq_factors = ff
 
     def layer(self, i, name):
@@ -280,10 +352,24 @@ class Model:
         T = tokens.size
         p0 = cache.n_past
         pos = np.arange(p0, p0 + T)
-        ang_global = rope_angles(pos, self.n_rot, self.freq_base, self.freq_factors,
-                                 self.freq_scale)
-        ang_local = rope_angles(pos, self.n_rot, self.freq_base_swa, self.freq_factors,
-                                self.freq_scale_swa)
+        if self.yarn:
+            inv = yarn_inv_freq(self.n_rot, self.freq_base, freq_factors=self.freq_factors,
+                                **self.yarn)
+            ang_global = pos.astype(np.float64)[:, None] * inv[None, :]
+            inv_l = yarn_inv_freq(self.n_rot, self.freq_base_swa, freq_factors=self.freq_factors,
+                                  **dict(self.yarn, factor=1.0 / self.freq_scale_swa
+                                         if self.freq_scale_swa != self.freq_scale
+                                         else self.yarn["factor"]))
+            ang_local = pos.astype(np.float64)[:, None] * inv_l[None, :]
+        else:
+            ang_global = rope_angles(pos, self.n_rot, self.freq_base, self.freq_factors,
+                                     self.freq_scale)
+            ang_local = rope_angles(pos, self.n_rot, self.freq_base_swa, self.freq_factors,
+                                    self.freq_scale_swa)
+        ms_global = self.mscale * self.mscale_scaled
+        ms_local = ms_global if self.freq_scale_swa == self.freq_scale else self.mscale
+        temp = 1.0 + self.temp_scale * np.log1p(np.floor(pos / self.n_orig)) \
+            if self.temp_scale else None                         # (T,)
         qpos, kpos = pos[:, None], np.arange(p0 + T)[None, :]
         causal = kpos <= qpos                                    # (T, p0+T)
         windowed = causal & ((qpos - kpos) < self.window) if self.window else causal
@@ -296,6 +382,7 @@ class Model:
         for L in range(self.n_layer):
             local = bool(self.window) and (self.swa_layers is None or self.swa_layers[L])
             ang = ang_local if local else ang_global
+            ms = ms_local if local else ms_global
             allowed = windowed if local else causal
             h = rms_norm(x, self.layer(L, "attn_norm.weight"), self.eps)
             if rc["fused_qkv"]:
@@ -316,8 +403,10 @@ class Model:
             if rc["qk_norm"]:
                 q = rms_norm(q, self.layer(L, "attn_q_norm.weight"), self.eps)
                 k = rms_norm(k, self.layer(L, "attn_k_norm.weight"), self.eps)
-            q = apply_rope(q, ang, rc["rope"])
-            k = apply_rope(k, ang, rc["rope"])
+            q = apply_rope(q, ang, rc["rope"], ms)
+            k = apply_rope(k, ang, rc["rope"], ms)
+            if temp is not None:
+                q = q * temp[None, :, None]
             if cache.k[L] is not None:
                 k = np.concatenate([cache.k[L], k], axis=1)
                 v = np.concatenate([cache.v[L], v], axis=1)
@@ -467,14 +556,20 @@ def gen_model(path, dim=48, layers=2, heads=3, kv_heads=1, ffn=100, vocab=300, c
               head_dim=None, norm_eps=1e-5, llama3_rope_freqs=False, std=None, name=None,
               arch="llama", window=None, swa_pattern=None, attn_softcap=None,
               final_softcap=None, rope_base_swa=None, rope_linear=None, drop=(), sets=(),
-              longrope=False):
+              longrope=False, orig_ctx=None, yarn=None, yarn_beta_fast=None,
+              yarn_beta_slow=None, yarn_attn_factor=None, yarn_log_mul=None,
+              rope_attn_factor=None, attn_temp_scale=None):
     """Write a random-weight GGUF of `arch` (a RECIPES key) with the tensor names and
     metadata keys convert_hf_to_gguf writes; returns the writer's metadata summary.
     window/swa_pattern/attn_softcap/final_softcap/rope_base_swa write the matching
     `<arch>.*` keys (swa_pattern: an int period or a list of per-layer flags);
     rope_linear writes linear rope scaling with that factor; drop omits tensors and
     sets adds raw (key, value) metadata (both for admission tests); longrope adds
-    phi3's rope_factors_long/short tensors."""
+    phi3's rope_factors_long/short tensors with the attention factor phi3's converter
+    computes (sqrt(1 + ln(ctx / orig_ctx) / ln orig_ctx)); yarn writes YaRN scaling with
+    that factor (and the optional yarn_* keys); orig_ctx writes
+    rope.scaling.original_context_length; rope_attn_factor rope.scaling.attn_factor;
+    attn_temp_scale mistral3's attention.temperature_scale."""
     if arch not in RECIPES:
         raise RefError(f"--arch must be one of {sorted(RECIPES)}")
     rc = dict(DEFAULT_RECIPE, **RECIPES[arch])
@@ -535,6 +630,24 @@ def gen_model(path, dim=48, layers=2, heads=3, kv_heads=1, ffn=100, vocab=300, c
     if rope_linear is not None:
         w.add(f"{a}.rope.scaling.type", "linear")
         w.add(f"{a}.rope.scaling.factor", float(rope_linear), "float32")
+    if orig_ctx is not None:
+        w.add(f"{a}.rope.scaling.original_context_length", int(orig_ctx), "uint32")
+    if yarn is not None:
+        w.add(f"{a}.rope.scaling.type", "yarn")
+        w.add(f"{a}.rope.scaling.factor", float(yarn), "float32")
+        for key, v in (("yarn_beta_fast", yarn_beta_fast), ("yarn_beta_slow", yarn_beta_slow),
+                       ("yarn_attn_factor", yarn_attn_factor),
+                       ("yarn_log_multiplier", yarn_log_mul)):
+            if v is not None:
+                w.add(f"{a}.rope.scaling.{key}", float(v), "float32")
+    if longrope and rope_attn_factor is None:
+        orig = orig_ctx or ctx
+        scale = ctx / orig
+        rope_attn_factor = math.sqrt(1 + math.log(scale) / math.log(orig)) if scale > 1 else 1.0
+    if rope_attn_factor is not None:
+        w.add(f"{a}.rope.scaling.attn_factor", float(rope_attn_factor), "float32")
+    if attn_temp_scale is not None:
+        w.add(f"{a}.attention.temperature_scale", float(attn_temp_scale), "float32")
     for k, v in sets:
         w.add(k, v)
     w.add("tokenizer.ggml.model", "llama")
@@ -997,12 +1110,16 @@ def cmd_gen(a):
                      arch=a.arch, window=a.window, swa_pattern=a.swa_pattern,
                      attn_softcap=a.attn_softcap, final_softcap=a.final_softcap,
                      rope_base_swa=a.rope_base_swa, rope_linear=a.rope_linear,
-                     drop=a.drop, sets=[_parse_set(x) for x in a.set], longrope=a.longrope)
+                     drop=a.drop, sets=[_parse_set(x) for x in a.set], longrope=a.longrope,
+                     orig_ctx=a.orig_ctx, yarn=a.yarn, yarn_beta_fast=a.yarn_beta_fast,
+                     yarn_beta_slow=a.yarn_beta_slow, yarn_attn_factor=a.yarn_attn_factor,
+                     yarn_log_mul=a.yarn_log_mul, rope_attn_factor=a.rope_attn_factor,
+                     attn_temp_scale=a.attn_temp_scale)
     print(json.dumps(info), file=sys.stderr)
 
 
 def cmd_logits(a):
-    m = Model(a.model)
+    m = Model(a.model, n_ctx=a.n_ctx)
     ids = _parse_tokens(a.tokens)
     if a.chunk:
         cache = KVCache(m.n_layer)
@@ -1073,11 +1190,28 @@ def main(argv=None):
     g.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="add a raw metadata key (admission tests); repeatable")
     g.add_argument("--longrope", action="store_true",
-                   help="add phi3 rope_factors_long/short.weight tensors")
+                   help="add phi3 rope_factors_long/short.weight tensors and the converter's"
+                   " rope.scaling.attn_factor")
+    g.add_argument("--orig-ctx", type=int, default=None,
+                   help="rope.scaling.original_context_length")
+    g.add_argument("--yarn", type=float, default=None, metavar="FACTOR",
+                   help="rope.scaling.type yarn with this rope.scaling.factor")
+    g.add_argument("--yarn-beta-fast", type=float, default=None)
+    g.add_argument("--yarn-beta-slow", type=float, default=None)
+    g.add_argument("--yarn-attn-factor", type=float, default=None)
+    g.add_argument("--yarn-log-mul", type=float, default=None,
+                   help="rope.scaling.yarn_log_multiplier (HF mscale_all_dim)")
+    g.add_argument("--rope-attn-factor", type=float, default=None,
+                   help="rope.scaling.attn_factor")
+    g.add_argument("--attn-temp-scale", type=float, default=None,
+                   help="attention.temperature_scale (mistral3)")
     lg = sub.add_parser("logits", help="logits of every position as float32")
     lg.add_argument("model")
     lg.add_argument("--tokens", required=True)
     lg.add_argument("--out", required=True)
+    lg.add_argument("--n-ctx", type=int, default=None,
+                    help="context size the model runs with (LongRoPE long/short choice);"
+                    " default context_length")
     lg.add_argument("--chunk", type=int, default=0,
                     help="feed the prompt in chunks of N through the KV cache")
     gr = sub.add_parser("greedy", help="greedy continuation ids as JSON")

@@ -22,6 +22,11 @@ struct RopeParams {
   float freq_scale = 1.0f;              // linear scaling: positions are multiplied by it
   bool neox = false;                    // rotate (i, i + n_rot/2) instead of adjacent (2i, 2i+1)
   const float* freq_factors = nullptr;  // [n_rot/2] divisors of each frequency (Llama 3), or null
+  // YaRN (ext_factor > 0): pair i rotates by a mix of the scaled and unscaled
+  // angle, unscaled weight ext_factor * (1 - clamp((i - corr_low) / (corr_high - corr_low))).
+  float ext_factor = 0.0f;
+  float corr_low = 0.0f, corr_high = 0.0f;  // pair indices where the ramp starts / ends
+  float attn_factor = 1.0f;                 // cos and sin are multiplied by it (YaRN, LongRoPE)
 };
 
 // Which KV cells each query row may see: row i attends to cells

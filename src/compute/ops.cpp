@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numbers>
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -52,14 +53,34 @@ void rms_norm_row(const float* x, const float* w, std::int64_t n, float eps, flo
 
 void rope_angles(std::int32_t pos, const RopeParams& p, float* cs) {
   const int half = p.n_rot / 2;
+  const double ramp_width = std::max(0.001, static_cast<double>(p.corr_high - p.corr_low));
   for (int i = 0; i < half; ++i) {
-    double theta =
-        static_cast<double>(pos) * static_cast<double>(p.freq_scale) *
-        std::pow(static_cast<double>(p.freq_base), -2.0 * i / static_cast<double>(p.n_rot));
-    if (p.freq_factors) theta /= static_cast<double>(p.freq_factors[i]);
-    cs[2 * i] = static_cast<float>(std::cos(theta));
-    cs[2 * i + 1] = static_cast<float>(std::sin(theta));
+    double extrap = static_cast<double>(pos) * std::pow(static_cast<double>(p.freq_base),
+                                                        -2.0 * i / static_cast<double>(p.n_rot));
+    if (p.freq_factors) extrap /= static_cast<double>(p.freq_factors[i]);
+    double theta = extrap * static_cast<double>(p.freq_scale);
+    if (p.ext_factor != 0.0f) {
+      // YaRN: high-frequency pairs (i < corr_low) keep the unscaled angle,
+      // low-frequency ones (i > corr_high) are interpolated, linear between.
+      const double y = (i - static_cast<double>(p.corr_low)) / ramp_width;
+      const double mix = (1.0 - std::clamp(y, 0.0, 1.0)) * static_cast<double>(p.ext_factor);
+      theta = theta * (1.0 - mix) + extrap * mix;
+    }
+    cs[2 * i] = static_cast<float>(std::cos(theta) * p.attn_factor);
+    cs[2 * i + 1] = static_cast<float>(std::sin(theta) * p.attn_factor);
   }
+}
+
+void yarn_corr_dims(std::int32_t n_rot, std::uint32_t n_ctx_orig, float freq_base, float beta_fast,
+                    float beta_slow, float* low, float* high) {
+  // The pair index whose wavelength fits `rotations` times into n_ctx_orig:
+  // n_rot * ln(n_ctx_orig / (2 pi rotations)) / (2 ln base).
+  const auto dim = [&](double rotations) {
+    return n_rot * std::log(n_ctx_orig / (rotations * 2.0 * std::numbers::pi)) /
+           (2.0 * std::log(static_cast<double>(freq_base)));
+  };
+  *low = static_cast<float>(std::max(0.0, std::floor(dim(beta_fast))));
+  *high = static_cast<float>(std::min(n_rot - 1.0, std::ceil(dim(beta_slow))));
 }
 
 void rope_head(float* x, const RopeParams& p, const float* cs) {

@@ -16,9 +16,16 @@ float dot_f32_ref(const float* a, const float* b, std::int64_t n);
 // y = x / sqrt(mean(x^2) + eps) * w   (w null: no scale)
 void rms_norm_row(const float* x, const float* w, std::int64_t n, float eps, float* y);
 
-// cs[2i], cs[2i+1] = cos, sin of pos * freq_scale * freq_base^(-2i/n_rot) / freq_factors[i],
-// i < n_rot/2
+// cs[2i], cs[2i+1] = attn_factor * (cos, sin) of theta_i, i < n_rot/2, where
+// extrap_i = pos * freq_base^(-2i/n_rot) / freq_factors[i] and theta_i =
+// freq_scale * extrap_i, or with YaRN (ext_factor != 0) its mix with extrap_i
+// (RopeParams::ext_factor).
 void rope_angles(std::int32_t pos, const RopeParams& p, float* cs);
+// YaRN's ramp ends (pair indices, as in the paper and HF's find_correction_range):
+// low = max(0, floor(d(beta_fast))), high = min(n_rot - 1, ceil(d(beta_slow))),
+// d(r) = n_rot * ln(n_ctx_orig / (2 pi r)) / (2 ln freq_base).
+void yarn_corr_dims(std::int32_t n_rot, std::uint32_t n_ctx_orig, float freq_base, float beta_fast,
+                    float beta_slow, float* low, float* high);
 // Rotates one head's pairs by the angles: adjacent (2i, 2i+1), or neox (i, i + n_rot/2).
 void rope_head(float* x, const RopeParams& p, const float* cs);
 

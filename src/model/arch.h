@@ -28,12 +28,16 @@ std::vector<std::string_view> arch_names();
 void read_common_hparams(const GgufFile& file, std::string_view arch, std::string_view norm_eps_key,
                          Hparams& hp);
 
-// `<arch>.rope.scaling.type`: returns the position multiplier (1 for none,
-// 1/factor for linear). `allowed` lists the types the recipe implements
-// besides none/linear (llama's "llama3" frequency factors); any other type is
-// refused by name.
-float read_rope_scaling(const GgufFile& file, std::string_view arch,
-                        std::initializer_list<std::string_view> allowed = {});
+// `<arch>.rope.scaling.*` into hp: n_ctx_orig (`original_context_length`,
+// default n_ctx_train), rope_attn_factor (`attn_factor`, any type), and by
+// `type`: none; linear (rope_scale = 1/factor); yarn (rope_scale = 1/factor,
+// yarn_* from `yarn_ext_factor`, `yarn_beta_fast`, `yarn_beta_slow`, and the
+// attention factor from `yarn_attn_factor`, else `yarn_log_multiplier`, else
+// 0.1 ln(factor) + 1). `allowed` lists the types the recipe handles itself
+// (llama's "llama3" frequency factors, phi3's "longrope"); any other type is
+// refused by name. Call after read_common_hparams.
+void read_rope_scaling(const GgufFile& file, std::string_view arch, Hparams& hp,
+                       std::initializer_list<std::string_view> allowed = {});
 
 // Sliding-window attention as llama.cpp reads it: the window from
 // `<arch>.attention.sliding_window` (or `default_window` when absent; 0 = off),

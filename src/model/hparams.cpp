@@ -1,4 +1,6 @@
+#include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <variant>
 
@@ -75,26 +77,72 @@ void read_common_hparams(const GgufFile& f, std::string_view arch_sv, std::strin
   if (!(hp.rope_base > 0.0f)) throw Error(Errc::BadFormat, "rope.freq_base must be positive");
 }
 
-float read_rope_scaling(const GgufFile& f, std::string_view arch_sv,
-                        std::initializer_list<std::string_view> allowed) {
-  const std::string arch(arch_sv);
-  const auto type = f.get_string(arch + ".rope.scaling.type");
-  if (!type || *type == "none") return 1.0f;
-  for (std::string_view a : allowed) {
-    if (*type == a) return 1.0f;
+namespace {
+
+// A float key that must lie in [lo, hi] when present.
+std::optional<double> optional_float(const GgufFile& f, const std::string& key, double lo,
+                                     double hi) {
+  const auto v = f.get_float(key);
+  if (v && !(*v >= lo && *v <= hi)) {
+    throw Error(Errc::BadFormat, "'" + key + "' = " + std::to_string(*v) + " is not in [" +
+                                     std::to_string(lo) + ", " + std::to_string(hi) + "]");
   }
-  if (*type != "linear") {
+  return v;
+}
+
+// YaRN's attention factor for scale s > 1 (the paper's sqrt(1/t) = 0.1 ln s + 1,
+// times mscale as DeepSeek/Mistral configs state it).
+double yarn_get_mscale(double s, double mscale) {
+  return s <= 1.0 ? 1.0 : 0.1 * mscale * std::log(s) + 1.0;
+}
+
+}  // namespace
+
+void read_rope_scaling(const GgufFile& f, std::string_view arch_sv, Hparams& hp,
+                       std::initializer_list<std::string_view> allowed) {
+  const std::string arch(arch_sv);
+  const std::string p = arch + ".rope.scaling.";
+  hp.rope_scale = 1.0f;
+  hp.n_ctx_orig = optional_u32(f, p + "original_context_length", hp.n_ctx_train);
+  // llama.cpp multiplies every rotation by this key whatever the scaling type.
+  hp.rope_attn_factor =
+      static_cast<float>(optional_float(f, p + "attn_factor", 1e-3, 1e3).value_or(1.0));
+
+  const auto type = f.get_string(p + "type");
+  if (!type || *type == "none") return;
+  for (std::string_view a : allowed) {
+    if (*type == a) return;
+  }
+  if (*type != "linear" && *type != "yarn") {
     throw Error(Errc::Unsupported,
                 arch + " rope scaling type '" + *type + "' is not supported by this build");
   }
-  const std::string key = arch + ".rope.scaling.factor";
-  const auto factor = f.get_float(key);
-  if (!factor) return 1.0f;  // llama.cpp: an absent factor means no scaling
-  if (!(*factor >= 1.0 && *factor < 1e6)) {
-    throw Error(Errc::BadFormat, "'" + key + "' = " + std::to_string(*factor) +
-                                     " is not a linear scaling factor >= 1");
+  // llama.cpp: an absent factor means no scaling.
+  const double factor = optional_float(f, p + "factor", 1.0, 1e6).value_or(1.0);
+  hp.rope_scale = static_cast<float>(1.0 / factor);
+  if (*type == "linear") return;
+
+  // YaRN as in the paper and HF's _compute_yarn_parameters: the angle of pair
+  // i mixes interpolated (pos / s) and original rotation along a ramp over
+  // the pairs that turn between beta_slow and beta_fast times in n_ctx_orig;
+  // cos and sin are scaled by the attention factor.
+  hp.yarn_ext_factor =
+      static_cast<float>(optional_float(f, p + "yarn_ext_factor", 0.0, 1.0).value_or(1.0));
+  hp.yarn_beta_fast =
+      static_cast<float>(optional_float(f, p + "yarn_beta_fast", 1e-3, 1e6).value_or(32.0));
+  hp.yarn_beta_slow =
+      static_cast<float>(optional_float(f, p + "yarn_beta_slow", 1e-3, 1e6).value_or(1.0));
+  if (const auto af = optional_float(f, p + "yarn_attn_factor", 1e-3, 1e3)) {
+    hp.yarn_mscale =
+        static_cast<float>(*af);  // HF: an explicit attention_factor replaces the formula
+  } else if (const auto log_mul = optional_float(f, p + "yarn_log_multiplier", 0.0, 1e3);
+             log_mul && *log_mul != 0.0) {
+    // HF's mscale / mscale_all_dim ratio, with mscale = 1 as llama.cpp assumes.
+    hp.yarn_mscale =
+        static_cast<float>(yarn_get_mscale(factor, 1.0) / yarn_get_mscale(factor, *log_mul));
+  } else {
+    hp.yarn_mscale = static_cast<float>(yarn_get_mscale(factor, 1.0));
   }
-  return static_cast<float>(1.0 / *factor);
 }
 
 void read_sliding_window(const GgufFile& f, std::string_view arch_sv, std::uint32_t default_window,

@@ -22,6 +22,23 @@ struct Hparams {
   float norm_eps = 1e-5f;
   float rope_base = 10000.0f;
   float rope_scale = 1.0f;  // linear RoPE scaling: positions are multiplied by it
+  // `<arch>.rope.scaling.original_context_length` (else n_ctx_train): the
+  // context YaRN's ramp is computed for, and LongRoPE's long/short threshold.
+  std::uint32_t n_ctx_orig = 0;
+  // cos and sin of every rotation are multiplied by rope_attn_factor (the
+  // file's `rope.scaling.attn_factor`, phi3 LongRoPE's sqrt(1 + ln s / ln n_orig))
+  // and, on layers that use rope_scale, by yarn_mscale (YaRN's 0.1 ln s + 1).
+  float rope_attn_factor = 1.0f;
+  float yarn_mscale = 1.0f;
+  float yarn_ext_factor = 0.0f;  // 0 = no YaRN; else the weight of the unscaled angle's ramp
+  float yarn_beta_fast = 32.0f;  // ramp ends, in rotations over n_ctx_orig
+  float yarn_beta_slow = 1.0f;
+  // LongRoPE (phi3): rope_factors_long.weight divides the frequencies when the
+  // session's context exceeds n_ctx_orig, rope_factors_short.weight otherwise.
+  bool longrope = false;
+  // Attention temperature (mistral3, Llama 4): q at position p is multiplied by
+  // 1 + attn_temp_scale * ln(1 + floor(p / n_ctx_orig)); 0 = off.
+  float attn_temp_scale = 0.0f;
   std::uint32_t n_rot = 0;  // rotated dims per head
   // Sliding-window attention: a token at position p of an SWA layer sees the
   // cells with positions in (p - n_swa, p]; the other layers see all of (.., p].

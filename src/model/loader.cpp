@@ -39,6 +39,8 @@ std::vector<Expect> expected_tensors(const ModelSpec& s) {
       {"output_norm.weight", {e}, true, false},
       {"output.weight", {e, v}, !s.tied_output, true},
       {"rope_freqs.weight", {hp.n_rot / 2}, false, false},
+      {"rope_factors_long.weight", {hp.n_rot / 2}, hp.longrope, false},
+      {"rope_factors_short.weight", {hp.n_rot / 2}, hp.longrope, false},
   };
   for (std::uint32_t l = 0; l < hp.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
@@ -181,6 +183,10 @@ ModelWeights bind_weights(const GgufFile& file, const ModelSpec& s) {
   w.output_norm = vec("output_norm.weight");
   w.output = s.tied_output ? w.token_embd : matrix("output.weight");
   w.rope_freqs = vec("rope_freqs.weight");
+  if (s.hp.longrope) {
+    w.rope_long = vec("rope_factors_long.weight");
+    w.rope_short = vec("rope_factors_short.weight");
+  }
   w.layers.resize(s.hp.n_layer);
   for (std::uint32_t l = 0; l < s.hp.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";

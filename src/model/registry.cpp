@@ -11,6 +11,7 @@ void configure_qwen3(const GgufFile&, Hparams&, Recipe&);
 void configure_gemma2(const GgufFile&, Hparams&, Recipe&);
 void configure_gemma3(const GgufFile&, Hparams&, Recipe&);
 void configure_phi3(const GgufFile&, Hparams&, Recipe&);
+void configure_mistral3(const GgufFile&, Hparams&, Recipe&);
 
 namespace {
 constexpr std::array kArchs = {
@@ -22,6 +23,7 @@ constexpr std::array kArchs = {
     ArchSpec{"gemma2", &configure_gemma2},
     ArchSpec{"gemma3", &configure_gemma3},
     ArchSpec{"phi3", &configure_phi3},
+    ArchSpec{"mistral3", &configure_mistral3},
     // clang-format on
 };
 }  // namespace

@@ -34,6 +34,8 @@ struct ModelWeights {
   const float* output_norm = nullptr;  // [n_embd]
   WeightView output;                   // [n_embd] -> [n_vocab] (token_embd when tied)
   const float* rope_freqs = nullptr;   // [n_rot/2] Llama 3 frequency factors, optional
+  const float* rope_long = nullptr;    // [n_rot/2] LongRoPE divisors for n_ctx > n_ctx_orig
+  const float* rope_short = nullptr;   // [n_rot/2] LongRoPE divisors otherwise
   std::vector<LayerWeights> layers;
   std::vector<std::vector<float>> owned;  // storage of the f32 copies above
 };

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "compute/ops.h"
+
 namespace seam {
 
 ForwardScratch::ForwardScratch(const Hparams& hp, std::uint32_t n_batch) {
@@ -65,10 +67,25 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
   rope.freq_scale = hp.rope_scale;
   rope.neox = r.rope_neox;
   rope.freq_factors = w.rope_freqs;
-  // Sliding-window layers may rotate with their own base and scale (gemma3).
+  if (hp.longrope) {
+    // llama.cpp's choice: by the context the session was made for, so every
+    // cached key was rotated with the same factors.
+    rope.freq_factors = kv.n_cells() > hp.n_ctx_orig ? w.rope_long : w.rope_short;
+  }
+  rope.attn_factor = hp.rope_attn_factor * hp.yarn_mscale;
+  rope.ext_factor = hp.yarn_ext_factor;
+  // Sliding-window layers may rotate with their own base and scale (gemma3);
+  // YaRN's attention factor belongs to the scaled rotation only.
   RopeParams rope_swa = rope;
   rope_swa.freq_base = hp.rope_base_swa;
   rope_swa.freq_scale = hp.rope_scale_swa;
+  if (hp.rope_scale_swa != hp.rope_scale) rope_swa.attn_factor = hp.rope_attn_factor;
+  if (hp.yarn_ext_factor != 0.0f) {
+    ops::yarn_corr_dims(rope.n_rot, hp.n_ctx_orig, rope.freq_base, hp.yarn_beta_fast,
+                        hp.yarn_beta_slow, &rope.corr_low, &rope.corr_high);
+    ops::yarn_corr_dims(rope.n_rot, hp.n_ctx_orig, rope_swa.freq_base, hp.yarn_beta_fast,
+                        hp.yarn_beta_slow, &rope_swa.corr_low, &rope_swa.corr_high);
+  }
 
   AttentionArgs att;
   att.q = s.q.data();
@@ -104,6 +121,15 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
     }
     be.rope(s.q.data(), T, att.n_head, att.head_dim, pos, lrope);
     be.rope(s.k.data(), T, att.n_head_kv, att.head_dim, pos, lrope);
+    if (hp.attn_temp_scale > 0.0f) {
+      // Llama 4 / Mistral 3 attention temperature: q *= 1 + beta ln(1 + floor(p / n_orig)).
+      for (std::int64_t t = 0; t < T; ++t) {
+        const double steps = std::floor(static_cast<double>(s.pos[t]) / hp.n_ctx_orig);
+        const float m = static_cast<float>(1.0 + hp.attn_temp_scale * std::log1p(steps));
+        float* q = s.q.data() + t * QW;
+        for (std::int64_t i = 0; i < QW; ++i) q[i] *= m;
+      }
+    }
 
     float* kc = kv.k(l);
     float* vc = kv.v(l);

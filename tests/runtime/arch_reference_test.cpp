@@ -100,6 +100,16 @@ INSTANTIATE_TEST_SUITE_P(
                  "--arch phi3 --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 96 --rope-dim 8 "
                  "--seed 21",
                  1e-4},
+        // Mistral Small 3 / Ministral 3 text models: llama's block with head_dim from
+        // attention.key_length (here 32 * 4 heads != 64) and YaRN; see
+        // arch_rope_scaling_test.cpp for the attention temperature and long prompts.
+        ArchCase{"mistral3_f32_yarn",
+                 "--arch mistral3 --dim 64 --layers 2 --heads 4 --kv-heads 2 --head-dim 32 "
+                 "--ffn 96 --yarn 4 --orig-ctx 8 --seed 24",
+                 1e-4},
+        ArchCase{"mistral3_q8_0",
+                 "--arch mistral3 --dim 64 --layers 2 --heads 2 --ffn 128 --dtype Q8_0 --seed 25",
+                 2e-2},
         ArchCase{"phi3_q8_0",
                  "--arch phi3 --dim 64 --layers 2 --heads 2 --ffn 128 --dtype Q8_0 --seed 22",
                  2e-2}),
@@ -146,12 +156,12 @@ INSTANTIATE_TEST_SUITE_P(
         Refusal{"phi3_no_ffn_up", "--arch phi3 --drop blk.0.ffn_up.weight" + kSmall,
                 Errc::BadFormat, "blk.0.ffn_up.weight"},
         // Options this build does not implement are refused by name, not guessed.
-        Refusal{"qwen2_yarn", "--arch qwen2 --set qwen2.rope.scaling.type=yarn" + kSmall,
-                Errc::Unsupported, "'yarn'"},
+        Refusal{"qwen2_dynamic", "--arch qwen2 --set qwen2.rope.scaling.type=dynamic" + kSmall,
+                Errc::Unsupported, "'dynamic'"},
         Refusal{"qwen3_moe", "--arch qwen3 --set qwen3.expert_count=8" + kSmall, Errc::Unsupported,
                 "expert_count"},
-        Refusal{"phi3_longrope", "--arch phi3 --longrope" + kSmall, Errc::Unsupported,
-                "rope_factors_long.weight"},
+        Refusal{"mistral3_no_ffn_gate", "--arch mistral3 --drop blk.1.ffn_gate.weight" + kSmall,
+                Errc::BadFormat, "blk.1.ffn_gate.weight"},
         Refusal{"gemma3_attn_softcap",
                 "--arch gemma3 --tied --set gemma3.attn_logit_softcapping=50" + kSmall,
                 Errc::Unsupported, "gemma3.attn_logit_softcapping"},

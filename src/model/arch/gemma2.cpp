@@ -37,7 +37,7 @@ float gemma_attn_scale(const Hparams& hp, std::uint32_t n_layer_27b) {
 
 void configure_gemma2(const GgufFile& f, Hparams& hp, Recipe& recipe) {
   read_common_hparams(f, "gemma2", "attention.layer_norm_rms_epsilon", hp);
-  hp.rope_scale = read_rope_scaling(f, "gemma2");
+  read_rope_scaling(f, "gemma2", hp);
   refuse_experts(f, "gemma2");
   read_sliding_window(f, "gemma2", 4096, 2, hp);
   recipe.rope_neox = true;

@@ -20,7 +20,7 @@ float gemma_attn_scale(const Hparams& hp, std::uint32_t n_layer_27b);
 
 void configure_gemma3(const GgufFile& f, Hparams& hp, Recipe& recipe) {
   read_common_hparams(f, "gemma3", "attention.layer_norm_rms_epsilon", hp);
-  hp.rope_scale = read_rope_scaling(f, "gemma3");
+  read_rope_scaling(f, "gemma3", hp);
   refuse_experts(f, "gemma3");
   read_sliding_window(f, "gemma3", 0, 6, hp);
   hp.rope_scale_swa = 1.0f;

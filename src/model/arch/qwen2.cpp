@@ -9,7 +9,7 @@ namespace seam {
 
 void configure_qwen2(const GgufFile& f, Hparams& hp, Recipe& recipe) {
   read_common_hparams(f, "qwen2", "attention.layer_norm_rms_epsilon", hp);
-  hp.rope_scale = read_rope_scaling(f, "qwen2");
+  read_rope_scaling(f, "qwen2", hp);
   refuse_experts(f, "qwen2");
   recipe.rope_neox = true;
   recipe.qkv_bias = true;

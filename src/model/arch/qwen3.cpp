@@ -8,7 +8,7 @@ namespace seam {
 
 void configure_qwen3(const GgufFile& f, Hparams& hp, Recipe& recipe) {
   read_common_hparams(f, "qwen3", "attention.layer_norm_rms_epsilon", hp);
-  hp.rope_scale = read_rope_scaling(f, "qwen3");
+  read_rope_scaling(f, "qwen3", hp);
   refuse_experts(f, "qwen3");
   recipe.rope_neox = true;
   recipe.qk_norm = true;
