@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Random-weight Hugging Face llama/qwen2/qwen3 directories and their GGUF conversion (numpy only).
+"""Random-weight Hugging Face llama/mistral/qwen2/qwen3/phi3 directories and their GGUF conversion (numpy only).
 
     hf.py gen --out DIR [--gguf FILE.gguf] [reference.py gen options]
               [--st-dtype F32|F16|BF16] [--shards N] [--hf-arch LlamaForCausalLM]
@@ -307,9 +307,12 @@ def rope_factors(rs, base, dim):
 
 
 HF_ARCHS = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
-            "qwen3": "Qwen3ForCausalLM"}
+            "qwen3": "Qwen3ForCausalLM", "phi3": "Phi3ForCausalLM"}
 GGUF_ARCH = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "llama",
-             "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3"}
+             "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3",
+             "Phi3ForCausalLM": "phi3"}
+# phi3 checkpoints keep q, k, v and gate, up fused, as its GGUF does.
+PHI3_LAYER = {"attn_qkv": "self_attn.qkv_proj", "ffn_up": "mlp.gate_up_proj"}
 PER_LAYER = {"attn_norm": "input_layernorm", "attn_q": "self_attn.q_proj",
              "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
              "attn_output": "self_attn.o_proj", "attn_q_norm": "self_attn.q_norm",
@@ -359,19 +362,48 @@ def gen(out, gguf_out=None, st_dtype="F32", shards=1, hf_arch=None,
         }
         if f"{a}.attention.key_length" in m:
             config["head_dim"] = head_dim
+        n_rot = int(m[f"{a}.rope.dimension_count"])
+        if n_rot != head_dim:
+            config["partial_rotary_factor"] = n_rot / head_dim
         if model_args.get("llama3_rope_freqs"):
             config["rope_scaling"] = llama3_rope_scaling(int(m[f"{a}.context_length"]))
+        window = m.get(f"{a}.attention.sliding_window")
+        if window is not None:
+            if hf_arch != "MistralForCausalLM":
+                raise reference.RefError("--window: only MistralForCausalLM states a window here")
+            config["sliding_window"] = int(window)
+        orig = m.get(f"{a}.rope.scaling.original_context_length")
+        if m.get(f"{a}.rope.scaling.type") == "yarn":
+            rs = {"rope_type": "yarn", "factor": float(m[f"{a}.rope.scaling.factor"])}
+            if orig is not None:
+                rs["original_max_position_embeddings"] = int(orig)
+            for k, hk in (("yarn_beta_fast", "beta_fast"), ("yarn_beta_slow", "beta_slow"),
+                          ("yarn_attn_factor", "attention_factor")):
+                if f"{a}.rope.scaling.{k}" in m:
+                    rs[hk] = float(m[f"{a}.rope.scaling.{k}"])
+            config["rope_scaling"] = rs
+        if "rope_factors_long.weight" in r.tensors:
+            # Phi-3 128k configs: the training context at the top level, the factors (and
+            # no attention factor: it follows from max_position_embeddings / original).
+            config["original_max_position_embeddings"] = int(orig)
+            config["rope_scaling"] = {
+                "type": "longrope",
+                "long_factor": [float(v) for v in r.tensor("rope_factors_long.weight")],
+                "short_factor": [float(v) for v in r.tensor("rope_factors_short.weight")]}
 
         names = {"token_embd.weight": "model.embed_tokens.weight",
                  "output_norm.weight": "model.norm.weight", "output.weight": "lm_head.weight"}
         tensors = []
         for name in r.tensors:
-            if name == "rope_freqs.weight":
-                continue  # HF recomputes it from rope_scaling
+            if name in ("rope_freqs.weight", "rope_factors_long.weight",
+                        "rope_factors_short.weight"):
+                continue  # HF recomputes them from rope_scaling
             w = r.tensor(name)
             if name.startswith("blk."):
                 _, layer, kind, suffix = name.split(".")
-                hf_name = f"model.layers.{layer}.{PER_LAYER[kind]}.{suffix}"
+                hf_kind = PHI3_LAYER[kind] if a == "phi3" and kind in PHI3_LAYER \
+                    else PER_LAYER[kind]
+                hf_name = f"model.layers.{layer}.{hf_kind}.{suffix}"
                 if a == "llama" and kind == "attn_q":
                     w = pairs_to_halves(w, heads)
                 elif a == "llama" and kind == "attn_k":
@@ -436,8 +468,36 @@ def convert(d, out, vocab):
     if "head_dim" in c:
         w.add(f"{a}.attention.key_length", head_dim)
         w.add(f"{a}.attention.value_length", head_dim)
-    w.add(f"{a}.rope.dimension_count", head_dim)
+    n_rot = int(c.get("partial_rotary_factor", 1.0) * c["hidden_size"]) // heads
+    w.add(f"{a}.rope.dimension_count", n_rot)
     w.add(f"{a}.vocab_size", c["vocab_size"])
+    rs = c.get("rope_scaling") or {}
+    rtype = rs.get("rope_type", rs.get("type"))
+    if a == "phi3":
+        # phi3's converter: training context, window (0 = none), LongRoPE tensors below.
+        orig = rs.get("original_max_position_embeddings", c.get("original_max_position_embeddings"))
+        if orig is not None:
+            w.add(f"{a}.rope.scaling.original_context_length", int(orig), "uint32")
+        w.add(f"{a}.attention.sliding_window", int(c.get("sliding_window") or 0), "uint32")
+        if rtype in ("longrope", "su"):
+            scale = c["max_position_embeddings"] / orig
+            af = math.sqrt(1 + math.log(scale) / math.log(orig)) if scale > 1.0 else 1.0
+            w.add(f"{a}.rope.scaling.attn_factor", af, "float32")
+            for t, k in (("rope_factors_long.weight", "long_factor"),
+                         ("rope_factors_short.weight", "short_factor")):
+                w.add_tensor(t, np.asarray(rs[k], dtype=np.float32), "F32")
+    elif rtype in ("linear", "yarn") and rs.get("factor") is not None:
+        # The generic converter's keys (no yarn_log_multiplier: it leaves mscale_all_dim out).
+        w.add(f"{a}.rope.scaling.type", rtype)
+        w.add(f"{a}.rope.scaling.factor", float(rs["factor"]), "float32")
+        if rtype == "yarn":
+            w.add(f"{a}.rope.scaling.original_context_length",
+                  int(rs["original_max_position_embeddings"]), "uint32")
+            for hk, k in (("extrapolation_factor", "yarn_ext_factor"),
+                          ("attention_factor", "yarn_attn_factor"),
+                          ("beta_fast", "yarn_beta_fast"), ("beta_slow", "yarn_beta_slow")):
+                if rs.get(hk) is not None:
+                    w.add(f"{a}.rope.scaling.{k}", float(rs[hk]), "float32")
     for k, (v, t) in vocab.items():
         w.add(k, v, type=t)
     ckpt = read_checkpoint(d)
@@ -445,8 +505,9 @@ def convert(d, out, vocab):
     names = {"model.embed_tokens.weight": "token_embd.weight",
              "model.norm.weight": "output_norm.weight", "lm_head.weight": "output.weight"}
     per_layer = {v: k for k, v in PER_LAYER.items()}
-    rs = c.get("rope_scaling")
-    if rs and rs.get("rope_type", rs.get("type")) == "llama3":
+    if a == "phi3":
+        per_layer.update({v: k for k, v in PHI3_LAYER.items()})
+    if rtype == "llama3":
         w.add_tensor("rope_freqs.weight",
                      rope_factors(rs, float(c.get("rope_theta", 10000.0)), head_dim), "F32")
     for hf_name in sorted(ckpt):
@@ -501,6 +562,14 @@ def main(argv=None):
     g.add_argument("--head-dim", type=int)
     g.add_argument("--norm-eps", type=float, default=1e-5)
     g.add_argument("--llama3-rope-freqs", action="store_true")
+    g.add_argument("--rope-dim", type=int, help="rotated dims (partial_rotary_factor)")
+    g.add_argument("--window", type=int, help="sliding_window (MistralForCausalLM)")
+    g.add_argument("--orig-ctx", type=int, help="original_max_position_embeddings")
+    g.add_argument("--yarn", type=float, metavar="FACTOR", help="rope_scaling yarn")
+    g.add_argument("--yarn-beta-fast", type=float)
+    g.add_argument("--yarn-beta-slow", type=float)
+    g.add_argument("--yarn-attn-factor", type=float, help="rope_scaling attention_factor")
+    g.add_argument("--longrope", action="store_true", help="phi3 LongRoPE long/short factors")
     t = sub.add_parser("tokenizer", help="tokenizer.json + tokenizer_config.json from a GGUF")
     t.add_argument("gguf")
     t.add_argument("--out", required=True)
@@ -516,7 +585,10 @@ def main(argv=None):
                 dim=a.dim, layers=a.layers, heads=a.heads, kv_heads=a.kv_heads or a.heads,
                 ffn=a.ffn, vocab=a.vocab, ctx=a.ctx, tied=a.tied, seed=a.seed,
                 rope_theta=a.rope_theta, head_dim=a.head_dim, norm_eps=a.norm_eps,
-                llama3_rope_freqs=a.llama3_rope_freqs, arch=a.arch)
+                llama3_rope_freqs=a.llama3_rope_freqs, arch=a.arch, rope_dim=a.rope_dim,
+                window=a.window, orig_ctx=a.orig_ctx, yarn=a.yarn,
+                yarn_beta_fast=a.yarn_beta_fast, yarn_beta_slow=a.yarn_beta_slow,
+                yarn_attn_factor=a.yarn_attn_factor, longrope=a.longrope)
         elif a.cmd == "tokenizer":
             write_tokenizer(a.gguf, a.out)
         else:

@@ -29,10 +29,9 @@ struct HfArch {
 };
 
 constexpr HfArch kArchs[] = {
-    {"LlamaForCausalLM", "llama", true},
-    {"MistralForCausalLM", "llama", true},
-    {"Qwen2ForCausalLM", "qwen2", false},
-    {"Qwen3ForCausalLM", "qwen3", false},
+    {"LlamaForCausalLM", "llama", true},  {"MistralForCausalLM", "llama", true},
+    {"Qwen2ForCausalLM", "qwen2", false}, {"Qwen3ForCausalLM", "qwen3", false},
+    {"Phi3ForCausalLM", "phi3", false},
 };
 
 // Larger heads exist nowhere; the bound keeps hostile values from sizing loops.
@@ -88,9 +87,28 @@ std::vector<float> llama3_rope_factors(const json& rs, double base, std::uint64_
   return out;
 }
 
+// LongRoPE frequency divisors from config.json, one per rotated pair.
+std::vector<float> longrope_factors(const json& rs, std::string_view key, std::uint64_t n_rot,
+                                    const std::string& file) {
+  const auto it = rs.find(key);
+  if (it == rs.end() || !it->is_array() || it->size() != n_rot / 2) {
+    bad(file, "rope_scaling (longrope) needs '" + std::string(key) + "' with " +
+                  std::to_string(n_rot / 2) + " numbers (one per rotated pair)");
+  }
+  std::vector<float> out;
+  for (const json& v : *it) {
+    if (!v.is_number() || !(v.get<double>() > 0.0 && v.get<double>() < 1e9)) {
+      bad(file,
+          "rope_scaling '" + std::string(key) + "' holds a non-positive or non-numeric entry");
+    }
+    out.push_back(static_cast<float>(v.get<double>()));
+  }
+  return out;
+}
+
 Config read_config(const json& cfg, const std::string& file,
                    std::vector<std::pair<std::string, GgufValue>>& kv,
-                   std::vector<float>& rope_factors) {
+                   std::vector<std::pair<std::string, std::vector<float>>>& extra) {
   Config c;
   const auto archs = cfg.find("architectures");
   if (archs == cfg.end() || !archs->is_array() || archs->empty() || !(*archs)[0].is_string()) {
@@ -124,7 +142,15 @@ Config read_config(const json& cfg, const std::string& file,
   }
   c.head_dim = head_dim.value_or(c.n_embd / c.n_head);
   const double eps = hf::get_number(cfg, "rms_norm_eps", file).value_or(1e-6);
-  const double theta = hf::get_number(cfg, "rope_theta", file).value_or(10000.0);
+  // Newer transformers write "rope_parameters" (with rope_theta inside) where
+  // older ones wrote "rope_scaling"; both mean the same fields.
+  auto rs = cfg.find("rope_scaling");
+  if (rs == cfg.end() || rs->is_null()) rs = cfg.find("rope_parameters");
+  const bool has_rs = rs != cfg.end() && !rs->is_null();
+  if (has_rs && !rs->is_object()) bad(file, "'rope_scaling' must be an object");
+  std::optional<double> theta_opt = hf::get_number(cfg, "rope_theta", file);
+  if (!theta_opt && has_rs) theta_opt = hf::get_number(*rs, "rope_theta", file);
+  const double theta = theta_opt.value_or(10000.0);
   c.tied = hf::get_bool(cfg, "tie_word_embeddings", file).value_or(false);
 
   const auto u32 = [](std::uint64_t v) { return GgufValue::u32(static_cast<std::uint32_t>(v)); };
@@ -142,27 +168,104 @@ Config read_config(const json& cfg, const std::string& file,
     kv.emplace_back(a + ".attention.key_length", u32(*head_dim));
     kv.emplace_back(a + ".attention.value_length", u32(*head_dim));
   }
-  kv.emplace_back(a + ".rope.dimension_count", u32(c.head_dim));
+  // Partial rotary (phi3 family): the converters' int(pct * n_embd) // n_head.
+  std::uint64_t n_rot = c.head_dim;
+  if (auto pct = hf::get_number(cfg, "partial_rotary_factor", file)) {
+    if (!(*pct > 0.0 && *pct <= 1.0)) bad(file, "'partial_rotary_factor' must be in (0, 1]");
+    n_rot = static_cast<std::uint64_t>(*pct * static_cast<double>(c.n_embd)) / c.n_head;
+  }
+  kv.emplace_back(a + ".rope.dimension_count", u32(n_rot));
+  const auto max_pos = hf::get_uint(cfg, "max_position_embeddings", file);
+  if (a == "phi3") {
+    // As phi3's converter writes them: the training context, and the window
+    // (0 for none), which the recipe leaves unapplied as llama.cpp does.
+    std::optional<std::uint64_t> orig;
+    if (has_rs) orig = hf::get_uint(*rs, "original_max_position_embeddings", file);
+    if (!orig) orig = hf::get_uint(cfg, "original_max_position_embeddings", file);
+    if (orig) {
+      if (*orig < 2 || *orig > UINT32_MAX / 4)
+        bad(file, "'original_max_position_embeddings' is out of range");
+      kv.emplace_back(a + ".rope.scaling.original_context_length", u32(*orig));
+    }
+    const auto window = hf::get_uint(cfg, "sliding_window", file);
+    kv.emplace_back(a + ".attention.sliding_window",
+                    u32(std::min<std::uint64_t>(window.value_or(0), UINT32_MAX)));
+  }
+  if (c.arch->hf_name == "MistralForCausalLM") {
+    // HF applies Mistral's window to every layer; llama.cpp's converter drops
+    // it, seam keeps it (the llama recipe applies a window the file states).
+    if (const auto window = hf::get_uint(cfg, "sliding_window", file); window && *window > 0) {
+      if (*window > UINT32_MAX / 4) bad(file, "'sliding_window' is out of range");
+      kv.emplace_back(a + ".attention.sliding_window", u32(*window));
+    }
+  }
   if (auto vocab = hf::get_uint(cfg, "vocab_size", file)) {
     kv.emplace_back(a + ".vocab_size", u32(std::min<std::uint64_t>(*vocab, UINT32_MAX / 4)));
   }
-  const auto rs = cfg.find("rope_scaling");
-  if (rs != cfg.end() && !rs->is_null()) {
-    if (!rs->is_object()) bad(file, "'rope_scaling' must be an object");
+  if (has_rs) {
     auto type = hf::get_string(*rs, "rope_type", file);
     if (!type) type = hf::get_string(*rs, "type", file);
     if (!type) bad(file, "'rope_scaling' names no 'rope_type'");
+    const std::string r = a + ".rope.scaling.";
+    const auto f32 = [](double v) { return GgufValue::f32(static_cast<float>(v)); };
     if (*type == "llama3") {
-      rope_factors = llama3_rope_factors(*rs, theta, c.head_dim, file);
+      extra.emplace_back("rope_freqs.weight", llama3_rope_factors(*rs, theta, c.head_dim, file));
+    } else if ((*type == "longrope" || *type == "su") && a == "phi3") {
+      // phi3's converter: the factors as tensors, no scaling type, and the
+      // attention factor. HF's definition of the latter is followed where the
+      // converter differs: an explicit attention_factor / factor wins over
+      // sqrt(1 + ln s / ln n_orig) with s = max_position_embeddings / n_orig.
+      extra.emplace_back("rope_factors_long.weight",
+                         longrope_factors(*rs, "long_factor", n_rot, file));
+      extra.emplace_back("rope_factors_short.weight",
+                         longrope_factors(*rs, "short_factor", n_rot, file));
+      std::optional<std::uint64_t> orig =
+          hf::get_uint(*rs, "original_max_position_embeddings", file);
+      if (!orig) orig = hf::get_uint(cfg, "original_max_position_embeddings", file);
+      if (!orig || *orig < 2 || !max_pos) {
+        bad(file,
+            "rope_scaling (longrope) needs 'original_max_position_embeddings' (>= 2) and "
+            "'max_position_embeddings'");
+      }
+      double attn = 1.0;
+      if (auto af = hf::get_number(*rs, "attention_factor", file)) {
+        if (!(*af > 0.0 && *af < 1e3)) bad(file, "rope_scaling 'attention_factor' is out of range");
+        attn = *af;
+      } else {
+        const double scale =
+            hf::get_number(*rs, "factor", file)
+                .value_or(static_cast<double>(*max_pos) / static_cast<double>(*orig));
+        if (scale > 1.0)
+          attn = std::sqrt(1.0 + std::log(scale) / std::log(static_cast<double>(*orig)));
+      }
+      kv.emplace_back(r + "attn_factor", f32(attn));
     } else if (*type != "default") {
       // Copied as the converters do; the architecture's recipe accepts or
       // refuses the type by name at admission.
-      kv.emplace_back(a + ".rope.scaling.type", GgufValue::str(*type));
-      if (auto f = hf::get_number(*rs, "factor", file)) {
-        kv.emplace_back(a + ".rope.scaling.factor", GgufValue::f32(static_cast<float>(*f)));
-      }
+      kv.emplace_back(r + "type", GgufValue::str(*type));
+      if (auto f = hf::get_number(*rs, "factor", file)) kv.emplace_back(r + "factor", f32(*f));
       if (auto orig = hf::get_uint(*rs, "original_max_position_embeddings", file)) {
-        kv.emplace_back(a + ".rope.scaling.original_context_length", u32(*orig));
+        kv.emplace_back(r + "original_context_length", u32(*orig));
+      }
+      if (*type == "yarn") {
+        if (auto v = hf::get_number(*rs, "beta_fast", file))
+          kv.emplace_back(r + "yarn_beta_fast", f32(*v));
+        if (auto v = hf::get_number(*rs, "beta_slow", file))
+          kv.emplace_back(r + "yarn_beta_slow", f32(*v));
+        if (auto v = hf::get_number(*rs, "attention_factor", file)) {
+          kv.emplace_back(r + "yarn_attn_factor", f32(*v));
+        }
+        // HF's mscale / mscale_all_dim ratio; seam (like llama.cpp) holds only
+        // mscale_all_dim and takes mscale as 1.
+        const auto mscale = hf::get_number(*rs, "mscale", file);
+        const auto all_dim = hf::get_number(*rs, "mscale_all_dim", file);
+        if (mscale && all_dim && *mscale != 0.0 && *all_dim != 0.0) {
+          if (*mscale != 1.0) {
+            throw Error(Errc::Unsupported, "[hf] " + file + ": yarn 'mscale' = " +
+                                               std::to_string(*mscale) + " (only 1 is supported)");
+          }
+          kv.emplace_back(r + "yarn_log_multiplier", f32(*all_dim));
+        }
       }
     }
   }
@@ -197,12 +300,14 @@ std::optional<std::string> gguf_name(std::string_view name, const Config& c) {
           {"self_attn.q_proj.bias", "attn_q.bias"},
           {"self_attn.k_proj.bias", "attn_k.bias"},
           {"self_attn.v_proj.bias", "attn_v.bias"},
+          {"self_attn.qkv_proj.weight", "attn_qkv.weight"},  // phi3: rows [q; k; v]
           {"self_attn.o_proj.weight", "attn_output.weight"},
           {"self_attn.q_norm.weight", "attn_q_norm.weight"},
           {"self_attn.k_norm.weight", "attn_k_norm.weight"},
           {"post_attention_layernorm.weight", "ffn_norm.weight"},
           {"mlp.gate_proj.weight", "ffn_gate.weight"},
           {"mlp.up_proj.weight", "ffn_up.weight"},
+          {"mlp.gate_up_proj.weight", "ffn_up.weight"},  // phi3: rows [gate; up]
           {"mlp.down_proj.weight", "ffn_down.weight"},
       };
       // Rotary caches some exporters save are recomputed from the config.
@@ -252,9 +357,9 @@ GgufFile open_hf_model(const std::string& dir) {
   const std::string cfg_path = (fs::path(dir) / "config.json").string();
   const json cfg = hf::read_json_object(cfg_path);
   std::vector<std::pair<std::string, GgufValue>> kv;
-  std::vector<float> rope_factors;
+  std::vector<std::pair<std::string, std::vector<float>>> extra;  // computed f32 tensors
   std::vector<std::pair<std::string, GgufValue>> arch_kv;
-  const Config c = read_config(cfg, cfg_path, arch_kv, rope_factors);
+  const Config c = read_config(cfg, cfg_path, arch_kv, extra);
 
   std::string name = hf::get_string(cfg, "_name_or_path", cfg_path).value_or("");
   if (name.empty()) name = fs::path(dir).lexically_normal().filename().string();
@@ -288,10 +393,10 @@ GgufFile open_hf_model(const std::string& dir) {
     }
     tensors.push_back(std::move(t));
   }
-  if (!rope_factors.empty()) {
-    auto owned = std::make_shared<std::vector<float>>(std::move(rope_factors));
+  for (auto& [tname, values] : extra) {
+    auto owned = std::make_shared<std::vector<float>>(std::move(values));
     GgufTensor t;
-    t.name = "rope_freqs.weight";
+    t.name = tname;
     t.type = TensorType::F32;
     t.ne = {owned->size()};
     t.nbytes = owned->size() * sizeof(float);

@@ -4,11 +4,16 @@
 // read them exactly as they read the GGUF conversion of the same checkpoint.
 //
 // Architectures (config.json "architectures"[0]): LlamaForCausalLM and
-// MistralForCausalLM -> llama, Qwen2ForCausalLM -> qwen2, Qwen3ForCausalLM ->
-// qwen3; others are refused by name. For llama, HF stores Q/K rows in the
-// "halves" RoPE layout; they are permuted at load into the adjacent-pair
-// layout the GGUF converters write (an owned copy), so both load paths give
-// the same weights byte for byte. Every other tensor points into the mapping.
+// MistralForCausalLM -> llama (Mistral's sliding_window is kept as
+// llama.attention.sliding_window), Qwen2ForCausalLM -> qwen2,
+// Qwen3ForCausalLM -> qwen3, Phi3ForCausalLM -> phi3 (fused qkv_proj and
+// gate_up_proj, partial rotary, LongRoPE factors as rope_factors_long/short
+// tensors); others are refused by name. rope_scaling (or rope_parameters)
+// becomes `<arch>.rope.scaling.*` keys: linear, yarn (with beta_fast/slow,
+// attention_factor, mscale_all_dim), llama3 (rope_freqs.weight). For llama, HF stores Q/K rows in
+// the "halves" RoPE layout; they are permuted at load into the adjacent-pair layout the GGUF
+// converters write (an owned copy), so both load paths give the same weights byte for byte. Every
+// other tensor points into the mapping.
 #pragma once
 
 #include <string>
