@@ -23,19 +23,67 @@ namespace seam {
 namespace {
 
 // ---- pre-tokenizer regexes -------------------------------------------------
-// Written for PCRE2 with UTF and UCP, so \p{L}, \p{N} and \s are Unicode-aware.
+// Each is the pattern of a Hugging Face tokenizer.json Split / ByteLevel
+// pre-tokenizer (the reference), compiled by PCRE2 with UTF and UCP so \p{..},
+// \s, \d and \b are Unicode-aware as in Oniguruma, which the reference uses.
+// Non-ASCII characters are written as escapes: some are compatibility
+// characters that an editor's NFC pass would silently turn into others.
 
+// The ByteLevel pre-tokenizer's own regex (GPT-2).
 constexpr const char* kGpt2 =
     R"re('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)re";
-// Llama 3 and Qwen2 spell the case-insensitive contractions out, ASCII only.
+// cl100k (Llama 3): case-insensitive contractions, letters with one leading
+// non-letter, digits in groups of up to three, newlines kept with punctuation.
 constexpr const char* kLlama3 =
-    R"re((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
+    R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
+// Llama 3's, with whitespace runs cut into power-of-two lengths (Jais 2).
+constexpr const char* kJais2 =
+    R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s{512}(?!\S)|\s{256}(?!\S)|\s{128}(?!\S)|\s{64}(?!\S)|\s{32}(?!\S)|\s{16}(?!\S)|\s{8}(?!\S)|\s{4}(?!\S)|\s{1,2}(?!\S)|\s{1})re";
+// Qwen2: Llama 3's with every digit on its own.
 constexpr const char* kQwen2 =
-    R"re((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
+    R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
+// Qwen3.5: Qwen2's with combining marks (\p{M}) counted as letters.
+constexpr const char* kQwen35 =
+    R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
+// Seed-Coder: single digits, and punctuation runs that never take a newline.
+constexpr const char* kSeedCoder =
+    R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1}| ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+|\s+(?!\S)|\s+)re";
+// Ling / Bailing MoE: possessive quantifiers, one newline per whitespace token.
+constexpr const char* kBailing =
+    R"re('(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+)re";
+// EXAONE MoE: words joined by single spaces stay one pre-token.
+constexpr const char* kExaoneMoe =
+    R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?(?:\p{L}\p{M}*(?: \p{L}\p{M}*)*)+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]?|\s*[\r\n]|\s+(?!\S)|\s+)re";
+// MiniCPM 5 (after digits were cut into groups of three).
+constexpr const char* kMinicpm5 =
+    R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}+| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
+// Tekken (Mistral NeMo): a word is upper-case letters then at least one
+// lower-case one, or at least one upper-case then lower-case ones, so camel case
+// splits ("helloWorld" -> "hello" "World"); digits one by one.
+constexpr const char* kTekken =
+    R"re([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
+// o200k (GPT-4o, Llama 4): Tekken's case-split words with contractions
+// attached, digits in groups of up to three.
+constexpr const char* kO200k =
+    R"re([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
+// Youtu: Hangul, CJK punctuation, Bopomofo and Han/kana runs first, then
+// o200k-style case-split words with single digits.
+constexpr const char* kYoutuCjk =
+    R"re([\x{AC00}-\x{D7A3}\x{3131}-\x{318E}]+|[\x{FF01}\x{2026}\x{201C}\x{201D}\x{2018}\x{2019}\x{2014}\x{FF1A}\x{FF1B}\x{FF0C}\x{3001}-\x{303F}\x{FE30}-\x{FE4F}]+|[\x{3105}-\x{312F}]+|[\x{4E00}-\x{9FA5}\x{3040}-\x{309F}\x{30A0}-\x{30FF}]+)re";
+constexpr const char* kYoutu =
+    R"re([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
+// DeepSeek V3: Han and kana runs; an ASCII punctuation mark may lead an ASCII
+// word; letters include combining marks.
+constexpr const char* kHanKana = R"re([\x{4E00}-\x{9FA5}\x{3040}-\x{309F}\x{30A0}-\x{30FF}]+)re";
+constexpr const char* kDeepseekV3 =
+    R"re([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
+// BLOOM: anything but whitespace and sentence punctuation, with one leading
+// space. The class is BLOOM's "[^(\s|[.,!?…。，、।۔،])]" (Oniguruma nests
+// classes; PCRE2 does not, so the inner one is spelled out).
+constexpr const char* kBloom =
+    R"re( ?[^(\s|.,!?\x{2026}\x{3002}\x{FF0C}\x{3001}\x{0964}\x{06D4}\x{060C})]+)re";
 constexpr const char* kCjk = R"re([\x{4E00}-\x{9FA5}\x{0800}-\x{4E00}\x{AC00}-\x{D7FF}]+)re";
-// DeepSeek LLM's letter class, from its tokenizer.json. Written as escapes: some
-// endpoints are compatibility characters (U+1F7D, U+1FBE, U+2126, U+212A, ...)
-// that an editor's NFC pass would silently turn into other letters.
+// DeepSeek LLM's letter class, from its tokenizer.json.
 constexpr const char* kDeepseekLetters =
     R"re(\s?[A-Za-z\x{B5}\x{C0}-\x{D6}\x{D8}-\x{F6}\x{F8}-\x{1BA}\x{1BC}-\x{1BF}\x{1C4}-\x{293})re"
     R"re(\x{295}-\x{2AF}\x{370}-\x{373}\x{376}\x{377}\x{37B}-\x{37D}\x{37F}\x{386}\x{388}-\x{38A})re"
@@ -55,40 +103,108 @@ constexpr const char* kDeepseekLetters =
     R"re(\x{1E900}-\x{1E943}]+)re";
 constexpr const char* kDeepseekPunct =
     R"re(\s?[!-/:-~\x{FF01}-\x{FF0F}\x{FF1A}-\x{FF5E}\x{2018}-\x{201F}\x{3000}-\x{3002}]+)re";
+constexpr const char* kEachDigit = R"re(\p{N})re";
+constexpr const char* kLines = R"re([^\n]+|[\n]+)re";
 
-struct PreSpec {
-  std::vector<const char*> regexes;
-  bool nfc = false;
-  bool ignore_merges = false;
+// ---- families and the names converters write for them -----------------------
+
+enum PreFlag : unsigned {
+  kNfc = 1u << 0,           // NFC-normalize the text first
+  kIgnoreMerges = 1u << 1,  // a pre-token that is a vocab entry is emitted whole
+  kBosDefault = 1u << 2,    // add BOS unless tokenizer.ggml.add_bos_token says otherwise
+  kBosAlways = 1u << 3,     // add BOS whatever the file says (llama.cpp's Gemma 4 rule)
+  // SentencePiece-style BPE (Gemma 4): spaces become U+2581, merges run on raw
+  // UTF-8 characters instead of GPT-2's byte alphabet, characters outside the
+  // vocab fall back to <0xXX> tokens, and a run of newlines that is a vocab
+  // entry is emitted whole.
+  kMetaspace = 1u << 4,
 };
 
-std::optional<PreSpec> pre_spec(std::string_view pre) {
-  if (pre == "llama3" || pre == "llama-v3" || pre == "llama-bpe" || pre == "falcon3") {
-    return PreSpec{{kLlama3}, false, true};
+struct Family {
+  std::string_view name;
+  std::array<const char*, 6> regexes;  // applied in order; the list ends at the first nullptr
+  unsigned flags;
+};
+
+// clang-format off
+constexpr Family kFamilies[] = {
+    {"gpt-2",          {kGpt2},                                         0},
+    {"starcoder",      {kEachDigit, kGpt2},                             0},
+    {"falcon",         {R"re([\p{P}\$\+<=>\^~\|`]+)re", kGpt2, R"re([0-9][0-9][0-9])re"}, 0},
+    {"default",        {R"re([\p{P}\$\+<=>\^~\|]+)re", kGpt2, R"re(\p{N}+)re", R"re([0-9][0-9][0-9])re"}, 0},
+    {"llama-bpe",      {kLlama3},                                       kIgnoreMerges | kBosDefault},
+    {"dbrx",           {kLlama3},                                       0},
+    {"jais-2",         {kJais2},                                        0},
+    {"minicpm5",       {R"re(\p{N}{1,3})re", kMinicpm5},                kIgnoreMerges},
+    {"qwen2",          {kQwen2},                                        kNfc},
+    {"stablelm2",      {kQwen2},                                        0},
+    {"laguna",         {kLines, kQwen2},                                0},
+    {"qwen35",         {kQwen35},                                       0},
+    {"seed-coder",     {kSeedCoder},                                    0},
+    {"bailingmoe",     {kBailing},                                      0},
+    {"exaone-moe",     {kExaoneMoe},                                    0},
+    {"tekken",         {kTekken},                                       kIgnoreMerges | kBosDefault},
+    {"gpt-4o",         {kO200k},                                        0},
+    {"granite-embed-multi-97m", {kO200k},                               kIgnoreMerges},
+    {"tiny_aya",       {R"re(\d{1,3}(?=(?:\d{3})*\b))re", kO200k},      0},
+    {"youtu",          {kYoutuCjk, kYoutu},                             kIgnoreMerges},
+    {"deepseek-coder", {R"re([\r\n])re", R"re(\s?\p{L}+)re", R"re(\s?\p{P}+)re", kCjk, kEachDigit}, 0},
+    {"deepseek-llm",   {R"re([\r\n])re", kDeepseekLetters, kDeepseekPunct, R"re(\s+$)re", kCjk, R"re(\p{N}+)re"}, 0},
+    {"deepseek-v3",    {R"re(\p{N}{1,3})re", kHanKana, kDeepseekV3},    0},
+    {"bloom",          {kBloom},                                        0},
+    {"viking",         {kBloom, kEachDigit},                            0},
+    {"superbpe",       {R"re(\p{N}+)re", R"re((?=(\d{3})+(?!\d)))re"},  0},
+    {"chameleon",      {R"re(<sentinel:[0-9]+>)re", R"re((IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z)re",
+                        R"re(([\t\n]|    |  ))re", kEachDigit, R"re([\p{P}!-/:-@\[-`{-~])re", kGpt2},
+                                                                        kBosDefault},
+    {"gemma4",         {kLines},                                        kMetaspace | kBosAlways},
+};
+
+// Other names for the families above, as converters write them.
+constexpr std::pair<std::string_view, std::string_view> kAliases[] = {
+    {"phi-2", "gpt-2"}, {"mpt", "gpt-2"}, {"olmo", "gpt-2"}, {"jais", "gpt-2"},
+    {"trillion", "gpt-2"}, {"granite-docling", "gpt-2"}, {"exaone4", "gpt-2"},
+    {"roberta-bpe", "gpt-2"}, {"jina-v1-en", "gpt-2"}, {"jina-v2-code", "gpt-2"},
+    {"jina-es", "gpt-2"}, {"jina-de", "gpt-2"}, {"jina-v2-es", "gpt-2"}, {"jina-v2-de", "gpt-2"},
+    {"gigachat", "gpt-2"}, {"a.x-4.0", "gpt-2"}, {"mellum", "gpt-2"}, {"modern-bert", "gpt-2"},
+    {"refact", "starcoder"}, {"command-r", "starcoder"}, {"smollm", "starcoder"},
+    {"codeshell", "starcoder"}, {"exaone", "starcoder"}, {"minerva-7b", "starcoder"},
+    {"mellum2", "starcoder"},
+    {"llama3", "llama-bpe"}, {"llama-v3", "llama-bpe"}, {"falcon3", "llama-bpe"},
+    {"falcon-h1", "llama-bpe"}, {"pixtral", "llama-bpe"}, {"midm-2.0", "llama-bpe"},
+    {"lfm2", "llama-bpe"}, {"jina-v5-nano", "llama-bpe"},
+    {"smaug-bpe", "dbrx"}, {"chatglm-bpe", "dbrx"}, {"glm4", "dbrx"},
+    {"deepseek-r1-qwen", "qwen2"}, {"f2llmv2", "qwen2"},
+    {"kormo", "stablelm2"}, {"megrez", "stablelm2"}, {"hunyuan", "stablelm2"},
+    {"solar-open", "stablelm2"}, {"grok-2", "stablelm2"},
+    {"bailingmoe2", "bailingmoe"}, {"llada-moe", "bailingmoe"},
+    {"llama4", "gpt-4o"}, {"kanana2", "gpt-4o"}, {"talkie", "gpt-4o"}, {"minimax-m2", "gpt-4o"},
+    {"cohere2moe", "tiny_aya"},
+    {"hunyuan-dense", "deepseek-v3"}, {"joyai-llm", "deepseek-v3"},
+    {"poro-chat", "bloom"}, {"gpt3-finnish", "bloom"},
+    {"granite-embed-multi-311m", "gemma4"},
+};
+
+// Names we know and do not implement, with the reason.
+constexpr std::pair<std::string_view, std::string_view> kRefused[] = {
+    {"kimi-k2", "its pre-tokenizer excludes Han characters from word runs with code no regex expresses"},
+    {"afmoe", "its pre-tokenizer groups digits by the run's length modulo 3, which no regex expresses"},
+    {"whitespace", "it is a whitespace-split vocabulary without byte-level merges"},
+    {"sarvam-moe", "its SentencePiece-style BPE has not been checked against the reference"},
+};
+// clang-format on
+
+const Family* family_of(std::string_view pre) {
+  for (const auto& [alias, family] : kAliases) {
+    if (alias == pre) {
+      pre = family;
+      break;
+    }
   }
-  if (pre == "dbrx" || pre == "smaug-bpe") return PreSpec{{kLlama3}};
-  if (pre == "qwen2") return PreSpec{{kQwen2}, true};
-  if (pre == "gpt-2" || pre == "phi-2" || pre == "mpt" || pre == "olmo" || pre == "roberta-bpe") {
-    return PreSpec{{kGpt2}};
+  for (const Family& f : kFamilies) {
+    if (f.name == pre) return &f;
   }
-  if (pre == "starcoder" || pre == "refact" || pre == "smollm" || pre == "codeshell") {
-    return PreSpec{{R"re(\p{N})re", kGpt2}};
-  }
-  if (pre == "falcon") {
-    return PreSpec{{R"re([\p{P}\$\+<=>\^~\|`]+)re", kGpt2, R"re([0-9][0-9][0-9])re"}};
-  }
-  if (pre == "deepseek-coder") {
-    return PreSpec{{R"re([\r\n])re", R"re(\s?\p{L}+)re", R"re(\s?\p{P}+)re", kCjk, R"re(\p{N})re"}};
-  }
-  if (pre == "deepseek-llm") {
-    return PreSpec{
-        {R"re([\r\n])re", kDeepseekLetters, kDeepseekPunct, R"re(\s+$)re", kCjk, R"re(\p{N}+)re"}};
-  }
-  if (pre == "default") {
-    return PreSpec{
-        {R"re([\p{P}\$\+<=>\^~\|]+)re", kGpt2, R"re(\p{N}+)re", R"re([0-9][0-9][0-9])re"}};
-  }
-  return std::nullopt;
+  return nullptr;
 }
 
 class Regex {
@@ -144,6 +260,85 @@ class Regex {
   pcre2_code* code_ = nullptr;
 };
 
+// Normalization and regex splitting of one family: text -> pre-tokens.
+class PreTokenizer {
+ public:
+  explicit PreTokenizer(const Family& f) : flags_(f.flags) {
+    for (const char* r : f.regexes) {
+      if (r != nullptr) regexes_.emplace_back(r);
+    }
+  }
+  unsigned flags() const { return flags_; }
+
+  // The text the pre-tokens are cut from: valid UTF-8, NFC and metaspace
+  // applied as the family asks. Views `text` or `buf`.
+  std::string_view normalize(std::string_view text, std::string& buf) const {
+    if (!unicode::is_valid_utf8(text)) {
+      buf = unicode::sanitize_utf8(text);
+      text = buf;
+    }
+    if (flags_ & kNfc) {
+      buf = unicode::nfc(text);
+      text = buf;
+    }
+    if (flags_ & kMetaspace) {
+      std::string spaced;
+      spaced.reserve(text.size() + text.size() / 2);
+      for (char c : text) {
+        if (c == ' ') {
+          spaced += unicode::kMetaspace;
+        } else {
+          spaced += c;
+        }
+      }
+      buf = std::move(spaced);
+      text = buf;
+    }
+    return text;
+  }
+
+  // Pre-tokens of normalized text as (offset, length) pairs, in order.
+  void split(std::string_view text, std::vector<std::pair<std::size_t, std::size_t>>& words) const;
+
+ private:
+  std::vector<Regex> regexes_;
+  unsigned flags_;
+};
+
+void PreTokenizer::split(std::string_view text,
+                         std::vector<std::pair<std::size_t, std::size_t>>& words) const {
+  words.assign(1, {0, text.size()});
+  std::vector<std::pair<std::size_t, std::size_t>> next;
+  for (const Regex& re : regexes_) {
+    const std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> md(
+        pcre2_match_data_create_from_pattern(re.code(), nullptr), &pcre2_match_data_free);
+    if (!md) throw Error(Errc::Internal, "[tokenizer] out of memory for regex match data");
+    next.clear();
+    for (const auto& [off, len] : words) {
+      // Each piece is matched on its own, so lookaheads end at the piece's end.
+      const std::string_view piece = text.substr(off, len);
+      std::size_t gap = 0, search = 0, b = 0, e = 0;  // gap: start of the unmatched text
+      while (search < len && re.next(piece, search, md.get(), b, e)) {
+        if (e == b) {
+          // An empty match (a pure lookahead, as in superbpe's digit groups)
+          // still cuts the text there, as the reference's Split does; the
+          // search then moves on by one character.
+          if (b > gap) next.emplace_back(off + gap, b - gap);
+          gap = std::max(gap, b);
+          char32_t cp;
+          search = b + std::max(1, unicode::decode_utf8(piece, b, cp));
+          continue;
+        }
+        if (b > gap) next.emplace_back(off + gap, b - gap);
+        next.emplace_back(off + b, e - b);
+        gap = search = e;
+      }
+      if (gap < len) next.emplace_back(off + gap, len - gap);
+    }
+    words.swap(next);
+  }
+}
+
 struct Merge {
   std::int32_t rank;
   Token result;
@@ -151,24 +346,30 @@ struct Merge {
 
 class BpeTokenizer final : public Tokenizer {
  public:
-  BpeTokenizer(Vocab v, const GgufFile& file, const PreSpec& spec)
-      : Tokenizer(std::move(v)), nfc_(spec.nfc), ignore_merges_(spec.ignore_merges) {
-    for (const char* r : spec.regexes) regexes_.emplace_back(r);
-
-    const auto& alphabet = unicode::byte_to_unicode();
-    for (int b = 0; b < 256; ++b) {
-      std::string s;
-      unicode::append_utf8(s, alphabet[b]);
-      auto it = v_.index.find(s);
-      byte_token_[b] = it == v_.index.end() ? -1 : it->second;
-      byte_char_[b] = std::move(s);
+  BpeTokenizer(Vocab v, const GgufFile& file, const Family& family)
+      : Tokenizer(std::move(v)), pre_(family) {
+    if (pre_.flags() & kMetaspace) {
+      for (std::size_t id = 0; id < v_.text.size(); ++id) {
+        if (v_.attr[id] != TokenAttr::Byte) continue;
+        const int b = unicode::byte_of_piece(v_.text[id]);
+        if (b >= 0 && fallback_[b] < 0) fallback_[b] = static_cast<Token>(id);
+      }
+    } else {
+      const auto& alphabet = unicode::byte_to_unicode();
+      for (int b = 0; b < 256; ++b) {
+        std::string s;
+        unicode::append_utf8(s, alphabet[b]);
+        auto it = v_.index.find(s);
+        byte_token_[b] = it == v_.index.end() ? -1 : it->second;
+        byte_char_[b] = std::move(s);
+      }
     }
 
     const GgufArray* merges = file.get_array("tokenizer.ggml.merges");
     if (merges == nullptr) {
       throw Error(Errc::BadFormat, "[tokenizer] " + file.source() +
-                                       ": missing tokenizer.ggml.merges for a byte-level BPE "
-                                       "('gpt2') vocabulary");
+                                       ": missing tokenizer.ggml.merges for a BPE ('" + v_.model +
+                                       "') vocabulary");
     }
     merges_.reserve(merges->items.size());
     std::string joined;
@@ -202,67 +403,45 @@ class BpeTokenizer final : public Tokenizer {
     return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(l)) << 32) |
            static_cast<std::uint32_t>(r);
   }
-  void split(std::string_view text, std::vector<std::pair<std::size_t, std::size_t>>& words) const;
   void bpe(std::string_view word, std::vector<Token>& out) const;
 
-  std::vector<Regex> regexes_;
-  bool nfc_;
-  bool ignore_merges_;
-  std::array<Token, 256> byte_token_;       // byte -> token of its alphabet symbol, -1 if absent
+  PreTokenizer pre_;
+  std::array<Token, 256> byte_token_{};     // byte -> token of its alphabet symbol, -1 if absent
   std::array<std::string, 256> byte_char_;  // byte -> its alphabet symbol, UTF-8
+  std::array<Token, 256> fallback_ =
+      filled(-1);  // metaspace: byte -> its <0xXX> token, -1 if absent
   std::unordered_map<std::uint64_t, Merge> merges_;  // (left, right) -> rank, result
+
+  static constexpr std::array<Token, 256> filled(Token t) {
+    std::array<Token, 256> a{};
+    a.fill(t);
+    return a;
+  }
 };
 
-void BpeTokenizer::split(std::string_view text,
-                         std::vector<std::pair<std::size_t, std::size_t>>& words) const {
-  words.assign(1, {0, text.size()});
-  std::vector<std::pair<std::size_t, std::size_t>> next;
-  for (const Regex& re : regexes_) {
-    const std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> md(
-        pcre2_match_data_create_from_pattern(re.code(), nullptr), &pcre2_match_data_free);
-    if (!md) throw Error(Errc::Internal, "[tokenizer] out of memory for regex match data");
-    next.clear();
-    for (const auto& [off, len] : words) {
-      // Each piece is matched on its own, so lookaheads end at the piece's end.
-      const std::string_view piece = text.substr(off, len);
-      std::size_t gap = 0, search = 0, b = 0, e = 0;  // gap: start of the unmatched text
-      while (search < len && re.next(piece, search, md.get(), b, e)) {
-        if (e == b) {  // an empty match splits nothing; search on past one character
-          char32_t cp;
-          search = b + std::max(1, unicode::decode_utf8(piece, b, cp));
-          continue;
-        }
-        if (b > gap) next.emplace_back(off + gap, b - gap);
-        next.emplace_back(off + b, e - b);
-        gap = search = e;
-      }
-      if (gap < len) next.emplace_back(off + gap, len - gap);
-    }
-    words.swap(next);
-  }
-}
-
-void BpeTokenizer::encode_fragment(std::string_view text, bool /*after_special*/,
+void BpeTokenizer::encode_fragment(std::string_view raw, bool /*after_special*/,
                                    std::vector<Token>& out) const {
-  std::string owned;
-  if (!unicode::is_valid_utf8(text)) {
-    owned = unicode::sanitize_utf8(text);
-    text = owned;
-  }
-  if (nfc_) {
-    owned = unicode::nfc(text);
-    text = owned;
-  }
+  std::string buf;
+  const std::string_view text = pre_.normalize(raw, buf);
   std::vector<std::pair<std::size_t, std::size_t>> words;
-  split(text, words);
+  pre_.split(text, words);
+  const bool metaspace = pre_.flags() & kMetaspace;
   std::string spelled;
   for (const auto& [off, len] : words) {
     const std::string_view w = text.substr(off, len);
-    if (ignore_merges_ && len > 1) {
-      // Llama 3: a pre-token that is itself a vocab entry is emitted whole.
+    if ((pre_.flags() & kIgnoreMerges) && len > 1) {
+      // A pre-token that is itself a vocab entry is emitted whole.
       spelled.clear();
       for (char c : w) spelled += byte_char_[static_cast<unsigned char>(c)];
       if (auto t = find(spelled)) {
+        out.push_back(*t);
+        continue;
+      }
+    }
+    if (metaspace && w.find_first_not_of('\n') == std::string_view::npos) {
+      // Gemma 4 keeps a run of newlines whole when the vocab has it (llama.cpp
+      // matches the reference this way; the merges would split long runs).
+      if (auto t = find(w)) {
         out.push_back(*t);
         continue;
       }
@@ -274,14 +453,30 @@ void BpeTokenizer::encode_fragment(std::string_view text, bool /*after_special*/
 void BpeTokenizer::bpe(std::string_view word, std::vector<Token>& out) const {
   constexpr Token kDead = INT32_MIN;
   struct Sym {
-    Token id;  // -1: a byte whose symbol is not in the vocab; kDead: merged away
+    Token id;  // -1: a symbol that is not in the vocab; kDead: merged away
     std::int32_t prev, next;
+    std::uint32_t off, len;  // the symbol's first character in `word`
   };
-  const auto n = static_cast<std::int32_t>(word.size());
-  std::vector<Sym> sym(word.size());
-  for (std::int32_t i = 0; i < n; ++i) {
-    sym[i] = {byte_token_[static_cast<unsigned char>(word[i])], i - 1, i + 1 < n ? i + 1 : -1};
+  // Initial symbols: bytes spelled in the GPT-2 alphabet, or (metaspace) UTF-8
+  // characters; `word` is valid UTF-8 here.
+  std::vector<Sym> sym;
+  sym.reserve(word.size());
+  const bool metaspace = pre_.flags() & kMetaspace;
+  for (std::size_t i = 0; i < word.size();) {
+    std::size_t n = 1;
+    Token id = byte_token_[static_cast<unsigned char>(word[i])];
+    if (metaspace) {
+      char32_t cp;
+      n = static_cast<std::size_t>(std::max(1, unicode::decode_utf8(word, i, cp)));
+      id = find(word.substr(i, n)).value_or(-1);
+    }
+    const auto k = static_cast<std::int32_t>(sym.size());
+    sym.push_back({id, k - 1, k + 1, static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(n)});
+    i += n;
   }
+  if (sym.empty()) return;
+  sym.back().next = -1;
+  const auto n = static_cast<std::int32_t>(sym.size());
 
   struct Cand {
     std::int32_t rank, left;
@@ -316,17 +511,36 @@ void BpeTokenizer::bpe(std::string_view word, std::vector<Token>& out) const {
   }
 
   for (std::int32_t i = 0; i >= 0; i = sym[i].next) {
-    if (sym[i].id >= 0) {
-      out.push_back(sym[i].id);
-    } else if (v_.unk) {
-      out.push_back(*v_.unk);
+    const Sym& s = sym[i];
+    if (s.id >= 0) {
+      out.push_back(s.id);
+      continue;
     }
+    if (metaspace) {
+      // Byte fallback: a character outside the vocab becomes its <0xXX> tokens.
+      bool all = true;
+      for (std::uint32_t k = 0; k < s.len; ++k) {
+        all &= fallback_[static_cast<unsigned char>(word[s.off + k])] >= 0;
+      }
+      if (all) {
+        for (std::uint32_t k = 0; k < s.len; ++k) {
+          out.push_back(fallback_[static_cast<unsigned char>(word[s.off + k])]);
+        }
+        continue;
+      }
+    }
+    if (v_.unk) out.push_back(*v_.unk);
     // else: like the references, a byte the vocab cannot spell is dropped.
   }
 }
 
 std::string BpeTokenizer::normal_piece(Token t) const {
   const std::string& s = v_.text[t];
+  if (pre_.flags() & kMetaspace) {
+    const int b = unicode::byte_of_piece(s);
+    if (b >= 0 && v_.attr[t] == TokenAttr::Byte) return std::string(1, static_cast<char>(b));
+    return unicode::metaspace_to_spaces(s);
+  }
   std::string out;
   out.reserve(s.size());
   char32_t cp;
@@ -347,18 +561,51 @@ std::string BpeTokenizer::normal_piece(Token t) const {
   return out;
 }
 
+const Family& require_family(std::string_view pre, const std::string& source) {
+  if (const Family* f = family_of(pre)) return *f;
+  for (const auto& [name, why] : kRefused) {
+    if (name == pre) {
+      throw Error(Errc::Unsupported,
+                  "[tokenizer] " + source + ": pre-tokenizer '" + std::string(pre) +
+                      "' (tokenizer.ggml.pre) is not supported: " + std::string(why));
+    }
+  }
+  std::string known;
+  for (std::string_view n : bpe_pre_names()) known += (known.empty() ? "" : ", ") + std::string(n);
+  throw Error(Errc::Unsupported, "[tokenizer] " + source + ": unsupported pre-tokenizer '" +
+                                     std::string(pre) +
+                                     "' (tokenizer.ggml.pre); supported: " + known);
+}
+
 }  // namespace
 
+std::vector<std::string_view> bpe_pre_names() {
+  std::vector<std::string_view> out;
+  for (const Family& f : kFamilies) out.push_back(f.name);
+  for (const auto& [alias, family] : kAliases) out.push_back(alias);
+  return out;
+}
+
+std::vector<std::string> pre_tokenize(std::string_view pre, std::string_view text) {
+  const PreTokenizer p(require_family(pre, "pre_tokenize"));
+  std::string buf;
+  const std::string_view t = p.normalize(text, buf);
+  std::vector<std::pair<std::size_t, std::size_t>> words;
+  p.split(t, words);
+  std::vector<std::string> out;
+  out.reserve(words.size());
+  for (const auto& [off, len] : words) out.emplace_back(t.substr(off, len));
+  return out;
+}
+
 std::unique_ptr<Tokenizer> make_bpe_tokenizer(Vocab v, const GgufFile& file) {
-  const auto spec = pre_spec(v.pre);
-  if (!spec) {
-    throw Error(Errc::Unsupported,
-                "[tokenizer] " + file.source() + ": unsupported pre-tokenizer '" + v.pre +
-                    "' (tokenizer.ggml.pre); supported: llama-bpe (llama3, llama-v3, falcon3), "
-                    "dbrx, smaug-bpe, qwen2, gpt-2, phi-2, mpt, olmo, roberta-bpe, starcoder, "
-                    "refact, smollm, codeshell, falcon, deepseek-coder, deepseek-llm, default");
-  }
-  return std::make_unique<BpeTokenizer>(std::move(v), file, *spec);
+  // A "gemma4" vocabulary is BPE whatever tokenizer.ggml.pre says.
+  if (v.model == "gemma4") v.pre = "gemma4";
+  const Family& family = require_family(v.pre, file.source());
+  const auto add_bos = file.get_bool("tokenizer.ggml.add_bos_token");
+  if (family.flags & kBosDefault) v.add_bos = add_bos.value_or(true);
+  if (family.flags & kBosAlways) v.add_bos = true;
+  return std::make_unique<BpeTokenizer>(std::move(v), file, family);
 }
 
 }  // namespace seam

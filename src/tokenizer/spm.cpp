@@ -19,20 +19,6 @@ namespace {
 
 constexpr std::string_view kSpace = unicode::kMetaspace;
 
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
-
-// "<0xXX>" -> XX, or -1.
-int byte_of_piece(std::string_view s) {
-  if (s.size() != 6 || s.substr(0, 3) != "<0x" || s[5] != '>') return -1;
-  const int hi = hex_digit(s[3]), lo = hex_digit(s[4]);
-  return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
-}
-
 class SpmTokenizer final : public Tokenizer {
  public:
   SpmTokenizer(Vocab v, bool add_space_prefix)
@@ -45,7 +31,7 @@ class SpmTokenizer final : public Tokenizer {
     for (std::size_t id = 0; id < v_.text.size(); ++id) {
       const TokenAttr a = v_.attr[id];
       if (a != TokenAttr::Byte && (any_typed || a != TokenAttr::Normal)) continue;
-      const int b = byte_of_piece(v_.text[id]);
+      const int b = unicode::byte_of_piece(v_.text[id]);
       if (b >= 0 && byte_token_[b] < 0) byte_token_[b] = static_cast<Token>(id);
     }
     for (std::size_t id = 0; id < v_.text.size() && !inner_space_; ++id) {
@@ -188,7 +174,7 @@ void SpmTokenizer::encode_segment(std::string_view s, std::vector<Token>& out) c
 
 std::string SpmTokenizer::normal_piece(Token t) const {
   const std::string& s = v_.text[t];
-  const int b = byte_of_piece(s);
+  const int b = unicode::byte_of_piece(s);
   if (b >= 0 && byte_token_[b] == t) return std::string(1, static_cast<char>(b));
   return unicode::metaspace_to_spaces(s);
 }

@@ -38,10 +38,11 @@ double as_number(const GgufValue& v) {
 }
 
 // Texts llama.cpp treats as ending a turn, whatever the metadata says.
-constexpr std::array<std::string_view, 12> kEogTexts = {
+constexpr std::array<std::string_view, 15> kEogTexts = {
     "<|eot_id|>", "<|im_end|>",    "<|end|>",         "<|return|>",
     "<|call|>",   "<end_of_turn>", "<|endoftext|>",   "<|eom_id|>",
-    "<EOT>",      "_<EOT>",        "<|end_of_text|>", "<end_of_utterance>"};
+    "<EOT>",      "_<EOT>",        "<|end_of_text|>", "<end_of_utterance>",
+    "<eos>",      "<turn|>",       "<|tool_response>"};  // the last three: Gemma 4
 // Candidates for EOT when tokenizer.ggml.eot_token_id is absent, in priority order.
 constexpr std::array<std::string_view, 9> kEotTexts = {
     "<|eot_id|>",        "<|im_end|>", "<|end|>", "<end_of_turn>",
@@ -60,10 +61,10 @@ constexpr std::array<std::string_view, 1> kFimSepTexts = {"<|file_sep|>"};
 std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
   const auto model = f.get_string("tokenizer.ggml.model");
   if (!model) bad_format(f, "missing tokenizer.ggml.model; the file carries no tokenizer");
-  if (*model != "llama" && *model != "gpt2" && *model != "bert") {
-    throw Error(Errc::Unsupported, "[tokenizer] " + f.source() + ": unsupported tokenizer model '" +
-                                       *model +
-                                       "' (tokenizer.ggml.model); supported: llama, gpt2, bert");
+  if (*model != "llama" && *model != "gpt2" && *model != "gemma4" && *model != "bert") {
+    throw Error(Errc::Unsupported,
+                "[tokenizer] " + f.source() + ": unsupported tokenizer model '" + *model +
+                    "' (tokenizer.ggml.model); supported: llama, gpt2, gemma4, bert");
   }
 
   Vocab v;
@@ -133,9 +134,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
     if (!v.bos) v.bos = id("tokenizer.ggml.cls_token_id");
     if (!v.eos) v.eos = v.sep;
     v.add_bos = v.add_eos = true;
-  } else if (v.pre == "llama3" || v.pre == "llama-v3" || v.pre == "llama-bpe") {
-    v.add_bos = true;
-  }
+  }  // BPE defaults depend on the pre-tokenizer: make_bpe_tokenizer applies them.
   v.add_bos = f.get_bool("tokenizer.ggml.add_bos_token").value_or(v.add_bos);
   v.add_eos = f.get_bool("tokenizer.ggml.add_eos_token").value_or(v.add_eos);
 
@@ -211,7 +210,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
   }
 
   if (v.model == "llama") return make_spm_tokenizer(std::move(v), f);
-  if (v.model == "gpt2") return make_bpe_tokenizer(std::move(v), f);
+  if (v.model == "gpt2" || v.model == "gemma4") return make_bpe_tokenizer(std::move(v), f);
   return make_wpm_tokenizer(std::move(v), f);
 }
 

@@ -38,6 +38,18 @@ int decode_utf8(std::string_view s, std::size_t i, char32_t& cp) {
   return len;
 }
 
+int byte_of_piece(std::string_view s) {
+  const auto hex = [](char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  if (s.size() != 6 || s.substr(0, 3) != "<0x" || s[5] != '>') return -1;
+  const int hi = hex(s[3]), lo = hex(s[4]);
+  return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
+}
+
 bool is_valid_utf8(std::string_view s) {
   char32_t cp;
   for (std::size_t i = 0; i < s.size();) {

@@ -21,6 +21,9 @@ using seam::append_utf8;  // core/utf8.h
 // SentencePiece's space symbol U+2581 ('▁').
 inline constexpr std::string_view kMetaspace = "\xE2\x96\x81";
 
+// The byte a byte-fallback piece "<0xXX>" stands for, or -1 for any other text.
+int byte_of_piece(std::string_view piece);
+
 // `piece` with every U+2581 turned back into a space.
 std::string metaspace_to_spaces(std::string_view piece);
 
