@@ -9,11 +9,15 @@ Commands
   reference.py gen --out FILE.gguf [--dim 48 --layers 2 --heads 3 --kv-heads 1 --ffn 100
                    --vocab 300 --ctx 256 --tied|--untied --dtype F32|F16|Q8_0|Q4_0
                    --seed 0 --rope-theta 10000 --rope-dim N --head-dim N --norm-eps 1e-5
-                   --llama3-rope-freqs --std S --name NAME]
-        random-weight llama GGUF with real metadata keys, tensor names and a small
-        SentencePiece-style vocabulary.
-  reference.py logits MODEL.gguf --tokens 1,2,3 --out FILE.f32 [--chunk N]
+                   --llama3-rope-freqs --std S --name NAME --arch ARCH --window W
+                   --rope-linear F --yarn F [--yarn-beta-fast B --yarn-beta-slow B
+                   --yarn-attn-factor A --yarn-log-mul M] --orig-ctx N --longrope
+                   --rope-attn-factor A --attn-temp-scale BETA ...]
+        random-weight GGUF of one recipe with real metadata keys, tensor names and a
+        small SentencePiece-style vocabulary.
+  reference.py logits MODEL.gguf --tokens 1,2,3 --out FILE.f32 [--chunk N] [--n-ctx N]
         float32 LE logits for every position, shape (n_tokens, n_vocab), row-major.
+        --n-ctx: the context the model runs with (LongRoPE's long/short choice).
   reference.py greedy MODEL.gguf --tokens 1,2,3 --n 32 [--recompute] [--show]
         JSON list of the n greedy next ids (argmax, lowest id on ties).
   reference.py selftest [--quick]
@@ -1068,6 +1072,65 @@ def _st_real(c, quick):
         c.check(m.greedy(ids, 16) == f["greedy_ids"], f"{key}: 16 greedy ids == llama.cpp")
 
 
+def _st_scaling(c, tmp):
+    """RoPE scaling, windows and temperature against what they reduce to."""
+    ids = [1] + [int(v) for v in _rng(5, "scaling ids").integers(3, 300, 29)]
+    shape = dict(dim=48, layers=2, heads=4, kv_heads=2, ffn=64, vocab=300, seed=21)
+
+    def model(name, **kw):
+        path = os.path.join(tmp, f"sc_{name}.gguf")
+        gen_model(path, **dict(shape, **kw))
+        return Model(path, n_ctx=kw.pop("n_ctx", None))
+
+    def same(a, b):
+        return np.abs(a - b).max() < 1e-9
+
+    plain = model("plain").forward(ids)
+    c.check(same(model("yarn1", yarn=1.0, orig_ctx=8).forward(ids), plain),
+            "YaRN factor 1 == no scaling")
+    inv = yarn_inv_freq(64, 10000.0, 16.0, 4096)
+    base = 10000.0 ** (-np.arange(32) * 2.0 / 64)
+    # Pair i turns 4096 * f_i / (2 pi) times over the original context: the ramp runs from
+    # the pair that turns 32 times (floored) to the one that turns once (ceiled).
+    turns = 4096 * base / (2 * math.pi)
+    lo, hi = int(np.sum(turns > 32)) - 1, int(np.sum(turns > 1))
+    c.check(np.allclose(inv[:lo + 1], base[:lo + 1]) and np.allclose(inv[hi:], base[hi:] / 16),
+            f"YaRN keeps pairs <= {lo} and interpolates pairs >= {hi}")
+    y = model("yarn4", yarn=4.0, orig_ctx=8)
+    c.check(abs(y.mscale_scaled - (0.1 * math.log(4) + 1)) < 1e-12 and
+            np.abs(y.forward(ids) - plain).max() > 1e-3, "YaRN s=4: mscale 0.1 ln 4 + 1, moves logits")
+    lm = model("yarnlm", yarn=4.0, orig_ctx=8, yarn_log_mul=1.0)
+    c.check(abs(lm.mscale_scaled - 1.0) < 1e-12, "yarn_log_multiplier 1: attention factor 1")
+
+    p3 = dict(arch="phi3", rope_dim=8, ctx=64)
+    phi = model("phi_plain", **p3).forward(ids)
+    lr = model("phi_lr", longrope=True, orig_ctx=16, **p3)
+    c.check(lr.n_ctx == 64 and lr.freq_factors is lr.w["rope_factors_long.weight"] and
+            abs(lr.mscale - math.sqrt(1 + math.log(4) / math.log(16))) < 1e-6,
+            "LongRoPE default n_ctx = context_length > original: long factors, sqrt attn factor")
+    short = Model(os.path.join(tmp, "sc_phi_lr.gguf"), n_ctx=16)
+    c.check(short.freq_factors is short.w["rope_factors_short.weight"],
+            "LongRoPE n_ctx <= original: short factors")
+    for name in ("rope_factors_long.weight", "rope_factors_short.weight"):
+        short.w[name] = np.ones_like(short.w[name])
+    short.freq_factors = short.w["rope_factors_short.weight"]
+    short.mscale = 1.0
+    c.check(same(short.forward(ids), phi), "LongRoPE with unit factors and factor 1 == phi3")
+
+    c.check(same(model("win_long", window=len(ids)).forward(ids), plain),
+            "llama window >= prompt == no window")
+    win = model("win3", window=3)
+    c.check(win.swa_layers == [True, True] and
+            np.abs(win.forward(ids)[:3] - plain[:3]).max() < 1e-9 and
+            np.abs(win.forward(ids)[3:] - plain[3:]).max() > 1e-3,
+            "llama window 3 on every layer changes rows >= 3 only")
+    m3 = model("m3", arch="mistral3")
+    c.check(same(m3.forward(ids), plain), "mistral3 without options == llama (same weights)")
+    t = model("m3t", arch="mistral3", orig_ctx=10, attn_temp_scale=0.5).forward(ids)
+    c.check(same(t[:10], plain[:10]) and np.abs(t[10:] - plain[10:]).max() > 1e-3,
+            "attention temperature starts at the original context")
+
+
 def selftest(quick=False):
     c = _Checks()
     with tempfile.TemporaryDirectory() as tmp:
@@ -1076,6 +1139,7 @@ def selftest(quick=False):
         _st_llama_quantize(c)
         _st_dequant(c)
         _st_forward(c, tmp)
+        _st_scaling(c, tmp)
         _st_real(c, quick)
     print("selftest:", "PASSED" if not c.failed else f"{c.failed} FAILED")
     return 1 if c.failed else 0
