@@ -307,10 +307,11 @@ def rope_factors(rs, base, dim):
 
 
 HF_ARCHS = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
-            "qwen3": "Qwen3ForCausalLM", "phi3": "Phi3ForCausalLM"}
+            "qwen3": "Qwen3ForCausalLM", "phi3": "Phi3ForCausalLM",
+            "mistral3": "Ministral3ForCausalLM"}
 GGUF_ARCH = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "llama",
              "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3",
-             "Phi3ForCausalLM": "phi3"}
+             "Phi3ForCausalLM": "phi3", "Ministral3ForCausalLM": "mistral3"}
 # phi3 checkpoints keep q, k, v and gate, up fused, as its GGUF does.
 PHI3_LAYER = {"attn_qkv": "self_attn.qkv_proj", "ffn_up": "mlp.gate_up_proj"}
 PER_LAYER = {"attn_norm": "input_layernorm", "attn_q": "self_attn.q_proj",
@@ -382,6 +383,19 @@ def gen(out, gguf_out=None, st_dtype="F32", shards=1, hf_arch=None,
                 if f"{a}.rope.scaling.{k}" in m:
                     rs[hk] = float(m[f"{a}.rope.scaling.{k}"])
             config["rope_scaling"] = rs
+        if a == "mistral3":
+            # Ministral 3 configs (newer transformers): everything RoPE in rope_parameters.
+            rp = dict(config.pop("rope_scaling", {"rope_type": "default"}))
+            rp["rope_theta"] = config.pop("rope_theta")
+            lm = m.get(f"{a}.rope.scaling.yarn_log_multiplier")
+            if lm is not None:
+                rp["mscale"], rp["mscale_all_dim"] = 1.0, float(lm)
+            beta = m.get(f"{a}.attention.temperature_scale")
+            if beta is not None:
+                rp["llama_4_scaling_beta"] = float(beta)
+                rp.setdefault("original_max_position_embeddings", int(orig))
+            config["rope_parameters"] = rp
+            config["model_type"] = "ministral3"
         if "rope_factors_long.weight" in r.tensors:
             # Phi-3 128k configs: the training context at the top level, the factors (and
             # no attention factor: it follows from max_position_embeddings / original).
@@ -404,9 +418,9 @@ def gen(out, gguf_out=None, st_dtype="F32", shards=1, hf_arch=None,
                 hf_kind = PHI3_LAYER[kind] if a == "phi3" and kind in PHI3_LAYER \
                     else PER_LAYER[kind]
                 hf_name = f"model.layers.{layer}.{hf_kind}.{suffix}"
-                if a == "llama" and kind == "attn_q":
+                if a in ("llama", "mistral3") and kind == "attn_q":
                     w = pairs_to_halves(w, heads)
-                elif a == "llama" and kind == "attn_k":
+                elif a in ("llama", "mistral3") and kind == "attn_k":
                     w = pairs_to_halves(w, kv_heads)
             else:
                 hf_name = names[name]
@@ -463,15 +477,18 @@ def convert(d, out, vocab):
     w.add(f"{a}.feed_forward_length", c["intermediate_size"])
     w.add(f"{a}.attention.head_count", heads)
     w.add(f"{a}.attention.head_count_kv", kv_heads)
-    w.add(f"{a}.rope.freq_base", float(c.get("rope_theta", 10000.0)))
+    w.add(f"{a}.rope.freq_base", float(c.get("rope_theta", (c.get("rope_parameters") or {})
+                                             .get("rope_theta", 10000.0))))
     w.add(f"{a}.attention.layer_norm_rms_epsilon", float(c["rms_norm_eps"]))
     if "head_dim" in c:
         w.add(f"{a}.attention.key_length", head_dim)
         w.add(f"{a}.attention.value_length", head_dim)
-    n_rot = int(c.get("partial_rotary_factor", 1.0) * c["hidden_size"]) // heads
+    n_rot = head_dim
+    if "partial_rotary_factor" in c:  # phi3's converter: int(pct * n_embd) // n_head
+        n_rot = int(c["partial_rotary_factor"] * c["hidden_size"]) // heads
     w.add(f"{a}.rope.dimension_count", n_rot)
     w.add(f"{a}.vocab_size", c["vocab_size"])
-    rs = c.get("rope_scaling") or {}
+    rs = c.get("rope_scaling") or c.get("rope_parameters") or {}
     rtype = rs.get("rope_type", rs.get("type"))
     if a == "phi3":
         # phi3's converter: training context, window (0 = none), LongRoPE tensors below.
@@ -498,6 +515,10 @@ def convert(d, out, vocab):
                           ("beta_fast", "yarn_beta_fast"), ("beta_slow", "yarn_beta_slow")):
                 if rs.get(hk) is not None:
                     w.add(f"{a}.rope.scaling.{k}", float(rs[hk]), "float32")
+        if a == "mistral3":  # Mistral3Model.Ministral3Model's additions
+            w.add(f"{a}.rope.scaling.yarn_log_multiplier", float(rs["mscale_all_dim"]), "float32")
+            w.add(f"{a}.attention.temperature_scale", float(rs["llama_4_scaling_beta"]),
+                  "float32")
     for k, (v, t) in vocab.items():
         w.add(k, v, type=t)
     ckpt = read_checkpoint(d)
@@ -520,7 +541,7 @@ def convert(d, out, vocab):
             parts = hf_name.split(".")
             name = f"blk.{parts[2]}.{per_layer['.'.join(parts[3:-1])]}.{parts[-1]}"
         # Only per-layer names (blk.N.attn_q.weight) have a third part.
-        permute = a == "llama" and name.split(".")[2:3] in (["attn_q"], ["attn_k"])
+        permute = a in ("llama", "mistral3") and name.split(".")[2:3] in (["attn_q"], ["attn_k"])
         if len(shape) == 1 and permute:  # a llama q/k bias follows its rows
             v = to_f32(dtype, shape, data).reshape(-1, 1)
             v = halves_to_pairs(v, heads if ".attn_q." in name else kv_heads)
@@ -570,6 +591,8 @@ def main(argv=None):
     g.add_argument("--yarn-beta-slow", type=float)
     g.add_argument("--yarn-attn-factor", type=float, help="rope_scaling attention_factor")
     g.add_argument("--longrope", action="store_true", help="phi3 LongRoPE long/short factors")
+    g.add_argument("--yarn-log-mul", type=float, help="mscale_all_dim (mistral3)")
+    g.add_argument("--attn-temp-scale", type=float, help="llama_4_scaling_beta (mistral3)")
     t = sub.add_parser("tokenizer", help="tokenizer.json + tokenizer_config.json from a GGUF")
     t.add_argument("gguf")
     t.add_argument("--out", required=True)
@@ -588,7 +611,8 @@ def main(argv=None):
                 llama3_rope_freqs=a.llama3_rope_freqs, arch=a.arch, rope_dim=a.rope_dim,
                 window=a.window, orig_ctx=a.orig_ctx, yarn=a.yarn,
                 yarn_beta_fast=a.yarn_beta_fast, yarn_beta_slow=a.yarn_beta_slow,
-                yarn_attn_factor=a.yarn_attn_factor, longrope=a.longrope)
+                yarn_attn_factor=a.yarn_attn_factor, longrope=a.longrope,
+                yarn_log_mul=a.yarn_log_mul, attn_temp_scale=a.attn_temp_scale)
         elif a.cmd == "tokenizer":
             write_tokenizer(a.gguf, a.out)
         else:

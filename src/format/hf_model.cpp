@@ -31,7 +31,7 @@ struct HfArch {
 constexpr HfArch kArchs[] = {
     {"LlamaForCausalLM", "llama", true},  {"MistralForCausalLM", "llama", true},
     {"Qwen2ForCausalLM", "qwen2", false}, {"Qwen3ForCausalLM", "qwen3", false},
-    {"Phi3ForCausalLM", "phi3", false},
+    {"Phi3ForCausalLM", "phi3", false},   {"Ministral3ForCausalLM", "mistral3", true},
 };
 
 // Larger heads exist nowhere; the bound keeps hostile values from sizing loops.
@@ -259,6 +259,12 @@ Config read_config(const json& cfg, const std::string& file,
         // mscale_all_dim and takes mscale as 1.
         const auto mscale = hf::get_number(*rs, "mscale", file);
         const auto all_dim = hf::get_number(*rs, "mscale_all_dim", file);
+        if (a == "mistral3") {
+          // Ministral 3: Llama 4 attention temperature over the original context.
+          if (auto beta = hf::get_number(*rs, "llama_4_scaling_beta", file)) {
+            kv.emplace_back(a + ".attention.temperature_scale", f32(*beta));
+          }
+        }
         if (mscale && all_dim && *mscale != 0.0 && *all_dim != 0.0) {
           if (*mscale != 1.0) {
             throw Error(Errc::Unsupported, "[hf] " + file + ": yarn 'mscale' = " +

@@ -8,7 +8,8 @@
 // llama.attention.sliding_window), Qwen2ForCausalLM -> qwen2,
 // Qwen3ForCausalLM -> qwen3, Phi3ForCausalLM -> phi3 (fused qkv_proj and
 // gate_up_proj, partial rotary, LongRoPE factors as rope_factors_long/short
-// tensors); others are refused by name. rope_scaling (or rope_parameters)
+// tensors), Ministral3ForCausalLM -> mistral3 (YaRN rope_parameters with
+// mscale_all_dim and llama_4_scaling_beta); others are refused by name. rope_scaling (or rope_parameters)
 // becomes `<arch>.rope.scaling.*` keys: linear, yarn (with beta_fast/slow,
 // attention_factor, mscale_all_dim), llama3 (rope_freqs.weight). For llama, HF stores Q/K rows in
 // the "halves" RoPE layout; they are permuted at load into the adjacent-pair layout the GGUF

@@ -1,6 +1,6 @@
 // Hugging Face directories with RoPE scaling and windows: phi3 LongRoPE
 // (Phi3ForCausalLM, fused qkv_proj / gate_up_proj, partial rotary), YaRN
-// rope_scaling, and MistralForCausalLM's sliding_window. The directory must
+// rope_scaling, MistralForCausalLM's sliding_window, and Ministral3ForCausalLM. The directory must
 // agree bitwise with its conversion (tools/hf.py convert writes what
 // llama.cpp's converters write) where the conversion keeps the option, and
 // with tools/reference.py at every position of a prompt longer than the
@@ -103,6 +103,10 @@ const std::string kYarn =
     "--arch qwen2 --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 96 --yarn 4 --orig-ctx 16 "
     "--yarn-beta-fast 16 --yarn-attn-factor 1.2 --seed 43";
 
+const std::string kMinistral3 =
+    "--arch mistral3 --dim 64 --layers 2 --heads 4 --kv-heads 2 --head-dim 32 --ffn 96 --yarn 8 "
+    "--orig-ctx 8 --yarn-log-mul 1 --attn-temp-scale 0.1 --seed 44";
+
 INSTANTIATE_TEST_SUITE_P(
     Hf, HfScaling,
     ::testing::Values(
@@ -113,7 +117,10 @@ INSTANTIATE_TEST_SUITE_P(
         // llama.cpp-style conversion has no window, so it must differ past 6 tokens.
         HfCase{"mistral_window", kMistral + " --hf-arch MistralForCausalLM",
                "--arch llama " + kMistral, false, 64, 24},
-        HfCase{"qwen2_yarn", kYarn, kYarn, true, 64, 40}),
+        HfCase{"qwen2_yarn", kYarn, kYarn, true, 64, 40},
+        // Ministral3ForCausalLM: rope_parameters (rope_theta inside), YaRN with
+        // mscale = mscale_all_dim = 1, llama_4_scaling_beta over an original context of 8.
+        HfCase{"ministral3_yarn_temp", kMinistral3, kMinistral3, true, 64, 40}),
     [](const auto& info) { return info.param.name; });
 
 }  // namespace
