@@ -229,6 +229,44 @@ TEST(TokenizerBpe, PiecesConcatenateToUtf8) {
   }
 }
 
+// A SentencePiece-style BPE ("gemma4"): "▁" for spaces, merges over UTF-8
+// characters, <0xXX> byte fallback, newline runs kept whole when in the vocab.
+GgufWriter tiny_gemma4() {
+  GgufWriter w;
+  w.set("tokenizer.ggml.model", GgufValue::str("gemma4"));
+  w.set("tokenizer.ggml.tokens",
+        GgufValue::strings({"<pad>", "<eos>", "<bos>", "<unk>", "a", "b", "\xE2\x96\x81",
+                            "\xE2\x96\x81"
+                            "a",
+                            "ab", "\n", "\n\n", "<0xC3>", "<0xA9>", "<turn|>"}));
+  w.set("tokenizer.ggml.token_type", GgufValue::i32s({3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 6, 6, 3}));
+  w.set("tokenizer.ggml.merges", GgufValue::strings({"a b", "\xE2\x96\x81 a"}));
+  w.set("tokenizer.ggml.bos_token_id", GgufValue::u32(2));
+  w.set("tokenizer.ggml.eos_token_id", GgufValue::u32(1));
+  w.set("tokenizer.ggml.unknown_token_id", GgufValue::u32(3));
+  // llama.cpp adds BOS for Gemma 4 even where the converter wrote false.
+  w.set("tokenizer.ggml.add_bos_token", GgufValue::boolean(false));
+  return w;
+}
+
+TEST(TokenizerGemma4, MetaspaceMergesByteFallbackAndNewlineRuns) {
+  const auto t = build(tiny_gemma4());
+  // "ab▁a" merges to ab, ▁a; "\n\n\n" is no entry and no merge joins newlines,
+  // so three "\n"; "\n\n" is an entry and stays whole; é becomes its two bytes.
+  EXPECT_EQ(t->encode("ab a\n\n\n\xC3\xA9", true, false),
+            (std::vector<Token>{2, 8, 7, 9, 9, 9, 11, 12}));
+  EXPECT_EQ(t->encode("\n\n", false, false), (std::vector<Token>{10}));
+  // No dummy prefix: a leading space is a lone "▁".
+  EXPECT_EQ(t->encode(" b", false, false), (std::vector<Token>{6, 5}));
+  const std::vector<Token> ids = t->encode("ab a\n\xC3\xA9 b", true, false);
+  EXPECT_EQ(t->decode(ids, Detok::Plain), "ab a\n\xC3\xA9 b");
+  EXPECT_EQ(t->piece(7, Detok::Plain), " a");
+  EXPECT_EQ(t->piece(11, Detok::Plain), "\xC3");
+  EXPECT_TRUE(t->is_eog(1));
+  EXPECT_TRUE(t->is_eog(13));
+  EXPECT_FALSE(t->is_eog(2));
+}
+
 // ---- every vocab: ids, specials, hostile input --------------------------------
 
 TEST(TokenizerAll, OutOfRangeIdsAreInvalidArgument) {
