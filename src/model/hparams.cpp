@@ -103,7 +103,11 @@ void read_rope_scaling(const GgufFile& f, std::string_view arch_sv, Hparams& hp,
   const std::string arch(arch_sv);
   const std::string p = arch + ".rope.scaling.";
   hp.rope_scale = 1.0f;
-  hp.n_ctx_orig = optional_u32(f, p + "original_context_length", hp.n_ctx_train);
+  // 0 means unset to llama.cpp, which then uses the training context.
+  const bool orig_zero =
+      f.get_uint(p + "original_context_length") == std::optional<std::uint64_t>(0);
+  hp.n_ctx_orig =
+      orig_zero ? hp.n_ctx_train : optional_u32(f, p + "original_context_length", hp.n_ctx_train);
   // llama.cpp multiplies every rotation by this key whatever the scaling type.
   hp.rope_attn_factor =
       static_cast<float>(optional_float(f, p + "attn_factor", 1e-3, 1e3).value_or(1.0));
