@@ -103,6 +103,10 @@ constexpr const char* kDeepseekLetters =
     R"re(\x{1E900}-\x{1E943}]+)re";
 constexpr const char* kDeepseekPunct =
     R"re(\s?[!-/:-~\x{FF01}-\x{FF0F}\x{FF1A}-\x{FF5E}\x{2018}-\x{201F}\x{3000}-\x{3002}]+)re";
+// Tiny Aya's "\d{1,3}(?=(?:\d{3})*\b)". The \b always follows a digit, so it
+// means "no word character next"; Oniguruma's word characters include marks,
+// which PCRE2's \w does not (before 10.43), so the class is spelled out.
+constexpr const char* kDigitsFromRight = R"re(\d{1,3}(?=(?:\d{3})*(?![\p{L}\p{M}\p{N}\p{Pc}])))re";
 constexpr const char* kEachDigit = R"re(\p{N})re";
 constexpr const char* kLines = R"re([^\n]+|[\n]+)re";
 
@@ -146,7 +150,7 @@ constexpr Family kFamilies[] = {
     {"tekken",         {kTekken},                                       kIgnoreMerges | kBosDefault},
     {"gpt-4o",         {kO200k},                                        0},
     {"granite-embed-multi-97m", {kO200k},                               kIgnoreMerges},
-    {"tiny_aya",       {R"re(\d{1,3}(?=(?:\d{3})*\b))re", kO200k},      0},
+    {"tiny_aya",       {kDigitsFromRight, kO200k},                      0},
     {"youtu",          {kYoutuCjk, kYoutu},                             kIgnoreMerges},
     {"deepseek-coder", {R"re([\r\n])re", R"re(\s?\p{L}+)re", R"re(\s?\p{P}+)re", kCjk, kEachDigit}, 0},
     {"deepseek-llm",   {R"re([\r\n])re", kDeepseekLetters, kDeepseekPunct, R"re(\s+$)re", kCjk, R"re(\p{N}+)re"}, 0},
