@@ -65,7 +65,12 @@ INSTANTIATE_TEST_SUITE_P(Archs, QuantizedRecipe,
                          ::testing::Values(ArchCase{"llama", ""}, ArchCase{"qwen2", ""},
                                            ArchCase{"qwen3", "--head-dim 64"},
                                            ArchCase{"gemma2", ""}, ArchCase{"gemma3", "--layers 6"},
-                                           ArchCase{"phi3", ""}),
+                                           ArchCase{"phi3", ""},
+                                           // YaRN and the attention temperature past
+                                           // the original context of 8.
+                                           ArchCase{"mistral3",
+                                                    "--head-dim 64 --yarn 4 --orig-ctx 8 "
+                                                    "--attn-temp-scale 0.1"}),
                          [](const auto& info) { return info.param.arch; });
 
 }  // namespace
