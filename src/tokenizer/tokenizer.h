@@ -5,6 +5,8 @@
 //             a dummy-prefix space, <0xXX> byte fallback.
 //   "gpt2"  - byte-level BPE: the pre-tokenizer regex named by tokenizer.ggml.pre,
 //             the GPT-2 byte<->unicode alphabet, merges applied by rank.
+//   "gemma4" - SentencePiece-style BPE: '▁' for spaces, merges by rank over
+//             UTF-8 characters, <0xXX> byte fallback, cut only at newline runs.
 //   "bert"  - WordPiece (greedy longest-prefix, "##" continuations).
 // Anything else, and any pre-tokenizer name we do not know, is refused by name.
 //

@@ -100,6 +100,9 @@ TEST(PreTokenizer, SuperbpeCutsDigitRunsIntoThreesFromTheRight) {
 TEST(PreTokenizer, TinyAyaGroupsDigitsFromTheRight) {
   // \d{1,3}(?=(?:\d{3})*\b): the first group is as short as the run needs.
   EXPECT_EQ(pre("tiny_aya", "1234567"), (Pieces{"1", "234", "567"}));
+  // \b is Oniguruma's: a combining mark is a word character, so no digit group
+  // of "1234\u0301" ends at a boundary; the o200k regex then groups "123", "4".
+  EXPECT_EQ(pre("tiny_aya", "1234\u0301"), (Pieces{"123", "4", "\u0301"}));
 }
 
 TEST(PreTokenizer, SeedCoderKeepsNewlinesOutOfPunctuation) {
