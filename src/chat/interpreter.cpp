@@ -26,7 +26,7 @@ namespace {
 
 [[noreturn]] void fail(const std::string& msg) { throw Error(Errc::Template, msg); }
 
-std::string type_name(const Value& v) { return std::string(kind_name(v.kind)); }
+std::string type_name(const Value& v) { return std::string(type_name_of(v)); }
 
 struct BreakSignal {};
 struct ContinueSignal {};
@@ -345,15 +345,16 @@ bool run_test(const std::string& name, const Value& v, const Value* arg) {
   if (name == "boolean") return v.kind == Kind::Bool;
   if (name == "callable") return v.kind == Kind::Function;
   if (name == "odd" || name == "even") {
-    if (v.kind != Kind::Int) fail("cannot " + name + " on " + type_name(v));
-    return (v.i % 2 != 0) == (name == "odd");
+    if (v.kind != Kind::Int && !v.big_int) fail("cannot " + name + " on " + type_name(v));
+    const bool odd = v.big_int ? std::fmod(v.f, 2.0) != 0 : v.i % 2 != 0;
+    return odd == (name == "odd");
   }
   if (name == "false") return v.kind == Kind::Bool && !v.b;
   if (name == "true") return v.kind == Kind::Bool && v.b;
   if (name == "none") return v.kind == Kind::Null;
   if (name == "string") return v.kind == Kind::String;
   if (name == "number") return v.is_number();
-  if (name == "integer") return v.kind == Kind::Int;
+  if (name == "integer") return v.kind == Kind::Int || v.big_int;
   if (name == "iterable") return v.kind == Kind::Array || v.kind == Kind::String;
   if (name == "mapping") return v.is_object();
   if (name == "sequence") return v.is_array() || v.is_object() || v.kind == Kind::String;
@@ -705,17 +706,23 @@ class Interpreter {
     const Value v = eval(*n.x, env);
     if (n.str == "not") return Value::boolean(!truthy(v));
     const int sign = n.str == "-" ? -1 : 1;
+    if (v.big_int) return Value::number(sign * v.f);
     if (v.kind == Kind::Float) return Value::floating(sign * v.f);
-    if (v.kind == Kind::Int) return Value::integer(sign * v.i);
+    // -INT64_MIN has no int64 form; JS gives the double.
+    if (v.kind == Kind::Int)
+      return v.i == INT64_MIN && sign < 0 ? Value::number(-static_cast<double>(v.i))
+                                          : Value::integer(sign * v.i);
     if (v.kind == Kind::Bool) return Value::integer(sign * (v.b ? 1 : 0));
     fail("Unknown operator \"" + n.str + "\" for " + type_name(v));
   }
 
   static Value arith(const std::string& op, const Value& l, const Value& r) {
-    const bool is_float = l.kind == Kind::Float || r.kind == Kind::Float;
+    const bool is_float = l.is_float() || r.is_float();
+    // Exact int64 arithmetic while both fit; big integers go through doubles, as in JS.
+    const bool exact = l.kind == Kind::Int && r.kind == Kind::Int;
     const double a = l.num(), b = r.num();
     if (op == "+" || op == "-" || op == "*") {
-      if (!is_float) {
+      if (exact) {
         std::int64_t out;
         bool overflow = op == "+"   ? __builtin_add_overflow(l.i, r.i, &out)
                         : op == "-" ? __builtin_sub_overflow(l.i, r.i, &out)
@@ -733,6 +740,7 @@ class Interpreter {
       return is_float ? Value::floating(res) : Value::number(res);
     }
     if (op == "%") {
+      if (!exact && !is_float) return Value::number(std::fmod(a, b));
       if (!is_float) {
         if (r.i == 0) return Value::floating(NAN);
         if (r.i == -1) return Value::integer(0);
@@ -768,7 +776,7 @@ class Interpreter {
       if (a == 0 && b < 0) fail("0.0 cannot be raised to a negative power");
       const double res = std::pow(a, b);
       if (!std::isfinite(res)) fail("Exponentiation result is not a finite real number");
-      const bool is_float = l.kind == Kind::Float || r.kind == Kind::Float || b < 0;
+      const bool is_float = l.is_float() || r.is_float() || b < 0;
       return is_float ? Value::floating(res) : Value::number(res);
     }
     if (l.is_number() && r.is_number()) {
@@ -1084,7 +1092,8 @@ class Interpreter {
     }
     if (v.is_number()) {
       if (name == "abs")
-        return v.kind == Kind::Int ? Value::integer(v.i < 0 ? -v.i : v.i)
+        return v.kind == Kind::Int ? Value::number(std::fabs(static_cast<double>(v.i)))
+               : v.big_int         ? Value::number(std::fabs(v.f))
                                    : Value::floating(std::fabs(v.f));
       if (name == "int") return v.kind == Kind::Int ? v : Value::number(std::floor(v.f));
       if (name == "float") return Value::floating(v.num());

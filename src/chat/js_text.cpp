@@ -1,9 +1,12 @@
 #include "chat/js_text.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+
+#include "chat/js_case_tables.h"
 
 namespace seam::chat::js {
 
@@ -120,94 +123,32 @@ std::vector<std::string> code_points(std::string_view s) {
 
 namespace {
 
-// Simple case pairs outside ASCII for the scripts chat content commonly uses
-// (Latin-1, Latin Extended-A/Additional, Greek, Cyrillic, Armenian, fullwidth).
-// Other scripts pass through unchanged; the only case filter real chat
-// templates apply is `role|lower`.
+// One code point's simple (1:1) mapping through the generated runs.
+char32_t map_runs(const CaseRun* runs, std::size_t n, char32_t c) {
+  const CaseRun* end = runs + n;
+  const CaseRun* it =
+      std::upper_bound(runs, end, c, [](char32_t v, const CaseRun& r) { return v < r.first; });
+  if (it == runs) return c;
+  --it;
+  if (c > it->last || (c - it->first) % it->stride != 0) return c;
+  return static_cast<char32_t>(static_cast<std::int32_t>(c) + it->delta);
+}
+
 char32_t lower_simple(char32_t c) {
-  if (c >= 'A' && c <= 'Z') return c + 32;
-  if (c < 0x80) return c;
-  if ((c >= 0xC0 && c <= 0xDE && c != 0xD7)) return c + 32;
-  if (c >= 0x100 && c <= 0x17F) {
-    if (c == 0x130 || c == 0x131 || c == 0x138 || c == 0x149 || c == 0x17F) return c;
-    if (c == 0x178) return 0xFF;
-    if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c % 2 == 1) ? c + 1 : c;
-    return (c % 2 == 0) ? c + 1 : c;
-  }
-  if (c >= 0x391 && c <= 0x3AB && c != 0x3A2) return c + 32;
-  switch (c) {
-    case 0x386:
-      return 0x3AC;
-    case 0x388:
-      return 0x3AD;
-    case 0x389:
-      return 0x3AE;
-    case 0x38A:
-      return 0x3AF;
-    case 0x38C:
-      return 0x3CC;
-    case 0x38E:
-      return 0x3CD;
-    case 0x38F:
-      return 0x3CE;
-    default:
-      break;
-  }
-  if (c >= 0x410 && c <= 0x42F) return c + 32;
-  if (c >= 0x400 && c <= 0x40F) return c + 80;
-  if (((c >= 0x460 && c <= 0x481) || (c >= 0x48A && c <= 0x4BF) || (c >= 0x4D0 && c <= 0x52F)) &&
-      c % 2 == 0)
-    return c + 1;
-  if (c >= 0x531 && c <= 0x556) return c + 48;
-  if (c >= 0x1E00 && c <= 0x1EFF && !(c >= 0x1E96 && c <= 0x1E9F) && c % 2 == 0) return c + 1;
-  if (c >= 0xFF21 && c <= 0xFF3A) return c + 32;
-  return c;
+  if (c < 0x80) return c >= 'A' && c <= 'Z' ? c + 32 : c;
+  return map_runs(kLowerRuns, kLowerRunCount, c);
 }
 
 char32_t upper_simple(char32_t c) {
-  if (c >= 'a' && c <= 'z') return c - 32;
-  if (c < 0x80) return c;
-  if (c >= 0xE0 && c <= 0xFE && c != 0xF7) return c - 32;
-  if (c == 0xFF) return 0x178;
-  if (c == 0xB5) return 0x39C;
-  if (c >= 0x100 && c <= 0x17F) {
-    if (c == 0x130 || c == 0x138 || c == 0x149) return c;
-    if (c == 0x131) return 'I';
-    if (c == 0x17F) return 'S';
-    if (c == 0x178) return c;
-    if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c % 2 == 0) ? c - 1 : c;
-    return (c % 2 == 1) ? c - 1 : c;
-  }
-  if (c >= 0x3B1 && c <= 0x3CB && c != 0x3C2) return c - 32;
-  switch (c) {
-    case 0x3C2:
-      return 0x3A3;
-    case 0x3AC:
-      return 0x386;
-    case 0x3AD:
-      return 0x388;
-    case 0x3AE:
-      return 0x389;
-    case 0x3AF:
-      return 0x38A;
-    case 0x3CC:
-      return 0x38C;
-    case 0x3CD:
-      return 0x38E;
-    case 0x3CE:
-      return 0x38F;
-    default:
-      break;
-  }
-  if (c >= 0x430 && c <= 0x44F) return c - 32;
-  if (c >= 0x450 && c <= 0x45F) return c - 80;
-  if (((c >= 0x460 && c <= 0x481) || (c >= 0x48A && c <= 0x4BF) || (c >= 0x4D0 && c <= 0x52F)) &&
-      c % 2 == 1)
-    return c - 1;
-  if (c >= 0x561 && c <= 0x586) return c - 48;
-  if (c >= 0x1E00 && c <= 0x1EFF && !(c >= 0x1E96 && c <= 0x1E9F) && c % 2 == 1) return c - 1;
-  if (c >= 0xFF41 && c <= 0xFF5A) return c - 32;
-  return c;
+  if (c < 0x80) return c >= 'a' && c <= 'z' ? c - 32 : c;
+  return map_runs(kUpperRuns, kUpperRunCount, c);
+}
+
+const char* upper_special(char32_t c) {
+  const SpecialUpper* end = kUpperSpecial + kUpperSpecialCount;
+  const SpecialUpper* it = std::lower_bound(
+      kUpperSpecial, end, c, [](const SpecialUpper& e, char32_t v) { return e.cp < v; });
+  return it != end && it->cp == c ? it->utf8 : nullptr;
 }
 
 bool is_word_byte(unsigned char c) {
@@ -221,8 +162,8 @@ std::string to_upper(std::string_view s) {
   out.reserve(s.size());
   for (std::size_t i = 0; i < s.size();) {
     const char32_t cp = next_code_point(s, i);
-    if (cp == 0xDF) {
-      out += "SS";  // the one full (1:2) mapping common in Latin text
+    if (const char* full = cp >= 0xDF ? upper_special(cp) : nullptr) {
+      out += full;  // a 1:n mapping (SpecialCasing), e.g. ß -> SS
     } else {
       append_utf8(out, upper_simple(cp));
     }
@@ -276,7 +217,10 @@ std::string title_case(std::string_view s) {
 std::string capitalize(std::string_view s) {
   if (s.empty()) return {};
   std::size_t i = 0;
-  next_code_point(s, i);
+  const char32_t first = next_code_point(s, i);
+  // charAt(0) is one UTF-16 unit: an astral first character is half a
+  // surrogate pair there, which has no case, so it stays as it is.
+  if (first > 0xFFFF) return std::string(s);
   return to_upper(s.substr(0, i)) + std::string(s.substr(i));
 }
 

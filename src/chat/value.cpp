@@ -31,9 +31,15 @@ void Dict::set(const std::string& key, Value v) {
 }
 
 Value Value::number(double v) {
-  if (std::isfinite(v) && std::floor(v) == v && std::fabs(v) < 9.2e18)
-    return integer(static_cast<std::int64_t>(v));
-  return floating(v);
+  if (!std::isfinite(v) || std::floor(v) != v) return floating(v);
+  if (std::fabs(v) < 9.2e18) return integer(static_cast<std::int64_t>(v));
+  Value r = floating(v);
+  r.big_int = true;
+  return r;
+}
+
+std::string_view type_name_of(const Value& v) {
+  return v.big_int ? std::string_view("IntegerValue") : kind_name(v.kind);
 }
 
 std::string_view kind_name(Kind k) {
@@ -180,7 +186,7 @@ std::string to_display(const Value& v) {
     case Kind::Int:
       return int_string(v.i);
     case Kind::Float:
-      return float_display(v.f);
+      return v.big_int ? js::number_to_string(v.f) : float_display(v.f);
     case Kind::String:
       return v.s;
     case Kind::Function:
@@ -363,7 +369,8 @@ Value from_json_depth(const nlohmann::ordered_json& j, int depth) {
       return Value::integer(j.get<std::int64_t>());
     case nlohmann::ordered_json::value_t::number_unsigned: {
       const auto u = j.get<std::uint64_t>();
-      if (u > static_cast<std::uint64_t>(INT64_MAX)) return Value::floating(static_cast<double>(u));
+      // Beyond int64 the value can only be the JS number the reference sees.
+      if (u > static_cast<std::uint64_t>(INT64_MAX)) return Value::number(static_cast<double>(u));
       return Value::integer(static_cast<std::int64_t>(u));
     }
     case nlohmann::ordered_json::value_t::number_float:

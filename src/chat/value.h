@@ -66,6 +66,9 @@ struct Value {
   std::shared_ptr<Array> arr;    // Array, Tuple
   std::shared_ptr<Dict> dict;    // Object, KwArgs, Namespace
   std::shared_ptr<NativeFn> fn;  // Function
+  // Float only: an integral number beyond int64, which the reference still
+  // types as IntegerValue (a JS number), so it prints without ".0".
+  bool big_int = false;
 
   static Value undefined() { return {}; }
   static Value null() { return with_kind(Kind::Null); }
@@ -112,6 +115,8 @@ struct Value {
   bool is_object() const { return kind == Kind::Object || kind == Kind::KwArgs; }
   bool is_attr_container() const { return is_object() || kind == Kind::Namespace; }
   bool is_number() const { return kind == Kind::Int || kind == Kind::Float; }
+  // A FloatValue in the reference's terms (big integers are IntegerValue there).
+  bool is_float() const { return kind == Kind::Float && !big_int; }
   double num() const { return kind == Kind::Int ? static_cast<double>(i) : f; }
 
  private:
@@ -124,6 +129,8 @@ struct Value {
 
 // The reference's type names, used in error messages ("ArrayValue", ...).
 std::string_view kind_name(Kind k);
+// kind_name of a value, naming big integers IntegerValue.
+std::string_view type_name_of(const Value& v);
 
 // Python-like truthiness as the reference defines __bool__.
 bool truthy(const Value& v);
