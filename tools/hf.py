@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Random-weight Hugging Face llama/mistral/qwen2/qwen3/phi3 directories and their GGUF conversion (numpy only).
+"""Random-weight Hugging Face llama/mistral/qwen2/qwen3/phi3/gemma2/gemma3 directories and their GGUF conversion (numpy only).
 
     hf.py gen --out DIR [--gguf FILE.gguf] [reference.py gen options]
               [--st-dtype F32|F16|BF16] [--shards N] [--hf-arch LlamaForCausalLM]
@@ -308,10 +308,13 @@ def rope_factors(rs, base, dim):
 
 HF_ARCHS = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
             "qwen3": "Qwen3ForCausalLM", "phi3": "Phi3ForCausalLM",
-            "mistral3": "Ministral3ForCausalLM"}
+            "mistral3": "Ministral3ForCausalLM", "gemma2": "Gemma2ForCausalLM",
+            "gemma3": "Gemma3ForCausalLM"}
 GGUF_ARCH = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "llama",
              "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3",
-             "Phi3ForCausalLM": "phi3", "Ministral3ForCausalLM": "mistral3"}
+             "Phi3ForCausalLM": "phi3", "Ministral3ForCausalLM": "mistral3",
+             "Gemma2ForCausalLM": "gemma2", "Gemma3ForCausalLM": "gemma3",
+             "Gemma3ForConditionalGeneration": "gemma3"}
 # phi3 checkpoints keep q, k, v and gate, up fused, as its GGUF does.
 PHI3_LAYER = {"attn_qkv": "self_attn.qkv_proj", "ffn_up": "mlp.gate_up_proj"}
 PER_LAYER = {"attn_norm": "input_layernorm", "attn_q": "self_attn.q_proj",
@@ -323,8 +326,10 @@ PER_LAYER = {"attn_norm": "input_layernorm", "attn_q": "self_attn.q_proj",
 
 def gen(out, gguf_out=None, st_dtype="F32", shards=1, hf_arch=None,
         metaspace=False, template="{% for m in messages %}{{ m['content'] }}{% endfor %}",
-        template_list=False, add_bos_flag=True, **model_args):
+        template_list=False, add_bos_flag=True, pad_vocab=0, **model_args):
     st_dtype = st_dtype.upper()
+    if model_args.get("arch") in GEMMA_ARCHS:
+        model_args["tied"] = True   # gemma's output is always its embedding
     if st_dtype not in ST_DTYPES:
         raise reference.RefError(f"--st-dtype must be one of {sorted(ST_DTYPES)}")
     os.makedirs(out, exist_ok=True)
@@ -370,7 +375,7 @@ def gen(out, gguf_out=None, st_dtype="F32", shards=1, hf_arch=None,
             config["rope_scaling"] = llama3_rope_scaling(int(m[f"{a}.context_length"]))
         window = m.get(f"{a}.attention.sliding_window")
         if window is not None:
-            if hf_arch != "MistralForCausalLM":
+            if hf_arch != "MistralForCausalLM" and a not in GEMMA_ARCHS:
                 raise reference.RefError("--window: only MistralForCausalLM states a window here")
             config["sliding_window"] = int(window)
         orig = m.get(f"{a}.rope.scaling.original_context_length")
@@ -408,7 +413,10 @@ def gen(out, gguf_out=None, st_dtype="F32", shards=1, hf_arch=None,
         names = {"token_embd.weight": "model.embed_tokens.weight",
                  "output_norm.weight": "model.norm.weight", "output.weight": "lm_head.weight"}
         tensors = []
-        for name in r.tensors:
+        if a in GEMMA_ARCHS:
+            config = gemma_config(config, m, a, hf_arch, pad_vocab)
+            tensors = gemma_tensors(r, a, hf_arch, st_dtype, pad_vocab, model_args.get("seed", 0))
+        for name in (r.tensors if a not in GEMMA_ARCHS else ()):
             if name in ("rope_freqs.weight", "rope_factors_long.weight",
                         "rope_factors_short.weight"):
                 continue  # HF recomputes them from rope_scaling
@@ -458,12 +466,230 @@ def gen(out, gguf_out=None, st_dtype="F32", shards=1, hf_arch=None,
 
 
 # ----------------------------------------------------------------------------
+# gemma2 / gemma3: what transformers saves for Gemma2ForCausalLM, Gemma3ForCausalLM and
+# Gemma3ForConditionalGeneration, and what llama.cpp's Gemma2Model / Gemma3Model write.
+
+GEMMA_ARCHS = ("gemma2", "gemma3")
+GEMMA_LAYER = {"attn_norm": "input_layernorm", "attn_q": "self_attn.q_proj",
+               "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
+               "attn_output": "self_attn.o_proj", "attn_q_norm": "self_attn.q_norm",
+               "attn_k_norm": "self_attn.k_norm",
+               "post_attention_norm": "post_attention_layernorm",
+               "ffn_norm": "pre_feedforward_layernorm",
+               "post_ffw_norm": "post_feedforward_layernorm",
+               "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj"}
+# transformers' Gemma2Config / Gemma3TextConfig defaults for keys config.json may omit (the
+# converter reads configs through AutoConfig, so it sees them; seam applies the same).
+GEMMA_DEFAULTS = {
+    "gemma2": {"num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+               "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "max_position_embeddings": 8192,
+               "query_pre_attn_scalar": 256, "sliding_window": 4096,
+               "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0,
+               "tie_word_embeddings": True},
+    "gemma3": {"num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+               "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "max_position_embeddings": 131072,
+               "query_pre_attn_scalar": 256, "sliding_window": 4096,
+               "sliding_window_pattern": 6, "rope_local_base_freq": 10000.0,
+               "attn_logit_softcapping": None, "final_logit_softcapping": None,
+               "tie_word_embeddings": True},
+}
+GEMMA_27B_LAYERS = {"gemma2": 46, "gemma3": 62}
+GEMMA_PERIOD = {"gemma2": 2, "gemma3": 6}   # the recipes' default local/global periods
+CG_PREFIX = "model.language_model."
+
+
+def gemma_config(config, m, a, hf_arch, pad_vocab):
+    """config.json of a gemma model from the generic keys gen wrote and the GGUF metadata."""
+    p = f"{a}."
+    dim, heads, layers = config["hidden_size"], config["num_attention_heads"], \
+        config["num_hidden_layers"]
+    hd = int(m.get(p + "attention.key_length", dim // heads))
+    config["model_type"] = a
+    config.pop("hidden_act", None)
+    config["hidden_activation"] = "gelu_pytorch_tanh"
+    config["head_dim"] = hd
+    # What the recipe scales attention by (GGUF has no key): n_embd / n_head for 27B.
+    config["query_pre_attn_scalar"] = dim // heads if layers == GEMMA_27B_LAYERS[a] else hd
+    config["vocab_size"] += pad_vocab
+    window = m.get(p + "attention.sliding_window")
+    pattern = m.get(p + "attention.sliding_window_pattern")
+    if a == "gemma2":
+        config["attn_logit_softcapping"] = float(m.get(p + "attn_logit_softcapping", 50.0))
+        config["final_logit_softcapping"] = float(m.get(p + "final_logit_softcapping", 30.0))
+        config["sliding_window"] = int(window) if window is not None else 4096
+        period = 2
+    else:
+        config["attn_logit_softcapping"] = None
+        fc = m.get(p + "final_logit_softcapping")
+        config["final_logit_softcapping"] = float(fc) if fc is not None else None
+        config["sliding_window"] = int(window) if window else 4096
+        config["rope_local_base_freq"] = float(m.get(p + "rope.freq_base_swa", 10000.0))
+        period = 6
+        if not window:
+            pattern = 1   # no window: every layer global
+    if isinstance(pattern, (list, np.ndarray)):
+        config["layer_types"] = ["sliding_attention" if f else "full_attention" for f in pattern]
+    elif pattern is not None and int(pattern) == 0:   # period 0: every layer local
+        config["layer_types"] = ["sliding_attention"] * layers
+    elif a == "gemma3":
+        config["sliding_window_pattern"] = int(pattern if pattern is not None else period)
+    elif pattern is not None and int(pattern) != period:
+        P = int(pattern)
+        config["layer_types"] = ["sliding_attention" if (L + 1) % P else "full_attention"
+                                 for L in range(layers)]
+    if m.get(p + "rope.scaling.type") == "linear":
+        config["rope_scaling"] = {"rope_type": "linear",
+                                  "factor": float(m[p + "rope.scaling.factor"])}
+    elif m.get(p + "rope.scaling.type") is not None:
+        raise reference.RefError(f"{a}: only linear rope scaling has a Hugging Face form here")
+    if hf_arch != "Gemma3ForConditionalGeneration":
+        return config
+    # The multimodal class keeps the language model's keys under text_config, and
+    # transformers leaves out those equal to the class defaults.
+    top = {k: config.pop(k) for k in ("architectures", "torch_dtype", "bos_token_id",
+                                      "eos_token_id")}
+    text = {k: v for k, v in config.items() if GEMMA_DEFAULTS[a].get(k, object()) != v}
+    text["model_type"] = "gemma3_text"
+    return {**top, "model_type": "gemma3", "text_config": text,
+            "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 8,
+                              "num_hidden_layers": 1, "patch_size": 2, "image_size": 4},
+            "mm_tokens_per_image": 4, "image_token_index": config["vocab_size"] - 1,
+            "tie_word_embeddings": True}
+
+
+def gemma_tensors(r, a, hf_arch, st_dtype, pad_vocab, seed):
+    """(HF name, shape, dtype, bytes) of a gemma checkpoint: norms stored as w - 1 (HF
+    computes x * (1 + w); the converter adds the 1 back), the embedding padded with
+    pad_vocab rows past the tokenizer (as Gemma 3 4B+ ships it), and for the multimodal
+    class the language model under model.language_model. next to a small vision tower."""
+    prefix = CG_PREFIX if hf_arch == "Gemma3ForConditionalGeneration" else "model."
+    rng = np.random.default_rng(seed + 1000)
+    out = []
+    for name in r.tensors:
+        w = r.tensor(name)
+        if name == "output.weight":
+            raise reference.RefError("gemma ties its output to token_embd")
+        if name.startswith("blk."):
+            _, layer, kind, suffix = name.split(".")
+            hf_name = f"{prefix}layers.{layer}.{GEMMA_LAYER[kind]}.{suffix}"
+        else:
+            hf_name = prefix + {"token_embd.weight": "embed_tokens.weight",
+                                "output_norm.weight": "norm.weight"}[name]
+        if hf_name.endswith("norm.weight"):
+            w = w - np.float32(1)
+        if name == "token_embd.weight" and pad_vocab:
+            w = np.concatenate([w, rng.standard_normal((pad_vocab, w.shape[1]))])
+        out.append((hf_name, w.shape, st_dtype, _encode(w, st_dtype)))
+    if prefix == CG_PREFIX:
+        dim = r.tensor("token_embd.weight").shape[1]
+        for name, shape in (("model.vision_tower.vision_model.embeddings.patch_embedding.weight",
+                             (8, 3, 2, 2)),
+                            ("model.vision_tower.vision_model.post_layernorm.weight", (8,)),
+                            ("model.multi_modal_projector.mm_input_projection_weight", (8, dim)),
+                            ("model.multi_modal_projector.mm_soft_emb_norm.weight", (8,))):
+            out.append((name, shape, st_dtype, _encode(rng.standard_normal(shape), st_dtype)))
+    return out
+
+
+def convert_gemma(d, out, vocab, raw):
+    """llama.cpp's Gemma2Model / Gemma3Model for the keys and tensors gen writes, plus what
+    seam needs that GGUF would otherwise lose: rope.freq_base for gemma2 (its converter
+    writes none; llama.cpp's default is HF's default 10000), and the layer pattern when it
+    is not the recipe's default period. gemma3's embedding is trimmed to the tokenizer's
+    vocabulary (the converter's tokenizer.model path; seam does the same)."""
+    a = GGUF_ARCH[raw["architectures"][0]]
+    c = {**GEMMA_DEFAULTS[a], **raw, **(raw.get("text_config") or {})}
+    heads, dim, layers = c["num_attention_heads"], c["hidden_size"], c["num_hidden_layers"]
+    hd = c["head_dim"]
+    recipe_qpas = dim // heads if layers == GEMMA_27B_LAYERS[a] else hd
+    if c["query_pre_attn_scalar"] != recipe_qpas:
+        raise ValueError(f"query_pre_attn_scalar {c['query_pre_attn_scalar']} is not the "
+                         f"{recipe_qpas} seam's {a} recipe uses")
+    w = gguf.GGUFWriter(out)
+    w.add("general.architecture", a)
+    w.add("general.name", os.path.basename(os.path.normpath(d)))
+    w.add(f"{a}.block_count", layers)
+    w.add(f"{a}.context_length", c["max_position_embeddings"])
+    w.add(f"{a}.embedding_length", dim)
+    w.add(f"{a}.feed_forward_length", c["intermediate_size"])
+    w.add(f"{a}.attention.head_count", heads)
+    w.add(f"{a}.attention.head_count_kv", c["num_key_value_heads"])
+    w.add(f"{a}.attention.layer_norm_rms_epsilon", float(c["rms_norm_eps"]))
+    w.add(f"{a}.attention.key_length", hd)
+    w.add(f"{a}.attention.value_length", hd)
+    w.add(f"{a}.rope.freq_base", float(c["rope_theta"]))
+    if a == "gemma2":
+        w.add(f"{a}.attn_logit_softcapping", float(c["attn_logit_softcapping"]), "float32")
+        w.add(f"{a}.final_logit_softcapping", float(c["final_logit_softcapping"]), "float32")
+    else:
+        assert c.get("attn_logit_softcapping") is None
+        if c.get("final_logit_softcapping"):
+            w.add(f"{a}.final_logit_softcapping", float(c["final_logit_softcapping"]),
+                  "float32")
+        w.add(f"{a}.rope.freq_base_swa", float(c["rope_local_base_freq"]), "float32")
+        rs = c.get("rope_scaling") or {}
+        if rs.get("rope_type", rs.get("type")) == "linear" and rs.get("factor") is not None:
+            w.add(f"{a}.rope.scaling.type", "linear")
+            w.add(f"{a}.rope.scaling.factor", float(rs["factor"]), "float32")
+    if c.get("layer_types"):
+        flags = [t == "sliding_attention" for t in c["layer_types"]]
+    else:
+        P = c.get("sliding_window_pattern", 6) if a == "gemma3" else 2
+        flags = [(L + 1) % P != 0 for L in range(layers)]
+    window = c.get("sliding_window") or 0
+    if window and any(flags):
+        w.add(f"{a}.attention.sliding_window", int(window), "uint32")
+        P = GEMMA_PERIOD[a]
+        if flags != [(L + 1) % P != 0 for L in range(layers)]:
+            w.add(f"{a}.attention.sliding_window_pattern", flags, "array<bool>")
+    elif a == "gemma2":
+        w.add(f"{a}.attention.sliding_window", 0, "uint32")
+    w.add(f"{a}.vocab_size", c["vocab_size"])
+    for k, (v, t) in vocab.items():
+        w.add(k, v, type=t)
+    n_tokens = len(vocab["tokenizer.ggml.tokens"][0])
+    for hf_name, (dtype, shape, data) in sorted(read_checkpoint(d).items()):
+        name = hf_name.replace("language_model.", "", 1)
+        if "vision_tower." in name or "multi_modal_projector." in name:
+            continue
+        if name == "lm_head.weight":
+            continue   # gemma's output is token_embd (Gemma2Model drops lm_head explicitly)
+        if name.startswith("model.layers."):
+            parts = name.split(".")
+            kind = {v: k for k, v in GEMMA_LAYER.items()}['.'.join(parts[3:-1])]
+            gname = f"blk.{parts[2]}.{kind}.{parts[-1]}"
+        else:
+            gname = {"model.embed_tokens.weight": "token_embd.weight",
+                     "model.norm.weight": "output_norm.weight"}[name]
+        if name.endswith("norm.weight"):
+            # bf16 is cast to f32 before the +1; f16 adds in f16 (torch rounds the f32 sum).
+            if dtype == "F16":
+                v = (np.frombuffer(data, dtype="<f2").reshape(shape) + np.float16(1))
+            else:
+                v = to_f32(dtype, shape, data) + np.float32(1)
+            w.add_tensor(gname, v.astype(np.float32), "F32")
+            continue
+        if len(shape) == 1:
+            w.add_tensor(gname, to_f32(dtype, shape, data), "F32")
+            continue
+        raw_rows = np.frombuffer(data, dtype="<f4" if dtype == "F32" else "<u2").reshape(shape)
+        if gname == "token_embd.weight" and a == "gemma3":
+            raw_rows = raw_rows[:n_tokens]
+            shape = raw_rows.shape
+        w.add_tensor_raw(gname, list(reversed(shape)), dtype,
+                         np.ascontiguousarray(raw_rows).tobytes())
+    w.write()
+
+
+# ----------------------------------------------------------------------------
 # convert: HF llama directory -> GGUF (what llama.cpp's converter writes for these keys)
 
 
 def convert(d, out, vocab):
     with open(os.path.join(d, "config.json")) as f:
         c = json.load(f)
+    if GGUF_ARCH.get(c["architectures"][0]) in GEMMA_ARCHS:
+        return convert_gemma(d, out, vocab, c)
     a = GGUF_ARCH[c["architectures"][0]]
     heads = c["num_attention_heads"]
     kv_heads = c.get("num_key_value_heads", heads)
@@ -593,6 +819,14 @@ def main(argv=None):
     g.add_argument("--longrope", action="store_true", help="phi3 LongRoPE long/short factors")
     g.add_argument("--yarn-log-mul", type=float, help="mscale_all_dim (mistral3)")
     g.add_argument("--attn-temp-scale", type=float, help="llama_4_scaling_beta (mistral3)")
+    g.add_argument("--swa-pattern", type=reference._swa_pattern_arg,
+                   help="gemma: sliding_window_pattern period N, or per-layer flags 1,0,1")
+    g.add_argument("--attn-softcap", type=float, help="attn_logit_softcapping (gemma2)")
+    g.add_argument("--final-softcap", type=float, help="final_logit_softcapping (gemma)")
+    g.add_argument("--rope-base-swa", type=float, help="rope_local_base_freq (gemma3)")
+    g.add_argument("--rope-linear", type=float, help="rope_scaling linear factor (gemma3)")
+    g.add_argument("--pad-vocab", type=int, default=0,
+                   help="gemma: embedding rows past the tokenizer (trimmed by the converter)")
     t = sub.add_parser("tokenizer", help="tokenizer.json + tokenizer_config.json from a GGUF")
     t.add_argument("gguf")
     t.add_argument("--out", required=True)
@@ -612,7 +846,10 @@ def main(argv=None):
                 window=a.window, orig_ctx=a.orig_ctx, yarn=a.yarn,
                 yarn_beta_fast=a.yarn_beta_fast, yarn_beta_slow=a.yarn_beta_slow,
                 yarn_attn_factor=a.yarn_attn_factor, longrope=a.longrope,
-                yarn_log_mul=a.yarn_log_mul, attn_temp_scale=a.attn_temp_scale)
+                yarn_log_mul=a.yarn_log_mul, attn_temp_scale=a.attn_temp_scale,
+                swa_pattern=a.swa_pattern, attn_softcap=a.attn_softcap,
+                final_softcap=a.final_softcap, rope_base_swa=a.rope_base_swa,
+                rope_linear=a.rope_linear, pad_vocab=a.pad_vocab)
         elif a.cmd == "tokenizer":
             write_tokenizer(a.gguf, a.out)
         else:

@@ -1,5 +1,6 @@
 #include "format/hf_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -7,6 +8,7 @@
 #include <optional>
 #include <string_view>
 
+#include "core/half.h"
 #include "format/hf_json.h"
 #include "format/safetensors.h"
 #include "seam/error.h"
@@ -29,9 +31,15 @@ struct HfArch {
 };
 
 constexpr HfArch kArchs[] = {
-    {"LlamaForCausalLM", "llama", true},  {"MistralForCausalLM", "llama", true},
-    {"Qwen2ForCausalLM", "qwen2", false}, {"Qwen3ForCausalLM", "qwen3", false},
-    {"Phi3ForCausalLM", "phi3", false},   {"Ministral3ForCausalLM", "mistral3", true},
+    {"LlamaForCausalLM", "llama", true},
+    {"MistralForCausalLM", "llama", true},
+    {"Qwen2ForCausalLM", "qwen2", false},
+    {"Qwen3ForCausalLM", "qwen3", false},
+    {"Phi3ForCausalLM", "phi3", false},
+    {"Ministral3ForCausalLM", "mistral3", true},
+    {"Gemma2ForCausalLM", "gemma2", false},
+    {"Gemma3ForCausalLM", "gemma3", false},
+    {"Gemma3ForConditionalGeneration", "gemma3", false},
 };
 
 // Larger heads exist nowhere; the bound keeps hostile values from sizing loops.
@@ -352,6 +360,273 @@ std::shared_ptr<std::vector<std::byte>> permute_rows(std::span<const std::byte> 
   return out;
 }
 
+// ---- Gemma 2 / Gemma 3 ----------------------------------------------------
+
+bool is_gemma(const HfArch& a) { return a.arch == "gemma2" || a.arch == "gemma3"; }
+
+// transformers' Gemma2Config / Gemma3TextConfig defaults for the keys real
+// config.json files leave out (llama.cpp's converter reads configs through
+// AutoConfig, so it sees these values too). Structural sizes (hidden_size,
+// num_hidden_layers, intermediate_size) stay required.
+const json& gemma_defaults(std::string_view arch) {
+  static const json gemma2 = {
+      {"num_attention_heads", 8u},
+      {"num_key_value_heads", 4u},
+      {"head_dim", 256u},
+      {"rms_norm_eps", 1e-6},
+      {"rope_theta", 10000.0},
+      {"max_position_embeddings", 8192u},
+      {"query_pre_attn_scalar", 256u},
+      {"sliding_window", 4096u},
+      {"attn_logit_softcapping", 50.0},
+      {"final_logit_softcapping", 30.0},
+      {"tie_word_embeddings", true},
+  };
+  static const json gemma3 = {
+      {"num_attention_heads", 8u},
+      {"num_key_value_heads", 4u},
+      {"head_dim", 256u},
+      {"rms_norm_eps", 1e-6},
+      {"rope_theta", 1000000.0},
+      {"max_position_embeddings", 131072u},
+      {"query_pre_attn_scalar", 256u},
+      {"sliding_window", 4096u},
+      {"sliding_window_pattern", 6u},
+      {"rope_local_base_freq", 10000.0},
+      {"attn_logit_softcapping", nullptr},
+      {"final_logit_softcapping", nullptr},
+      {"tie_word_embeddings", true},
+  };
+  return arch == "gemma2" ? gemma2 : gemma3;
+}
+
+// The configuration a Gemma class reads: Gemma3ForConditionalGeneration keeps
+// its language model's keys under "text_config", which the converter merges
+// over the top level; absent keys take transformers' defaults. Other
+// architectures' configs are returned unchanged.
+json text_config(const json& raw, const std::string& file) {
+  const auto archs = raw.find("architectures");
+  if (archs == raw.end() || !archs->is_array() || archs->empty() || !(*archs)[0].is_string()) {
+    return raw;  // read_config reports it
+  }
+  const std::string hf_name = (*archs)[0].get<std::string>();
+  const HfArch* arch = nullptr;
+  for (const HfArch& a : kArchs) {
+    if (a.hf_name == hf_name) arch = &a;
+  }
+  if (!arch || !is_gemma(*arch)) return raw;
+  json cfg = raw;
+  if (const auto tc = raw.find("text_config"); tc != raw.end() && !tc->is_null()) {
+    if (!tc->is_object()) bad(file, "'text_config' must be an object");
+    for (const auto& item : tc->items()) {
+      if (item.key() != "architectures") cfg[item.key()] = item.value();
+    }
+  }
+  for (const auto& item : gemma_defaults(arch->arch).items()) {
+    if (!cfg.contains(item.key())) cfg[item.key()] = item.value();
+  }
+  return cfg;
+}
+
+// Which layers use the sliding window, as HF decides it: "layer_types" when
+// the config lists them, else gemma2's even layers / gemma3's period
+// (`sliding_window_pattern`: layer l is local unless (l + 1) % P == 0).
+std::vector<bool> gemma_swa_layers(const json& cfg, const std::string& file, const Config& c) {
+  std::vector<bool> flags(c.n_layer);
+  if (const auto lt = cfg.find("layer_types"); lt != cfg.end() && !lt->is_null()) {
+    if (!lt->is_array() || lt->size() != c.n_layer) {
+      bad(file, "'layer_types' must list one entry per layer (" + std::to_string(c.n_layer) + ")");
+    }
+    for (std::uint64_t l = 0; l < c.n_layer; ++l) {
+      const json& t = (*lt)[l];
+      if (t == "sliding_attention") {
+        flags[l] = true;
+      } else if (t != "full_attention") {
+        bad(file, "'layer_types' entries must be \"sliding_attention\" or \"full_attention\"");
+      }
+    }
+    return flags;
+  }
+  std::uint64_t period = 2;
+  if (c.arch->arch == "gemma3") {
+    const auto p = hf::get_uint(cfg, "sliding_window_pattern", file);
+    if (!p || *p == 0) bad(file, "'sliding_window_pattern' must be a positive integer");
+    period = *p;
+  }
+  for (std::uint64_t l = 0; l < c.n_layer; ++l) flags[l] = (l + 1) % period != 0;
+  return flags;
+}
+
+// The gemma keys read_config does not write: soft-caps, the window and its
+// layers, gemma3's local RoPE base. Refuses what the recipes cannot express,
+// naming the config key.
+void read_gemma_config(const json& cfg, const std::string& file, const Config& c,
+                       std::vector<std::pair<std::string, GgufValue>>& kv) {
+  const std::string a(c.arch->arch);
+  const auto f32 = [](double v) { return GgufValue::f32(static_cast<float>(v)); };
+
+  // GGUF has no key for the attention scale: the recipe takes head_dim, or
+  // n_embd / n_head for the 27B models (recognised by their layer count), as
+  // llama.cpp does. A config asking for anything else cannot be honoured.
+  const std::uint64_t layers_27b = a == "gemma2" ? 46 : 62;
+  const bool is_27b = c.n_layer == layers_27b;
+  const double recipe_scalar =
+      is_27b ? static_cast<double>(c.n_embd / c.n_head) : static_cast<double>(c.head_dim);
+  const double qpas = hf::get_number(cfg, "query_pre_attn_scalar", file).value_or(256.0);
+  if (qpas != recipe_scalar) {
+    throw Error(Errc::Unsupported,
+                "[hf] " + file + ": query_pre_attn_scalar = " + std::to_string(qpas) +
+                    ", but seam's " + a + " recipe scales attention by 1/sqrt(" +
+                    std::to_string(static_cast<std::uint64_t>(recipe_scalar)) + ") (" +
+                    (is_27b ? "n_embd / n_head for a " + std::to_string(layers_27b) + "-layer model"
+                            : std::string("head_dim")) +
+                    "); GGUF carries no key for other scales");
+  }
+
+  const auto cap = [&](const char* key) -> std::optional<double> {
+    const auto v = hf::get_number(cfg, key, file);
+    if (v && !(*v > 0.0 && *v < 1e9)) {
+      bad(file, "'" + std::string(key) + "' = " + std::to_string(*v) + " must be positive");
+    }
+    return v;
+  };
+  const auto attn_cap = cap("attn_logit_softcapping");
+  const auto final_cap = cap("final_logit_softcapping");
+  if (a == "gemma2") {
+    // The recipe soft-caps always (missing keys mean 50 / 30, as in llama.cpp).
+    for (const auto& [key, v] : {std::pair{"attn_logit_softcapping", attn_cap},
+                                 std::pair{"final_logit_softcapping", final_cap}}) {
+      if (!v) {
+        throw Error(Errc::Unsupported, "[hf] " + file + ": '" + key +
+                                           "' is null; seam's gemma2 recipe always soft-caps");
+      }
+    }
+    kv.emplace_back(a + ".attn_logit_softcapping", f32(*attn_cap));
+    kv.emplace_back(a + ".final_logit_softcapping", f32(*final_cap));
+  } else {
+    if (attn_cap) {
+      throw Error(Errc::Unsupported,
+                  "[hf] " + file + ": 'attn_logit_softcapping' is set, but Gemma 3 has none");
+    }
+    if (final_cap) kv.emplace_back(a + ".final_logit_softcapping", f32(*final_cap));
+  }
+
+  const std::uint64_t window = hf::get_uint(cfg, "sliding_window", file).value_or(0);
+  if (window > UINT32_MAX / 4) bad(file, "'sliding_window' is out of range");
+  const std::vector<bool> flags = gemma_swa_layers(cfg, file, c);
+  const bool any_local = std::find(flags.begin(), flags.end(), true) != flags.end();
+  const std::string wkey = a + ".attention.sliding_window";
+  if (window == 0 || !any_local) {
+    // All layers global: gemma3 states no window (its converter omits the key
+    // for pattern 1); gemma2's recipe would default to 4096, so it gets 0.
+    if (a == "gemma2") kv.emplace_back(wkey, GgufValue::u32(0));
+  } else {
+    kv.emplace_back(wkey, GgufValue::u32(static_cast<std::uint32_t>(window)));
+    const std::uint64_t period = a == "gemma2" ? 2 : 6;  // the recipes' defaults
+    bool is_default = true;
+    for (std::uint64_t l = 0; l < c.n_layer; ++l) {
+      is_default = is_default && flags[l] == ((l + 1) % period != 0);
+    }
+    if (!is_default) {
+      std::vector<GgufValue> items;
+      for (const bool f : flags) items.push_back(GgufValue::boolean(f));
+      kv.emplace_back(a + ".attention.sliding_window_pattern",
+                      GgufValue::array(GgufValueType::BOOL, std::move(items)));
+    }
+  }
+  if (a == "gemma3") {
+    const double local_base = hf::get_number(cfg, "rope_local_base_freq", file).value_or(10000.0);
+    if (!(local_base > 0.0)) bad(file, "'rope_local_base_freq' must be positive");
+    kv.emplace_back(a + ".rope.freq_base_swa", f32(local_base));
+  }
+}
+
+// Gemma tensor names: the language model of a ...ForConditionalGeneration
+// ("model.language_model." or "language_model.model.") is read as the text
+// model, its vision tower and projector are dropped, as is gemma2's lm_head
+// (the converter always ties it); the pre/post norms have their own names.
+std::optional<std::string> gemma_gguf_name(std::string_view hf_name, const Config& c) {
+  std::string name(hf_name);
+  if (const auto at = name.find("language_model."); at != std::string::npos) {
+    name.erase(at, std::string_view("language_model.").size());
+  }
+  if (c.arch->hf_name == "Gemma3ForConditionalGeneration" &&
+      (name.find("vision_tower.") != std::string::npos ||
+       name.find("multi_modal_projector.") != std::string::npos)) {
+    return std::nullopt;
+  }
+  if (name == "lm_head.weight" && c.arch->arch == "gemma2") return std::nullopt;
+  constexpr std::string_view prefix = "model.layers.";
+  if (name.starts_with(prefix)) {
+    static constexpr std::pair<std::string_view, std::string_view> kGemmaNorms[] = {
+        {"post_attention_layernorm.weight", "post_attention_norm.weight"},
+        {"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
+        {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
+    };
+    const std::string_view rest = std::string_view(name).substr(prefix.size());
+    const std::size_t dot = rest.find('.');
+    std::uint64_t layer = 0;
+    bool digits = dot != std::string_view::npos && dot > 0 && dot < 10;
+    for (std::size_t i = 0; digits && i < dot; ++i) {
+      digits = rest[i] >= '0' && rest[i] <= '9';
+      layer = layer * 10 + static_cast<std::uint64_t>(rest[i] - '0');
+    }
+    if (digits && layer < c.n_layer) {
+      for (const auto& [hf, gg] : kGemmaNorms) {
+        if (rest.substr(dot + 1) == hf)
+          return "blk." + std::to_string(layer) + "." + std::string(gg);
+      }
+    }
+  }
+  return gguf_name(name, c);
+}
+
+// Gemma's norms compute x * (1 + w); the converter stores w + 1 as F32, adding
+// in the checkpoint's precision for F16 (torch's f16 add: f32 sum rounded to
+// f16) and in F32 for BF16 (cast to F32 first) and F32. The same values here
+// keep the directory and its conversion bitwise equal.
+std::shared_ptr<std::vector<float>> gemma_norm_plus_one(const SafetensorsTensor& st) {
+  const std::size_t n = static_cast<std::size_t>(st.n_elements());
+  auto out = std::make_shared<std::vector<float>>(n);  // [n]
+  const auto* p = reinterpret_cast<const unsigned char*>(st.data.data());
+  for (std::size_t i = 0; i < n; ++i) {
+    float v;
+    if (st.type == TensorType::F32) {
+      std::memcpy(&v, p + 4 * i, 4);
+      v += 1.0f;
+    } else {
+      std::uint16_t h;
+      std::memcpy(&h, p + 2 * i, 2);
+      if (st.type == TensorType::F16) {
+        v = fp16_to_f32(f32_to_fp16(fp16_to_f32(h) + 1.0f));
+      } else {
+        v = bf16_to_f32(h) + 1.0f;
+      }
+    }
+    (*out)[i] = v;
+  }
+  return out;
+}
+
+// Applies the gemma value changes to a mapped tensor: norms get their +1
+// (an owned F32 copy); gemma3's token_embd loses the padding rows past the
+// tokenizer's vocabulary, as its converter trims them (a shorter view).
+void gemma_adjust(const SafetensorsTensor& st, const Config& c, std::uint64_t n_tokens,
+                  GgufTensor& t, std::vector<std::shared_ptr<const void>>& keepalive) {
+  std::string_view name = st.name;
+  if (name.ends_with("norm.weight")) {
+    auto owned = gemma_norm_plus_one(st);
+    t.type = TensorType::F32;
+    t.nbytes = owned->size() * sizeof(float);
+    t.data = reinterpret_cast<const std::byte*>(owned->data());
+    keepalive.push_back(std::move(owned));
+  } else if (c.arch->arch == "gemma3" && t.name == "token_embd.weight" && t.ne.size() == 2 &&
+             n_tokens > 0 && t.ne[1] > n_tokens) {
+    t.nbytes = t.nbytes / t.ne[1] * n_tokens;
+    t.ne[1] = n_tokens;
+  }
+}
+
 }  // namespace
 
 bool is_hf_model_dir(const std::string& path) {
@@ -361,11 +636,12 @@ bool is_hf_model_dir(const std::string& path) {
 
 GgufFile open_hf_model(const std::string& dir) {
   const std::string cfg_path = (fs::path(dir) / "config.json").string();
-  const json cfg = hf::read_json_object(cfg_path);
+  const json cfg = text_config(hf::read_json_object(cfg_path), cfg_path);
   std::vector<std::pair<std::string, GgufValue>> kv;
   std::vector<std::pair<std::string, std::vector<float>>> extra;  // computed f32 tensors
   std::vector<std::pair<std::string, GgufValue>> arch_kv;
   const Config c = read_config(cfg, cfg_path, arch_kv, extra);
+  if (is_gemma(*c.arch)) read_gemma_config(cfg, cfg_path, c, arch_kv);
 
   std::string name = hf::get_string(cfg, "_name_or_path", cfg_path).value_or("");
   if (name.empty()) name = fs::path(dir).lexically_normal().filename().string();
@@ -373,14 +649,20 @@ GgufFile open_hf_model(const std::string& dir) {
   kv.emplace_back("general.architecture", GgufValue::str(std::string(c.arch->arch)));
   kv.emplace_back("general.name", GgufValue::str(name));
   for (auto& p : arch_kv) kv.push_back(std::move(p));
-  for (auto& p : hf_tokenizer_metadata(dir)) kv.push_back(std::move(p));
+  std::uint64_t n_tokens = 0;  // the tokenizer's vocabulary size
+  for (auto& p : hf_tokenizer_metadata(dir)) {
+    if (p.first == "tokenizer.ggml.tokens" && p.second.type == GgufValueType::ARRAY) {
+      n_tokens = std::get<GgufArray>(p.second.v).items.size();
+    }
+    kv.push_back(std::move(p));
+  }
 
   const SafetensorsSet weights = SafetensorsSet::open_dir(dir);
   std::vector<std::shared_ptr<const void>> keepalive;
   for (auto& m : weights.mappings()) keepalive.push_back(m);
   std::vector<GgufTensor> tensors;
   for (const SafetensorsTensor* st : weights.tensors()) {
-    const auto gname = gguf_name(st->name, c);
+    const auto gname = is_gemma(*c.arch) ? gemma_gguf_name(st->name, c) : gguf_name(st->name, c);
     if (!gname) continue;
     GgufTensor t;
     t.name = *gname;
@@ -397,6 +679,7 @@ GgufFile open_hf_model(const std::string& dir) {
       t.data = owned->data();
       keepalive.push_back(std::move(owned));
     }
+    if (is_gemma(*c.arch)) gemma_adjust(*st, c, n_tokens, t, keepalive);
     tensors.push_back(std::move(t));
   }
   for (auto& [tname, values] : extra) {

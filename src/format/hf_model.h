@@ -9,7 +9,14 @@
 // Qwen3ForCausalLM -> qwen3, Phi3ForCausalLM -> phi3 (fused qkv_proj and
 // gate_up_proj, partial rotary, LongRoPE factors as rope_factors_long/short
 // tensors), Ministral3ForCausalLM -> mistral3 (YaRN rope_parameters with
-// mscale_all_dim and llama_4_scaling_beta); others are refused by name. rope_scaling (or rope_parameters)
+// mscale_all_dim and llama_4_scaling_beta), Gemma2ForCausalLM -> gemma2,
+// Gemma3ForCausalLM and Gemma3ForConditionalGeneration -> gemma3 (the latter's
+// text_config merged over the top level, its language model read from under
+// "language_model.", vision tower and projector dropped; absent keys take
+// transformers' config defaults; norms get HF's +1 as an owned F32 copy;
+// gemma3's embedding rows past the tokenizer are trimmed; a
+// query_pre_attn_scalar the recipe cannot reproduce is refused); others are
+// refused by name. rope_scaling (or rope_parameters)
 // becomes `<arch>.rope.scaling.*` keys: linear, yarn (with beta_fast/slow,
 // attention_factor, mscale_all_dim), llama3 (rope_freqs.weight). For llama, HF stores Q/K rows in
 // the "halves" RoPE layout; they are permuted at load into the adjacent-pair layout the GGUF

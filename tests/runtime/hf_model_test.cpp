@@ -55,9 +55,22 @@ std::vector<std::vector<float>> logits_of(const Model& m, const std::vector<Toke
 const std::vector<Token> kPrompt = {1, 270, 281, 262, 299, 265, 7, 290, 259, 277, 300 - 1, 3};
 
 struct Case {
-  const char* name;
-  const char* args;
+  std::string name;
+  std::string args;  // tools/hf.py gen
+  // reference.py gen of the model the directory holds (F32 cases): the conversion must
+  // reproduce the generated weights, not only agree with the directory; empty: unchecked.
+  std::string ref = {};
 };
+
+// Bases of the architecture cases and of their refusal tests.
+constexpr const char* kGemma2 =
+    "--arch gemma2 --dim 64 --layers 3 --heads 4 --kv-heads 2 --head-dim 16 --ffn 96 "
+    "--window 5 --attn-softcap 8 --final-softcap 6 --seed 21";
+constexpr const char* kGemma3Cg =
+    "--arch gemma3 --hf-arch Gemma3ForConditionalGeneration --dim 64 --layers 3 --heads 4 "
+    "--kv-heads 2 --head-dim 16 --ffn 96 --window 4 --seed 27";
+constexpr const char* kPhi3 =
+    "--arch phi3 --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 96 --rope-dim 8 --seed 25";
 
 class HfLogits : public ::testing::TestWithParam<Case> {};
 
@@ -91,6 +104,20 @@ TEST_P(HfLogits, DirectoryAndConversionAgreeBitwiseAndWithReference) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g", worst);
   RecordProperty("worst_rel_diff", buf);
+  if (!c.ref.empty()) {
+    // Errors shared by the loader and the python converter (a +1 both forget, a norm
+    // both misname) cancel above; against the generated model they do not.
+    const std::vector<float> gen = testing::reference_logits(
+        testing::generate_model("hf_ref_" + c.name, c.ref), kPrompt, "hf_ref_" + c.name);
+    ASSERT_EQ(gen.size(), ref.size());
+    double worst_gen = 0;
+    for (std::size_t t = 0; t < kPrompt.size(); ++t) {
+      worst_gen = std::max(worst_gen, rel_diff(a[t], std::span(gen).subspan(t * nv, nv)));
+    }
+    EXPECT_LT(worst_gen, 1e-4) << c.name << ": the directory is not the generated model";
+    std::printf("[ %s ] vs its conversion's reference %.3g, vs the generated model %.3g\n",
+                c.name.c_str(), worst, worst_gen);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -113,8 +140,33 @@ INSTANTIATE_TEST_SUITE_P(
              "--seed 11"},
         Case{"qwen3_qk_norm_bf16",
              "--arch qwen3 --dim 64 --layers 2 --heads 4 --kv-heads 2 "
-             "--head-dim 24 --ffn 96 --seed 12 --st-dtype BF16 --tied"}),
-    [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
+             "--head-dim 24 --ffn 96 --seed 12 --st-dtype BF16 --tied"},
+        // Gemma: norms stored as w - 1 (+1 at load), pre/post norms, soft-caps small
+        // enough to bite, windows shorter than the prompt.
+        Case{"gemma2", kGemma2, std::string(kGemma2) + " --tied"},
+        Case{"gemma2_f16_layer_types",
+             "--arch gemma2 --dim 48 --layers 3 --heads 3 --kv-heads 1 --head-dim 16 --ffn 80 "
+             "--window 4 --swa-pattern 0,1,1 --seed 24 --st-dtype F16"},
+        Case{"gemma3_pattern_local_base_linear",
+             "--arch gemma3 --dim 64 --layers 4 --heads 4 --kv-heads 2 --head-dim 16 --ffn 96 "
+             "--window 4 --swa-pattern 3 --rope-base-swa 1000 --rope-linear 2 --final-softcap 7 "
+             "--seed 22",
+             "--arch gemma3 --dim 64 --layers 4 --heads 4 --kv-heads 2 --head-dim 16 --ffn 96 "
+             "--window 4 --swa-pattern 3 --rope-base-swa 1000 --rope-linear 2 --final-softcap 7 "
+             "--seed 22 --tied"},
+        // The multimodal class: text_config (keys at their defaults left out), the language
+        // model under model.language_model., a vision tower to drop, 20 padding rows in the
+        // embedding to trim, BF16 and sharded.
+        Case{"gemma3_conditional_generation_bf16",
+             "--arch gemma3 --hf-arch Gemma3ForConditionalGeneration --dim 64 --layers 3 "
+             "--heads 4 --kv-heads 1 --head-dim 24 --ffn 96 --window 5 --rope-theta 1000000 "
+             "--pad-vocab 20 --st-dtype BF16 --shards 2 --seed 23"},
+        // Phi-3: fused qkv_proj and gate_up_proj, partial rotary (8 of 16 dims).
+        Case{"phi3_partial_rotary", kPhi3, kPhi3},
+        Case{"phi3_tied_bf16",
+             "--arch phi3 --dim 48 --layers 2 --heads 3 --kv-heads 1 --ffn 80 --tied --seed 26 "
+             "--st-dtype BF16"}),
+    [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
 
 TEST(HfModel, TokenizerJsonMatchesTheGgufVocabulary) {
   for (const char* variant : {"", "--metaspace"}) {
@@ -185,8 +237,10 @@ TEST(HfModel, CliInspectAndRunTakeADirectory) {
 
 class HfBroken : public ::testing::Test {
  protected:
-  void SetUp() override {
-    base_ = generate_hf("f32_mha", "--dim 48 --layers 2 --heads 3 --ffn 100 --seed 3");
+  void SetUp() override { use("f32_mha", "--dim 48 --layers 2 --heads 3 --ffn 100 --seed 3"); }
+  // Starts the test from a fresh copy of another generated directory.
+  void use(const std::string& name, const std::string& args) {
+    base_ = generate_hf(name, args);
     dir_ = scratch_dir() + "/hf_broken_" +
            ::testing::UnitTest::GetInstance()->current_test_info()->name();
     std::filesystem::remove_all(dir_);
@@ -274,6 +328,78 @@ TEST_F(HfBroken, UnknownByteLevelPreTokenizerIsRefused) {
 TEST_F(HfBroken, MissingTokenizerIsNamed) {
   std::filesystem::remove(dir_ + "/tokenizer.json");
   expect_refused(Errc::Io, "tokenizer.json");
+}
+
+TEST_F(HfBroken, GemmaAttentionScalarTheRecipeCannotUseIsNamed) {
+  use("gemma2", kGemma2);
+  // head_dim 16: the recipe scales by 1/sqrt(16); a config asking for 20 is refused.
+  replace_in("config.json", "\"query_pre_attn_scalar\": 16", "\"query_pre_attn_scalar\": 20");
+  expect_refused(Errc::Unsupported, "query_pre_attn_scalar");
+}
+
+TEST_F(HfBroken, GemmaWithoutItsAttentionScalarTakesTransformersDefault) {
+  // Absent, transformers' default 256 applies, which is not this model's head_dim.
+  use("gemma2", kGemma2);
+  replace_in("config.json", "\"query_pre_attn_scalar\": 16,", "");
+  expect_refused(Errc::Unsupported, "query_pre_attn_scalar = 256");
+}
+
+TEST_F(HfBroken, GemmaMissingRequiredKeyIsNamed) {
+  use("gemma2", kGemma2);
+  replace_in("config.json", "\"hidden_size\": 64,", "");
+  expect_refused(Errc::BadFormat, "hidden_size");
+}
+
+TEST_F(HfBroken, GemmaTextConfigMissingRequiredKeyIsNamed) {
+  use("gemma3_cg", kGemma3Cg);
+  replace_in("config.json", "\"intermediate_size\": 96,", "");
+  expect_refused(Errc::BadFormat, "intermediate_size");
+}
+
+TEST_F(HfBroken, Gemma2WithoutSoftCappingIsRefused) {
+  use("gemma2", kGemma2);
+  replace_in("config.json", "\"attn_logit_softcapping\": 8.0", "\"attn_logit_softcapping\": null");
+  expect_refused(Errc::Unsupported, "attn_logit_softcapping");
+}
+
+TEST_F(HfBroken, Gemma3WithAttentionSoftCappingIsRefused) {
+  use("gemma3_cg", kGemma3Cg);
+  replace_in("config.json", "\"model_type\": \"gemma3_text\",",
+             "\"model_type\": \"gemma3_text\", \"attn_logit_softcapping\": 50.0,");
+  expect_refused(Errc::Unsupported, "attn_logit_softcapping");
+}
+
+TEST_F(HfBroken, GemmaLayerTypesOfTheWrongLength) {
+  use("gemma3_cg", kGemma3Cg);
+  replace_in("config.json", "\"model_type\": \"gemma3_text\",",
+             "\"model_type\": \"gemma3_text\", \"layer_types\": [\"full_attention\"],");
+  expect_refused(Errc::BadFormat, "layer_types");
+}
+
+TEST_F(HfBroken, GemmaVisionTensorsInATextOnlyClassAreNamed) {
+  // Only the multimodal class has a vision tower and projector to drop; in
+  // Gemma3ForCausalLM they are tensors with no counterpart.
+  use("gemma3_cg", kGemma3Cg);
+  replace_in("config.json", "Gemma3ForConditionalGeneration", "Gemma3ForCausalLM");
+  expect_refused(Errc::Unsupported, "multi_modal_projector");
+}
+
+TEST_F(HfBroken, Phi3FusedQkvOfTheWrongShapeIsNamed) {
+  use("phi3_partial_rotary", kPhi3);
+  // [q; k; v] = (4 + 2 * 2) * 16 = 128 rows of 64; the same bytes as 64 rows of 128.
+  replace_in("model.safetensors",
+             R"("model.layers.0.self_attn.qkv_proj.weight":{"dtype":"F32","shape":[128,64])",
+             R"("model.layers.0.self_attn.qkv_proj.weight":{"dtype":"F32","shape":[64,128])");
+  expect_refused(Errc::BadFormat, "attn_qkv");
+}
+
+TEST_F(HfBroken, Phi3FusedGateUpOfTheWrongShapeIsNamed) {
+  use("phi3_partial_rotary", kPhi3);
+  // [gate; up] = 2 * 96 rows of 64; the same bytes as 96 rows of 128.
+  replace_in("model.safetensors",
+             R"("model.layers.1.mlp.gate_up_proj.weight":{"dtype":"F32","shape":[192,64])",
+             R"("model.layers.1.mlp.gate_up_proj.weight":{"dtype":"F32","shape":[96,128])");
+  expect_refused(Errc::BadFormat, "ffn_up");
 }
 
 TEST_F(HfBroken, BosTokenOutsideTheVocabulary) {
