@@ -326,7 +326,8 @@ PER_LAYER = {"attn_norm": "input_layernorm", "attn_q": "self_attn.q_proj",
 
 def gen(out, gguf_out=None, st_dtype="F32", shards=1, hf_arch=None,
         metaspace=False, template="{% for m in messages %}{{ m['content'] }}{% endfor %}",
-        template_list=False, add_bos_flag=True, pad_vocab=0, **model_args):
+        template_list=False, add_bos_flag=True, pad_vocab=0, rope_parameters=False,
+        **model_args):
     st_dtype = st_dtype.upper()
     if model_args.get("arch") in GEMMA_ARCHS:
         model_args["tied"] = True   # gemma's output is always its embedding
@@ -414,7 +415,7 @@ def gen(out, gguf_out=None, st_dtype="F32", shards=1, hf_arch=None,
                  "output_norm.weight": "model.norm.weight", "output.weight": "lm_head.weight"}
         tensors = []
         if a in GEMMA_ARCHS:
-            config = gemma_config(config, m, a, hf_arch, pad_vocab)
+            config = gemma_config(config, m, a, hf_arch, pad_vocab, rope_parameters)
             tensors = gemma_tensors(r, a, hf_arch, st_dtype, pad_vocab, model_args.get("seed", 0))
         for name in (r.tensors if a not in GEMMA_ARCHS else ()):
             if name in ("rope_freqs.weight", "rope_factors_long.weight",
@@ -498,8 +499,9 @@ GEMMA_PERIOD = {"gemma2": 2, "gemma3": 6}   # the recipes' default local/global 
 CG_PREFIX = "model.language_model."
 
 
-def gemma_config(config, m, a, hf_arch, pad_vocab):
-    """config.json of a gemma model from the generic keys gen wrote and the GGUF metadata."""
+def gemma_config(config, m, a, hf_arch, pad_vocab, rope_parameters=False):
+    """config.json of a gemma model from the generic keys gen wrote and the GGUF metadata;
+    rope_parameters: gemma3's RoPE in newer transformers' per-attention-type form."""
     p = f"{a}."
     dim, heads, layers = config["hidden_size"], config["num_attention_heads"], \
         config["num_hidden_layers"]
@@ -542,6 +544,15 @@ def gemma_config(config, m, a, hf_arch, pad_vocab):
                                   "factor": float(m[p + "rope.scaling.factor"])}
     elif m.get(p + "rope.scaling.type") is not None:
         raise reference.RefError(f"{a}: only linear rope scaling has a Hugging Face form here")
+    if rope_parameters:
+        if a != "gemma3":
+            raise reference.RefError("--rope-parameters: gemma3 only")
+        full = dict(config.pop("rope_scaling", None) or {"rope_type": "default"})
+        full["rope_theta"] = config.pop("rope_theta")
+        config["rope_parameters"] = {
+            "full_attention": full,
+            "sliding_attention": {"rope_type": "default",
+                                  "rope_theta": config.pop("rope_local_base_freq")}}
     if hf_arch != "Gemma3ForConditionalGeneration":
         return config
     # The multimodal class keeps the language model's keys under text_config, and
@@ -598,7 +609,19 @@ def convert_gemma(d, out, vocab, raw):
     is not the recipe's default period. gemma3's embedding is trimmed to the tokenizer's
     vocabulary (the converter's tokenizer.model path; seam does the same)."""
     a = GGUF_ARCH[raw["architectures"][0]]
-    c = {**GEMMA_DEFAULTS[a], **raw, **(raw.get("text_config") or {})}
+    c = {**raw, **(raw.get("text_config") or {})}
+    rp = c.get("rope_parameters") or {}
+    if "full_attention" in rp or "sliding_attention" in rp:
+        # Newer transformers: RoPE per attention type (the converter's rope_parameters
+        # ["full_attention"] for the global layers, ["sliding_attention"] for the local).
+        del c["rope_parameters"]
+        full, local = rp.get("full_attention") or {}, rp.get("sliding_attention") or {}
+        if "rope_theta" in full:
+            c["rope_theta"] = full["rope_theta"]
+        c["rope_scaling"] = full if full.get("rope_type", "default") != "default" else None
+        if "rope_theta" in local:
+            c["rope_local_base_freq"] = local["rope_theta"]
+    c = {**GEMMA_DEFAULTS[a], **c}
     heads, dim, layers = c["num_attention_heads"], c["hidden_size"], c["num_hidden_layers"]
     hd = c["head_dim"]
     recipe_qpas = dim // heads if layers == GEMMA_27B_LAYERS[a] else hd
@@ -825,6 +848,8 @@ def main(argv=None):
     g.add_argument("--final-softcap", type=float, help="final_logit_softcapping (gemma)")
     g.add_argument("--rope-base-swa", type=float, help="rope_local_base_freq (gemma3)")
     g.add_argument("--rope-linear", type=float, help="rope_scaling linear factor (gemma3)")
+    g.add_argument("--rope-parameters", action="store_true",
+                   help="gemma3: RoPE as rope_parameters.{full,sliding}_attention")
     g.add_argument("--pad-vocab", type=int, default=0,
                    help="gemma: embedding rows past the tokenizer (trimmed by the converter)")
     t = sub.add_parser("tokenizer", help="tokenizer.json + tokenizer_config.json from a GGUF")
@@ -849,7 +874,8 @@ def main(argv=None):
                 yarn_log_mul=a.yarn_log_mul, attn_temp_scale=a.attn_temp_scale,
                 swa_pattern=a.swa_pattern, attn_softcap=a.attn_softcap,
                 final_softcap=a.final_softcap, rope_base_swa=a.rope_base_swa,
-                rope_linear=a.rope_linear, pad_vocab=a.pad_vocab)
+                rope_linear=a.rope_linear, pad_vocab=a.pad_vocab,
+                rope_parameters=a.rope_parameters)
         elif a.cmd == "tokenizer":
             write_tokenizer(a.gguf, a.out)
         else:

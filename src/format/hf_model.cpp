@@ -400,6 +400,41 @@ const json& gemma_defaults(std::string_view arch) {
   return arch == "gemma2" ? gemma2 : gemma3;
 }
 
+// Newer transformers write Gemma 3's RoPE as "rope_parameters" with one entry
+// per attention type; they become the older keys (rope_theta and rope_scaling
+// of the global layers, rope_local_base_freq of the local ones), as the
+// converter reads them. Local layers rotate unscaled in the recipe, so a
+// scaled sliding_attention entry is refused.
+void gemma_rope_parameters(json& cfg, const std::string& file) {
+  const auto rp = cfg.find("rope_parameters");
+  if (rp == cfg.end() || !rp->is_object() ||
+      !(rp->contains("full_attention") || rp->contains("sliding_attention"))) {
+    return;
+  }
+  const json nested = *rp;
+  cfg.erase("rope_parameters");
+  for (const std::string kind : {"full_attention", "sliding_attention"}) {
+    const auto it = nested.find(kind);
+    if (it == nested.end() || it->is_null()) continue;
+    if (!it->is_object()) bad(file, "'rope_parameters." + kind + "' must be an object");
+    const auto theta = hf::get_number(*it, "rope_theta", file);
+    auto type = hf::get_string(*it, "rope_type", file);
+    if (!type) type = hf::get_string(*it, "type", file);
+    const bool scaled = type && *type != "default";
+    if (kind == "full_attention") {
+      if (theta) cfg["rope_theta"] = *theta;
+      cfg["rope_scaling"] = scaled ? *it : json(nullptr);
+    } else {
+      if (scaled) {
+        throw Error(Errc::Unsupported, "[hf] " + file +
+                                           ": rope_parameters.sliding_attention has rope_type '" +
+                                           *type + "'; Gemma's local layers rotate unscaled");
+      }
+      if (theta) cfg["rope_local_base_freq"] = *theta;
+    }
+  }
+}
+
 // The configuration a Gemma class reads: Gemma3ForConditionalGeneration keeps
 // its language model's keys under "text_config", which the converter merges
 // over the top level; absent keys take transformers' defaults. Other
@@ -422,6 +457,7 @@ json text_config(const json& raw, const std::string& file) {
       if (item.key() != "architectures") cfg[item.key()] = item.value();
     }
   }
+  gemma_rope_parameters(cfg, file);
   for (const auto& item : gemma_defaults(arch->arch).items()) {
     if (!cfg.contains(item.key())) cfg[item.key()] = item.value();
   }

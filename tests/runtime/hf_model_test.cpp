@@ -154,6 +154,14 @@ INSTANTIATE_TEST_SUITE_P(
              "--arch gemma3 --dim 64 --layers 4 --heads 4 --kv-heads 2 --head-dim 16 --ffn 96 "
              "--window 4 --swa-pattern 3 --rope-base-swa 1000 --rope-linear 2 --final-softcap 7 "
              "--seed 22 --tied"},
+        // Newer transformers' rope_parameters.{full,sliding}_attention form.
+        Case{"gemma3_rope_parameters",
+             "--arch gemma3 --dim 48 --layers 3 --heads 2 --kv-heads 1 --head-dim 24 --ffn 64 "
+             "--window 3 --swa-pattern 2 --rope-base-swa 500 --rope-linear 4 --rope-theta 20000 "
+             "--rope-parameters --seed 28",
+             "--arch gemma3 --dim 48 --layers 3 --heads 2 --kv-heads 1 --head-dim 24 --ffn 64 "
+             "--window 3 --swa-pattern 2 --rope-base-swa 500 --rope-linear 4 --rope-theta 20000 "
+             "--seed 28 --tied"},
         // The multimodal class: text_config (keys at their defaults left out), the language
         // model under model.language_model., a vision tower to drop, 20 padding rows in the
         // embedding to trim, BF16 and sharded.
@@ -342,6 +350,27 @@ TEST_F(HfBroken, GemmaWithoutItsAttentionScalarTakesTransformersDefault) {
   use("gemma2", kGemma2);
   replace_in("config.json", "\"query_pre_attn_scalar\": 16,", "");
   expect_refused(Errc::Unsupported, "query_pre_attn_scalar = 256");
+}
+
+TEST_F(HfBroken, Gemma27BScalesByEmbeddingPerHead) {
+  // With Gemma 2 27B's 46 layers the recipe scales by 1/sqrt(n_embd / n_head) = 1/sqrt(32)
+  // here, so the head_dim (16) this config asks for is refused, naming the rule...
+  use("gemma2", kGemma2);
+  replace_in("config.json", "\"num_hidden_layers\": 3", "\"num_hidden_layers\": 46");
+  replace_in("config.json", "\"hidden_size\": 64", "\"hidden_size\": 128");
+  expect_refused(Errc::Unsupported, "n_embd / n_head for a 46-layer model");
+  // ... while 32 passes that check and fails only on the weights, which are not 27B's.
+  replace_in("config.json", "\"query_pre_attn_scalar\": 16", "\"query_pre_attn_scalar\": 32");
+  expect_refused(Errc::BadFormat, "");
+}
+
+TEST_F(HfBroken, GemmaScaledLocalRopeIsRefused) {
+  use("gemma3_rope_parameters",
+      "--arch gemma3 --dim 48 --layers 3 --heads 2 --kv-heads 1 --head-dim 24 --ffn 64 "
+      "--window 3 --swa-pattern 2 --rope-base-swa 500 --rope-linear 4 --rope-theta 20000 "
+      "--rope-parameters --seed 28");
+  replace_in("config.json", "\"rope_type\": \"default\"", "\"rope_type\": \"yarn\"");
+  expect_refused(Errc::Unsupported, "sliding_attention");
 }
 
 TEST_F(HfBroken, GemmaMissingRequiredKeyIsNamed) {
