@@ -13,6 +13,7 @@ namespace seam {
 std::unique_ptr<Tokenizer> make_spm_tokenizer(Vocab v, const GgufFile& file);
 std::unique_ptr<Tokenizer> make_bpe_tokenizer(Vocab v, const GgufFile& file);
 std::unique_ptr<Tokenizer> make_wpm_tokenizer(Vocab v, const GgufFile& file);
+std::unique_ptr<Tokenizer> make_ugm_tokenizer(Vocab v, const GgufFile& file);
 
 // Every tokenizer.ggml.pre name the BPE family accepts.
 std::vector<std::string_view> bpe_pre_names();

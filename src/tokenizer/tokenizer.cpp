@@ -61,10 +61,11 @@ constexpr std::array<std::string_view, 1> kFimSepTexts = {"<|file_sep|>"};
 std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
   const auto model = f.get_string("tokenizer.ggml.model");
   if (!model) bad_format(f, "missing tokenizer.ggml.model; the file carries no tokenizer");
-  if (*model != "llama" && *model != "gpt2" && *model != "gemma4" && *model != "bert") {
+  if (*model != "llama" && *model != "gpt2" && *model != "gemma4" && *model != "bert" &&
+      *model != "t5") {
     throw Error(Errc::Unsupported,
                 "[tokenizer] " + f.source() + ": unsupported tokenizer model '" + *model +
-                    "' (tokenizer.ggml.model); supported: llama, gpt2, gemma4, bert");
+                    "' (tokenizer.ggml.model); supported: llama, gpt2, gemma4, bert, t5");
   }
 
   Vocab v;
@@ -134,6 +135,8 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
     if (!v.bos) v.bos = id("tokenizer.ggml.cls_token_id");
     if (!v.eos) v.eos = v.sep;
     v.add_bos = v.add_eos = true;
+  } else if (v.model == "t5") {
+    v.add_eos = true;
   }  // BPE defaults depend on the pre-tokenizer: make_bpe_tokenizer applies them.
   v.add_bos = f.get_bool("tokenizer.ggml.add_bos_token").value_or(v.add_bos);
   v.add_eos = f.get_bool("tokenizer.ggml.add_eos_token").value_or(v.add_eos);
@@ -211,6 +214,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
 
   if (v.model == "llama") return make_spm_tokenizer(std::move(v), f);
   if (v.model == "gpt2" || v.model == "gemma4") return make_bpe_tokenizer(std::move(v), f);
+  if (v.model == "t5") return make_ugm_tokenizer(std::move(v), f);
   return make_wpm_tokenizer(std::move(v), f);
 }
 

@@ -267,6 +267,81 @@ TEST(TokenizerGemma4, MetaspaceMergesByteFallbackAndNewlineRuns) {
   EXPECT_FALSE(t->is_eog(2));
 }
 
+// A Unigram ("t5") vocab. Its charsmap is a hand-built double array with one
+// entry, "x" -> "y": root BASE 1, so "x" (0x78) lands on node 1^0x78 = 121,
+// whose BASE 123 leads to value node 121^123 = 2, holding offset 0 of "y\0".
+// 300 nodes keep every child index of the root and of node 2 in range.
+std::vector<std::int32_t> tiny_charsmap() {
+  std::vector<std::uint32_t> nodes(300, 0);
+  nodes[0] = 1u << 10;
+  nodes[121] = (123u << 10) | (1u << 8) | 0x78u;
+  nodes[2] = 0x80000000u | 0u;
+  std::vector<std::int32_t> blob;
+  const auto put32 = [&](std::uint32_t x) {
+    for (int k = 0; k < 4; ++k) blob.push_back(static_cast<std::int32_t>((x >> (8 * k)) & 0xFF));
+  };
+  put32(static_cast<std::uint32_t>(nodes.size() * 4));
+  for (std::uint32_t n : nodes) put32(n);
+  blob.push_back('y');
+  blob.push_back(0);
+  return blob;
+}
+
+GgufWriter tiny_ugm(bool with_charsmap = true) {
+  GgufWriter w;
+  w.set("tokenizer.ggml.model", GgufValue::str("t5"));
+  w.set("tokenizer.ggml.tokens", GgufValue::strings({"<unk>", "<s>", "</s>", "\xE2\x96\x81", "y",
+                                                     "\xE2\x96\x81y", "a", "b", "ab",
+                                                     "\xE2\x96\x81"
+                                                     "a",
+                                                     "<ud>"}));
+  w.set("tokenizer.ggml.scores", GgufValue::f32s({0, 0, 0, -2, -3, -1, -3, -3, -4, -2, -100}));
+  w.set("tokenizer.ggml.token_type", GgufValue::i32s({2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 4}));
+  w.set("tokenizer.ggml.unknown_token_id", GgufValue::u32(0));
+  w.set("tokenizer.ggml.eos_token_id", GgufValue::u32(2));
+  w.set("tokenizer.ggml.add_space_prefix", GgufValue::boolean(true));
+  w.set("tokenizer.ggml.remove_extra_whitespaces", GgufValue::boolean(true));
+  if (!with_charsmap) return w;
+  std::vector<GgufValue> bytes;
+  for (std::int32_t b : tiny_charsmap())
+    bytes.push_back(GgufValue::u8(static_cast<std::uint8_t>(b)));
+  w.set("tokenizer.ggml.precompiled_charsmap", GgufValue::array(GgufValueType::UINT8, bytes));
+  return w;
+}
+
+TEST(TokenizerUgm, ViterbiPicksTheBestScoreAfterNormalizing) {
+  const auto t = build(tiny_ugm());
+  // "x" maps to "y"; "▁y" (-1) beats "▁" + "y" (-5).
+  EXPECT_EQ(t->encode("x", false, false), (std::vector<Token>{5}));
+  // "▁ab": "▁a" + "b" (-5) beats "▁" + "ab" (-6) and "▁" + "a" + "b" (-8).
+  EXPECT_EQ(t->encode("ab", false, false), (std::vector<Token>{9, 7}));
+  // Extra whitespace collapses to one "▁" before each word; ends are dropped.
+  EXPECT_EQ(t->encode("  ab   ab  ", false, false), (std::vector<Token>{9, 7, 9, 7}));
+  // A character no piece covers is <unk> (score -4 - 10); adjacent ones fuse.
+  EXPECT_EQ(t->encode("a\xE2\x82\xAC", false, false), (std::vector<Token>{9, 0}));
+  EXPECT_EQ(t->encode("\xE2\x82\xAC\xE2\x82\xAC", false, false), (std::vector<Token>{3, 0}));
+  // EOS is added by default; a user-defined token splits the text and every
+  // fragment gets its own "▁".
+  EXPECT_EQ(t->encode("ab", true, false), (std::vector<Token>{9, 7, 2}));
+  EXPECT_EQ(t->encode("a<ud>b", false, false), (std::vector<Token>{9, 10, 3, 7}));
+  EXPECT_EQ(t->decode(t->encode("ab ab", false, false), Detok::Plain), "ab ab");
+}
+
+TEST(TokenizerUgm, WorksWithoutACharsmapAndRefusesATruncatedOne) {
+  GgufWriter w = tiny_ugm();
+  w.set("tokenizer.ggml.precompiled_charsmap", GgufValue::array(GgufValueType::UINT8, {}));
+  expect_error(w, Errc::BadFormat, "precompiled_charsmap");
+  std::vector<GgufValue> cut;
+  for (std::int32_t b : tiny_charsmap()) cut.push_back(GgufValue::u8(static_cast<std::uint8_t>(b)));
+  cut.resize(100);
+  w.set("tokenizer.ggml.precompiled_charsmap", GgufValue::array(GgufValueType::UINT8, cut));
+  expect_error(w, Errc::BadFormat, "precompiled_charsmap");
+
+  const auto t = build(tiny_ugm(false));
+  // No map: "x" stays "x", which no piece covers.
+  EXPECT_EQ(t->encode("x", false, false), (std::vector<Token>{3, 0}));
+}
+
 // ---- every vocab: ids, specials, hostile input --------------------------------
 
 TEST(TokenizerAll, OutOfRangeIdsAreInvalidArgument) {
