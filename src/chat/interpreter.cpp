@@ -1038,7 +1038,8 @@ class Interpreter {
       const Array& a = *v.arr;
       if (name == "list") return v;
       if (name == "first" || name == "last") {
-        if (a.empty()) fail("'" + name + "' of an empty list");
+        // The reference indexes past the end (JS undefined); Jinja2 gives Undefined.
+        if (a.empty()) return Value::undefined();
         return name == "first" ? a.front() : a.back();
       }
       if (name == "length") return Value::integer(static_cast<std::int64_t>(a.size()));

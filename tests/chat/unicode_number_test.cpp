@@ -1,6 +1,7 @@
 // Semantics found by differential testing against @huggingface/jinja 0.5.11
 // and Jinja2 3.1 on unseen conversations: Unicode case mapping beyond Latin,
-// capitalize on astral characters, and numbers outside the int64 range.
+// capitalize on astral characters, numbers outside the int64 range, and
+// first/last of an empty list.
 // Expected strings follow JavaScript's String.prototype.toUpperCase /
 // toLowerCase (Unicode default case mapping, SpecialCasing included) and
 // Number.prototype.toString, which is what the reference prints.
@@ -67,6 +68,15 @@ TEST(TemplateNumbers, Int64IntegersStayExactUntilArithmeticOverflows) {
             "9223372036854776000|18446744073709552000");
   EXPECT_EQ(render("{{ -x }}|{{ x|abs }}", R"({"x": -9223372036854775808})"),
             "9223372036854776000|9223372036854776000");
+}
+
+TEST(TemplateFilters, FirstAndLastOfAnEmptyListAreUndefined) {
+  // Both references yield undefined (JS arr[0] / Jinja2's Undefined) instead
+  // of failing, so a template may test or skip the result.
+  EXPECT_EQ(render("{{ []|first }}|{{ ([]|last) is defined }}|{% set a = l|first %}{{ a is none }}",
+                   R"({"l": []})"),
+            "|false|false");
+  EXPECT_EQ(render("{{ \"s\" not in {\"k\": []|first} }}", "{}"), "true");
 }
 
 }  // namespace
