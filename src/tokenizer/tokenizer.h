@@ -8,6 +8,7 @@
 //   "gemma4" - SentencePiece-style BPE: '▁' for spaces, merges by rank over
 //             UTF-8 characters, <0xXX> byte fallback, cut only at newline runs.
 //   "bert"  - WordPiece (greedy longest-prefix, "##" continuations).
+//   "t5"    - Unigram: precompiled-charsmap normalization, Viterbi over scores.
 // Anything else, and any pre-tokenizer name we do not know, is refused by name.
 //
 // A Tokenizer is immutable after construction and safe to use from many
