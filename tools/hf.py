@@ -659,14 +659,21 @@ def convert_gemma(d, out, vocab, raw):
     else:
         P = c.get("sliding_window_pattern", 6) if a == "gemma3" else 2
         flags = [(L + 1) % P != 0 for L in range(layers)]
+    # llama.cpp reads the layer pattern as a period only (an array is ignored): a period
+    # when one fits (the first global layer fixes the candidate), else per-layer flags.
+    P = (flags.index(False) if False in flags else layers) + 1
+    if any(f != ((L + 1) % P != 0) for L, f in enumerate(flags)):
+        P = 0
     window = c.get("sliding_window") or 0
-    if window and any(flags):
+    if not window or P == 1:   # every layer global
+        if a == "gemma2":      # its window defaults to 4096 when unstated
+            w.add(f"{a}.attention.sliding_window_pattern", 1, "uint32")
+    else:
         w.add(f"{a}.attention.sliding_window", int(window), "uint32")
-        P = GEMMA_PERIOD[a]
-        if flags != [(L + 1) % P != 0 for L in range(layers)]:
+        if P == 0:
             w.add(f"{a}.attention.sliding_window_pattern", flags, "array<bool>")
-    elif a == "gemma2":
-        w.add(f"{a}.attention.sliding_window", 0, "uint32")
+        elif P != GEMMA_PERIOD[a]:
+            w.add(f"{a}.attention.sliding_window_pattern", P, "uint32")
     w.add(f"{a}.vocab_size", c["vocab_size"])
     for k, (v, t) in vocab.items():
         w.add(k, v, type=t)

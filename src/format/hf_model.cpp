@@ -364,6 +364,8 @@ std::shared_ptr<std::vector<std::byte>> permute_rows(std::span<const std::byte> 
 
 bool is_gemma(const HfArch& a) { return a.arch == "gemma2" || a.arch == "gemma3"; }
 
+constexpr std::uint64_t kMaxGemmaLayers = 1u << 12;
+
 // transformers' Gemma2Config / Gemma3TextConfig defaults for the keys real
 // config.json files leave out (llama.cpp's converter reads configs through
 // AutoConfig, so it sees these values too). Structural sizes (hidden_size,
@@ -493,6 +495,19 @@ std::vector<bool> gemma_swa_layers(const json& cfg, const std::string& file, con
   return flags;
 }
 
+// The period P the flags follow (layer l local unless (l + 1) % P == 0, as
+// llama.cpp's sliding_window_pattern), or 0 when they follow none. P = 1:
+// every layer global; P > n_layer: every layer local. The first global layer
+// fixes the only candidate.
+std::uint64_t swa_period_of(const std::vector<bool>& flags) {
+  const auto first_global = std::find(flags.begin(), flags.end(), false);
+  const auto p = static_cast<std::uint64_t>(first_global - flags.begin()) + 1;
+  for (std::uint64_t l = 0; l < flags.size(); ++l) {
+    if (flags[l] != ((l + 1) % p != 0)) return 0;
+  }
+  return p;
+}
+
 // The gemma keys read_config does not write: soft-caps, the window and its
 // layers, gemma3's local RoPE base. Refuses what the recipes cannot express,
 // naming the config key.
@@ -500,6 +515,10 @@ void read_gemma_config(const json& cfg, const std::string& file, const Config& c
                        std::vector<std::pair<std::string, GgufValue>>& kv) {
   const std::string a(c.arch->arch);
   const auto f32 = [](double v) { return GgufValue::f32(static_cast<float>(v)); };
+  // Per-layer flags are built below; no Gemma has more than a few dozen layers.
+  if (c.n_layer > kMaxGemmaLayers) {
+    bad(file, "'num_hidden_layers' = " + std::to_string(c.n_layer) + " is out of range");
+  }
 
   // GGUF has no key for the attention scale: the recipe takes head_dim, or
   // n_embd / n_head for the 27B models (recognised by their layer count), as
@@ -550,24 +569,26 @@ void read_gemma_config(const json& cfg, const std::string& file, const Config& c
   const std::uint64_t window = hf::get_uint(cfg, "sliding_window", file).value_or(0);
   if (window > UINT32_MAX / 4) bad(file, "'sliding_window' is out of range");
   const std::vector<bool> flags = gemma_swa_layers(cfg, file, c);
-  const bool any_local = std::find(flags.begin(), flags.end(), true) != flags.end();
   const std::string wkey = a + ".attention.sliding_window";
-  if (window == 0 || !any_local) {
-    // All layers global: gemma3 states no window (its converter omits the key
-    // for pattern 1); gemma2's recipe would default to 4096, so it gets 0.
-    if (a == "gemma2") kv.emplace_back(wkey, GgufValue::u32(0));
+  const std::string pkey = a + ".attention.sliding_window_pattern";
+  const std::uint64_t period = swa_period_of(flags);
+  const std::uint64_t default_period = a == "gemma2" ? 2 : 6;
+  const auto u32 = [](std::uint64_t v) { return GgufValue::u32(static_cast<std::uint32_t>(v)); };
+  if (window == 0 || period == 1) {
+    // Every layer global. gemma3 states no window (its converter omits the key
+    // for pattern 1); gemma2's window defaults to 4096 when unstated, so it
+    // gets period 1 (a window of 0 would mask everything in llama.cpp).
+    if (a == "gemma2") kv.emplace_back(pkey, u32(1));
   } else {
-    kv.emplace_back(wkey, GgufValue::u32(static_cast<std::uint32_t>(window)));
-    const std::uint64_t period = a == "gemma2" ? 2 : 6;  // the recipes' defaults
-    bool is_default = true;
-    for (std::uint64_t l = 0; l < c.n_layer; ++l) {
-      is_default = is_default && flags[l] == ((l + 1) % period != 0);
-    }
-    if (!is_default) {
+    kv.emplace_back(wkey, u32(window));
+    if (period == 0) {
+      // No period fits (layer_types can say anything): per-layer flags, which
+      // seam reads; llama.cpp reads only a period and would use its default.
       std::vector<GgufValue> items;
       for (const bool f : flags) items.push_back(GgufValue::boolean(f));
-      kv.emplace_back(a + ".attention.sliding_window_pattern",
-                      GgufValue::array(GgufValueType::BOOL, std::move(items)));
+      kv.emplace_back(pkey, GgufValue::array(GgufValueType::BOOL, std::move(items)));
+    } else if (period != default_period) {
+      kv.emplace_back(pkey, u32(period));
     }
   }
   if (a == "gemma3") {

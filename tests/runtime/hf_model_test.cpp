@@ -147,6 +147,11 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"gemma2_f16_layer_types",
              "--arch gemma2 --dim 48 --layers 3 --heads 3 --kv-heads 1 --head-dim 16 --ffn 80 "
              "--window 4 --swa-pattern 0,1,1 --seed 24 --st-dtype F16"},
+        Case{"gemma2_all_global_layer_types",
+             "--arch gemma2 --dim 48 --layers 2 --heads 3 --kv-heads 3 --head-dim 16 --ffn 64 "
+             "--window 3 --swa-pattern 1 --seed 29",
+             "--arch gemma2 --dim 48 --layers 2 --heads 3 --kv-heads 3 --head-dim 16 --ffn 64 "
+             "--window 3 --swa-pattern 1 --seed 29 --tied"},
         Case{"gemma3_pattern_local_base_linear",
              "--arch gemma3 --dim 64 --layers 4 --heads 4 --kv-heads 2 --head-dim 16 --ffn 96 "
              "--window 4 --swa-pattern 3 --rope-base-swa 1000 --rope-linear 2 --final-softcap 7 "
