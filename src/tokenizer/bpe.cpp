@@ -117,11 +117,11 @@ enum PreFlag : unsigned {
   kIgnoreMerges = 1u << 1,  // a pre-token that is a vocab entry is emitted whole
   kBosDefault = 1u << 2,    // add BOS unless tokenizer.ggml.add_bos_token says otherwise
   kBosAlways = 1u << 3,     // add BOS whatever the file says (llama.cpp's Gemma 4 rule)
-  // SentencePiece-style BPE (Gemma 4): spaces become U+2581, merges run on raw
-  // UTF-8 characters instead of GPT-2's byte alphabet, characters outside the
-  // vocab fall back to <0xXX> tokens, and a run of newlines that is a vocab
-  // entry is emitted whole.
+  // SentencePiece-style BPE (Gemma 4, Sarvam): spaces become U+2581, merges
+  // run on raw UTF-8 characters instead of GPT-2's byte alphabet, and
+  // characters outside the vocab fall back to <0xXX> tokens.
   kMetaspace = 1u << 4,
+  kNewlineRuns = 1u << 5,  // a run of newlines that is a vocab entry is emitted whole
 };
 
 struct Family {
@@ -161,7 +161,8 @@ constexpr Family kFamilies[] = {
     {"chameleon",      {R"re(<sentinel:[0-9]+>)re", R"re((IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z)re",
                         R"re(([\t\n]|    |  ))re", kEachDigit, R"re([\p{P}!-/:-@\[-`{-~])re", kGpt2},
                                                                         kBosDefault},
-    {"gemma4",         {kLines},                                        kMetaspace | kBosAlways},
+    {"gemma4",         {kLines},                                        kMetaspace | kNewlineRuns | kBosAlways},
+    {"sarvam-moe",     {kLines},                                        kMetaspace},
 };
 
 // Other names for the families above, as converters write them.
@@ -194,7 +195,6 @@ constexpr std::pair<std::string_view, std::string_view> kRefused[] = {
     {"kimi-k2", "its pre-tokenizer excludes Han characters from word runs with code no regex expresses"},
     {"afmoe", "its pre-tokenizer groups digits by the run's length modulo 3, which no regex expresses"},
     {"whitespace", "it is a whitespace-split vocabulary without byte-level merges"},
-    {"sarvam-moe", "its SentencePiece-style BPE has not been checked against the reference"},
 };
 // clang-format on
 
@@ -429,7 +429,6 @@ void BpeTokenizer::encode_fragment(std::string_view raw, bool /*after_special*/,
   const std::string_view text = pre_.normalize(raw, buf);
   std::vector<std::pair<std::size_t, std::size_t>> words;
   pre_.split(text, words);
-  const bool metaspace = pre_.flags() & kMetaspace;
   std::string spelled;
   for (const auto& [off, len] : words) {
     const std::string_view w = text.substr(off, len);
@@ -442,7 +441,7 @@ void BpeTokenizer::encode_fragment(std::string_view raw, bool /*after_special*/,
         continue;
       }
     }
-    if (metaspace && w.find_first_not_of('\n') == std::string_view::npos) {
+    if ((pre_.flags() & kNewlineRuns) && w.find_first_not_of('\n') == std::string_view::npos) {
       // Gemma 4 keeps a run of newlines whole when the vocab has it (llama.cpp
       // matches the reference this way; the merges would split long runs).
       if (auto t = find(w)) {

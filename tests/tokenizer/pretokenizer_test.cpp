@@ -126,6 +126,12 @@ TEST(PreTokenizer, Jais2CutsWhitespaceRunsIntoPowersOfTwo) {
 
 TEST(PreTokenizer, Gemma4WritesSpacesAsMetaspaceAndCutsOnlyAtNewlineRuns) {
   EXPECT_EQ(pre("gemma4", "Hi there\n\nok"), (Pieces{"Hi\xE2\x96\x81there", "\n\n", "ok"}));
+  // Sarvam: the same cut, and every space (the leading one too) is "▁".
+  EXPECT_EQ(pre("sarvam-moe", " a b\n"), (Pieces{"\xE2\x96\x81"
+                                                 "a"
+                                                 "\xE2\x96\x81"
+                                                 "b",
+                                                 "\n"}));
 }
 
 TEST(PreTokenizer, KnownButUnimplementedNamesAreRefusedWithTheReason) {
@@ -186,7 +192,7 @@ TEST(PreTokenizer, EveryNameConvertersWriteIsAccepted) {
     std::string joined;
     for (const auto& p : pre(n, "It's 2024: naïve café, 東京 ok?\n\n  x")) joined += p;
     EXPECT_FALSE(joined.empty()) << n;
-    if (n != "gemma4" && n != "granite-embed-multi-311m") {
+    if (n != "gemma4" && n != "granite-embed-multi-311m" && n != "sarvam-moe") {
       EXPECT_EQ(joined, "It's 2024: naïve café, 東京 ok?\n\n  x") << n;
     }
   }
