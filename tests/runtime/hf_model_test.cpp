@@ -181,6 +181,41 @@ INSTANTIATE_TEST_SUITE_P(
              "--st-dtype BF16"}),
     [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
 
+TEST(HfModel, OlderMultimodalLayoutReadsTheSameLanguageModel) {
+  // transformers before 4.52 saved Gemma3ForConditionalGeneration's language model as
+  // language_model.model.* (and the tower as vision_tower.*): same weights, same logits.
+  const HfPair p = generate_hf("gemma3_cg", kGemma3Cg);
+  const std::string dir = scratch_dir() + "/hf_gemma3_cg_old_layout";
+  std::filesystem::remove_all(dir);
+  std::filesystem::copy(p.dir, dir);
+  std::string st;
+  {
+    std::ifstream in(dir + "/model.safetensors", std::ios::binary);
+    st.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  // Equal lengths, so the header's offsets stay valid.
+  const std::vector<std::pair<std::string, std::string>> renames = {
+      {"model.language_model.", "language_model.model."},
+      {"model.vision_tower.", "vision_tower.model."},
+      {"model.multi_modal_projector.", "multi_modal_projector.model."}};
+  int n = 0;
+  for (const auto& [from, to] : renames) {
+    ASSERT_EQ(from.size(), to.size());
+    for (auto at = st.find(from); at != std::string::npos; at = st.find(from, at + 1)) {
+      st.replace(at, from.size(), to);
+      ++n;
+    }
+  }
+  EXPECT_GT(n, 40);
+  std::ofstream(dir + "/model.safetensors", std::ios::binary) << st;
+  const auto a = logits_of(*load(dir), kPrompt);
+  const auto b = logits_of(*load(p.dir), kPrompt);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t t = 0; t < a.size(); ++t) {
+    EXPECT_EQ(std::memcmp(a[t].data(), b[t].data(), a[t].size() * sizeof(float)), 0) << t;
+  }
+}
+
 TEST(HfModel, TokenizerJsonMatchesTheGgufVocabulary) {
   for (const char* variant : {"", "--metaspace"}) {
     const std::string name = std::string("tok") + (*variant ? "_metaspace" : "");
@@ -388,6 +423,20 @@ TEST_F(HfBroken, GemmaTextConfigMissingRequiredKeyIsNamed) {
   use("gemma3_cg", kGemma3Cg);
   replace_in("config.json", "\"intermediate_size\": 96,", "");
   expect_refused(Errc::BadFormat, "intermediate_size");
+}
+
+TEST_F(HfBroken, GemmaTextConfigThatIsNotAnObject) {
+  use("gemma3_cg", kGemma3Cg);
+  replace_in("config.json", "\"text_config\": {", "\"text_config\": [], \"unused\": {");
+  expect_refused(Errc::BadFormat, "text_config");
+}
+
+TEST_F(HfBroken, GemmaUnknownLayerTypeIsNamed) {
+  use("gemma2_all_global_layer_types",
+      "--arch gemma2 --dim 48 --layers 2 --heads 3 --kv-heads 3 --head-dim 16 --ffn 64 "
+      "--window 3 --swa-pattern 1 --seed 29");
+  replace_in("config.json", "\"full_attention\"", "\"chunked_attention\"");
+  expect_refused(Errc::BadFormat, "layer_types");
 }
 
 TEST_F(HfBroken, Gemma2WithoutSoftCappingIsRefused) {
