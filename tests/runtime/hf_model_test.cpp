@@ -152,6 +152,11 @@ INSTANTIATE_TEST_SUITE_P(
              "--window 3 --swa-pattern 1 --seed 29",
              "--arch gemma2 --dim 48 --layers 2 --heads 3 --kv-heads 3 --head-dim 16 --ffn 64 "
              "--window 3 --swa-pattern 1 --seed 29 --tied"},
+        // Generator defaults: head_dim = n_embd / n_head, gemma2's window 4096 on even
+        // layers, a gemma3 without a window (all global).
+        Case{"gemma2_defaults", "--arch gemma2 --seed 30", "--arch gemma2 --seed 30 --tied"},
+        Case{"gemma3_no_window_f16",
+             "--arch gemma3 --heads 4 --kv-heads 2 --seed 31 --st-dtype F16"},
         Case{"gemma3_pattern_local_base_linear",
              "--arch gemma3 --dim 64 --layers 4 --heads 4 --kv-heads 2 --head-dim 16 --ffn 96 "
              "--window 4 --swa-pattern 3 --rope-base-swa 1000 --rope-linear 2 --final-softcap 7 "
