@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Random-weight Hugging Face llama/mistral/qwen2/qwen3/phi3/gemma2/gemma3 directories and their GGUF conversion (numpy only).
+"""Random-weight Hugging Face directories (llama, mistral, qwen2, qwen3, phi3, gemma2, gemma3)
+and their GGUF conversion (numpy only).
 
     hf.py gen --out DIR [--gguf FILE.gguf] [reference.py gen options]
               [--st-dtype F32|F16|BF16] [--shards N] [--hf-arch LlamaForCausalLM]
@@ -18,6 +19,12 @@ HF keeps Q/K rows of each head in the "halves" RoPE order; GGUF (and reference.p
 adjacent pairs. `gen` un-permutes the generated GGUF rows; `convert` permutes them back
 exactly as llama.cpp's converter does (reshape(n_head, 2, d/2, n).swapaxes(1, 2)), so the
 round trip reproduces the generated weights bit for bit in F32.
+
+gemma2/gemma3 (--arch, --hf-arch Gemma3ForConditionalGeneration) store their norms as w - 1
+(HF computes x * (1 + w); `convert` adds the 1 back as llama.cpp's converter does), tie the
+output, and take --window/--swa-pattern/--attn-softcap/--final-softcap/--rope-base-swa/
+--rope-linear as reference.py does; --pad-vocab adds embedding rows past the tokenizer
+(trimmed by `convert`), --rope-parameters writes gemma3's RoPE in newer transformers' form.
 """
 
 import argparse
