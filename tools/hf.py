@@ -614,7 +614,8 @@ def convert_gemma(d, out, vocab, raw):
     seam needs that GGUF would otherwise lose: rope.freq_base for gemma2 (its converter
     writes none; llama.cpp's default is HF's default 10000), and the layer pattern when it
     is not the recipe's default period. gemma3's embedding is trimmed to the tokenizer's
-    vocabulary (the converter's tokenizer.model path; seam does the same)."""
+    token count, as seam does (llama.cpp's converter counts the vocabulary
+    differently; see docs/architectures.md)."""
     a = GGUF_ARCH[raw["architectures"][0]]
     c = {**raw, **(raw.get("text_config") or {})}
     rp = c.get("rope_parameters") or {}

@@ -667,7 +667,9 @@ std::shared_ptr<std::vector<float>> gemma_norm_plus_one(const SafetensorsTensor&
 
 // Applies the gemma value changes to a mapped tensor: norms get their +1
 // (an owned F32 copy); gemma3's token_embd loses the padding rows past the
-// tokenizer's vocabulary, as its converter trims them (a shorter view).
+// tokenizer's tokens (a shorter view), one logit per token. llama.cpp's
+// converter trims too but counts the vocabulary differently
+// (docs/architectures.md).
 void gemma_adjust(const SafetensorsTensor& st, const Config& c, std::uint64_t n_tokens,
                   GgufTensor& t, std::vector<std::shared_ptr<const void>>& keepalive) {
   std::string_view name = st.name;
