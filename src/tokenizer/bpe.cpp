@@ -9,8 +9,11 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <utf8proc.h>
+
 #include <array>
 #include <memory>
+#include <optional>
 #include <queue>
 
 #include "format/gguf.h"
@@ -107,6 +110,9 @@ constexpr const char* kDeepseekPunct =
 // means "no word character next"; Oniguruma's word characters include marks,
 // which PCRE2's \w does not (before 10.43), so the class is spelled out.
 constexpr const char* kDigitsFromRight = R"re(\d{1,3}(?=(?:\d{3})*(?![\p{L}\p{M}\p{N}\p{Pc}])))re";
+// SuperBPE's "(?=(\d{3})+(?!\d))": empty matches that cut a digit run into
+// threes from the right.
+constexpr const char* kThreesFromRight = R"re((?=(\d{3})+(?!\d)))re";
 constexpr const char* kEachDigit = R"re(\p{N})re";
 constexpr const char* kLines = R"re([^\n]+|[\n]+)re";
 
@@ -157,7 +163,7 @@ constexpr Family kFamilies[] = {
     {"deepseek-v3",    {R"re(\p{N}{1,3})re", kHanKana, kDeepseekV3},    0},
     {"bloom",          {kBloom},                                        0},
     {"viking",         {kBloom, kEachDigit},                            0},
-    {"superbpe",       {R"re(\p{N}+)re", R"re((?=(\d{3})+(?!\d)))re"},  0},
+    {"superbpe",       {R"re(\p{N}+)re", kThreesFromRight},            0},
     {"chameleon",      {R"re(<sentinel:[0-9]+>)re", R"re((IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z)re",
                         R"re(([\t\n]|    |  ))re", kEachDigit, R"re([\p{P}!-/:-@\[-`{-~])re", kGpt2},
                                                                         kBosDefault},
@@ -265,11 +271,88 @@ class Regex {
 };
 
 // Normalization and regex splitting of one family: text -> pre-tokens.
+// The two digit-grouping patterns rescan the rest of a digit run from every
+// position, which is quadratic in PCRE2 (minutes for a megabyte of digits).
+// These give the same pieces in one pass over each maximal run of \d
+// (decimal digits), cut from the right: SuperBPE cuts where the rest of the run
+// is a positive multiple of three long; Tiny Aya matches the groups only when
+// the run is followed by the end or a non-word character (Oniguruma's \b).
+enum class DigitGroups { None, Cut, Match };
+
+bool is_decimal(char32_t cp) {
+  return utf8proc_category(static_cast<utf8proc_int32_t>(cp)) == UTF8PROC_CATEGORY_ND;
+}
+bool is_word(char32_t cp) {  // Oniguruma's Unicode \w: L, M, N, Pc
+  switch (utf8proc_category(static_cast<utf8proc_int32_t>(cp))) {
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO:
+    case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_MC:
+    case UTF8PROC_CATEGORY_ME:
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_NO:
+    case UTF8PROC_CATEGORY_PC:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Appends the pieces of `piece` (at `off` in the text) under a digit-group step.
+void split_digit_groups(DigitGroups kind, std::string_view piece, std::size_t off,
+                        std::vector<std::pair<std::size_t, std::size_t>>& out) {
+  std::vector<std::size_t> starts;  // byte offsets of the run's characters, then its end
+  std::size_t gap = 0;              // start of the text not yet emitted
+  char32_t cp;
+  for (std::size_t i = 0; i < piece.size();) {
+    std::size_t n = static_cast<std::size_t>(std::max(1, unicode::decode_utf8(piece, i, cp)));
+    if (!is_decimal(cp)) {
+      i += n;
+      continue;
+    }
+    starts.clear();
+    while (i < piece.size() && unicode::decode_utf8(piece, i, cp) > 0 && is_decimal(cp)) {
+      starts.push_back(i);
+      i += static_cast<std::size_t>(unicode::decode_utf8(piece, i, cp));
+    }
+    const std::size_t len = starts.size();
+    starts.push_back(i);
+    if (kind == DigitGroups::Cut) {
+      for (std::size_t k = len % 3; k + 3 <= len; k += 3) {
+        if (starts[k] > gap) out.emplace_back(off + gap, starts[k] - gap);
+        gap = std::max(gap, starts[k]);
+      }
+    } else {
+      const bool boundary = i == piece.size() || !is_word(cp);  // cp: the run's follower
+      if (!boundary) continue;
+      for (std::size_t k = 0; k < len;) {
+        const std::size_t j = k == 0 ? (len - 1) % 3 + 1 : 3;
+        if (starts[k] > gap) out.emplace_back(off + gap, starts[k] - gap);
+        out.emplace_back(off + starts[k], starts[k + j] - starts[k]);
+        gap = starts[k + j];
+        k += j;
+      }
+    }
+  }
+  if (gap < piece.size()) out.emplace_back(off + gap, piece.size() - gap);
+}
+
 class PreTokenizer {
  public:
   explicit PreTokenizer(const Family& f) : flags_(f.flags) {
     for (const char* r : f.regexes) {
-      if (r != nullptr) regexes_.emplace_back(r);
+      if (r == nullptr) continue;
+      const std::string_view pattern(r);
+      const DigitGroups kind = pattern == kThreesFromRight   ? DigitGroups::Cut
+                               : pattern == kDigitsFromRight ? DigitGroups::Match
+                                                             : DigitGroups::None;
+      steps_.push_back(
+          {kind == DigitGroups::None ? std::optional<Regex>(std::in_place, r) : std::nullopt,
+           kind});
     }
   }
   unsigned flags() const { return flags_; }
@@ -305,7 +388,11 @@ class PreTokenizer {
   void split(std::string_view text, std::vector<std::pair<std::size_t, std::size_t>>& words) const;
 
  private:
-  std::vector<Regex> regexes_;
+  struct Step {
+    std::optional<Regex> regex;  // absent for a digit-group step
+    DigitGroups digits;
+  };
+  std::vector<Step> steps_;
   unsigned flags_;
 };
 
@@ -313,11 +400,19 @@ void PreTokenizer::split(std::string_view text,
                          std::vector<std::pair<std::size_t, std::size_t>>& words) const {
   words.assign(1, {0, text.size()});
   std::vector<std::pair<std::size_t, std::size_t>> next;
-  for (const Regex& re : regexes_) {
+  for (const Step& step : steps_) {
+    next.clear();
+    if (!step.regex) {
+      for (const auto& [off, len] : words) {
+        split_digit_groups(step.digits, text.substr(off, len), off, next);
+      }
+      words.swap(next);
+      continue;
+    }
+    const Regex& re = *step.regex;
     const std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> md(
         pcre2_match_data_create_from_pattern(re.code(), nullptr), &pcre2_match_data_free);
     if (!md) throw Error(Errc::Internal, "[tokenizer] out of memory for regex match data");
-    next.clear();
     for (const auto& [off, len] : words) {
       // Each piece is matched on its own, so lookaheads end at the piece's end.
       const std::string_view piece = text.substr(off, len);

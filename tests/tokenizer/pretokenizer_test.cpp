@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "seam/error.h"
 #include "tokenizer/families.h"
@@ -95,6 +96,31 @@ TEST(PreTokenizer, SuperbpeCutsDigitRunsIntoThreesFromTheRight) {
   // offsets 1 and 4, and an empty match still cuts. Words keep their spaces.
   EXPECT_EQ(pre("superbpe", "abc 1234567 x"), (Pieces{"abc ", "1", "234", "567", " x"}));
   EXPECT_EQ(pre("superbpe", "123456"), (Pieces{"123", "456"}));
+}
+
+TEST(PreTokenizer, DigitGroupsOnlyCutDecimalRuns) {
+  // SuperBPE: \p{N}+ gives "12", "a", "345678"; only the six-digit run is a
+  // multiple of three, cut at offset 3 ("2" is too short to cut).
+  EXPECT_EQ(pre("superbpe", "12a345678"), (Pieces{"12", "a", "345", "678"}));
+  // Tiny Aya: "12" is followed by a letter (a word character), so no group
+  // there; "345" ends the text. The o200k regex then cuts "12a" into "12", "a".
+  EXPECT_EQ(pre("tiny_aya", "12a345"), (Pieces{"12", "a", "345"}));
+  // "²" is \p{N} but not a decimal digit: SuperBPE's \p{N}+ keeps it with the
+  // digits, and the cut counts only the four decimal digits after it.
+  EXPECT_EQ(pre("superbpe", "\u00b21234"), (Pieces{"\u00b21", "234"}));
+}
+
+TEST(PreTokenizer, DigitGroupsStayLinearOnAMegabyteOfDigits) {
+  const std::string digits(1 << 20, '7');
+  for (const char* name : {"superbpe", "tiny_aya"}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto p = pre(name, digits);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    // 1048576 = 3 * 349525 + 1: a single digit first, then threes.
+    ASSERT_EQ(p.size(), 349526u) << name;
+    EXPECT_EQ(p.front(), "7") << name;
+    EXPECT_LT(s, 5.0) << name;  // the regexes take minutes
+  }
 }
 
 TEST(PreTokenizer, TinyAyaGroupsDigitsFromTheRight) {
