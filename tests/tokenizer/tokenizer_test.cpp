@@ -265,17 +265,19 @@ TEST(TokenizerGemma4, MetaspaceMergesByteFallbackAndNewlineRuns) {
   EXPECT_TRUE(t->is_eog(1));
   EXPECT_TRUE(t->is_eog(13));
   EXPECT_FALSE(t->is_eog(2));
+  // An invalid byte reads as U+FFFD, whose bytes this vocab lacks: <unk>.
+  EXPECT_EQ(t->encode("a\xFF b", false, false), (std::vector<Token>{4, 3, 6, 5}));
 }
 
 // A Unigram ("t5") vocab. Its charsmap is a hand-built double array with one
 // entry, "x" -> "y": root BASE 1, so "x" (0x78) lands on node 1^0x78 = 121,
 // whose BASE 123 leads to value node 121^123 = 2, holding offset 0 of "y\0".
 // 300 nodes keep every child index of the root and of node 2 in range.
-std::vector<std::int32_t> tiny_charsmap() {
+std::vector<std::int32_t> tiny_charsmap(std::uint32_t y_offset = 0) {
   std::vector<std::uint32_t> nodes(300, 0);
   nodes[0] = 1u << 10;
   nodes[121] = (123u << 10) | (1u << 8) | 0x78u;
-  nodes[2] = 0x80000000u | 0u;
+  nodes[2] = 0x80000000u | y_offset;
   std::vector<std::int32_t> blob;
   const auto put32 = [&](std::uint32_t x) {
     for (int k = 0; k < 4; ++k) blob.push_back(static_cast<std::int32_t>((x >> (8 * k)) & 0xFF));
@@ -325,6 +327,8 @@ TEST(TokenizerUgm, ViterbiPicksTheBestScoreAfterNormalizing) {
   EXPECT_EQ(t->encode("ab", true, false), (std::vector<Token>{9, 7, 2}));
   EXPECT_EQ(t->encode("a<ud>b", false, false), (std::vector<Token>{9, 10, 3, 7}));
   EXPECT_EQ(t->decode(t->encode("ab ab", false, false), Detok::Plain), "ab ab");
+  // An invalid byte reads as U+FFFD, which no piece covers.
+  EXPECT_EQ(t->encode("a\xFF", false, false), (std::vector<Token>{9, 0}));
 }
 
 TEST(TokenizerUgm, WorksWithoutACharsmapAndRefusesATruncatedOne) {
@@ -336,6 +340,21 @@ TEST(TokenizerUgm, WorksWithoutACharsmapAndRefusesATruncatedOne) {
   cut.resize(100);
   w.set("tokenizer.ggml.precompiled_charsmap", GgufValue::array(GgufValueType::UINT8, cut));
   expect_error(w, Errc::BadFormat, "precompiled_charsmap");
+
+  // A replacement offset past the strings is found when first used, and
+  // refused without reading outside the map.
+  std::vector<GgufValue> wild;
+  for (std::int32_t b : tiny_charsmap(1000))
+    wild.push_back(GgufValue::u8(static_cast<std::uint8_t>(b)));
+  w.set("tokenizer.ggml.precompiled_charsmap", GgufValue::array(GgufValueType::UINT8, wild));
+  const auto bad = build(w);
+  EXPECT_EQ(bad->encode("ab", false, false), (std::vector<Token>{9, 7}));
+  try {
+    bad->encode("x", false, false);
+    ADD_FAILURE() << "a charsmap offset out of range was used";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::BadFormat) << e.what();
+  }
 
   const auto t = build(tiny_ugm(false));
   // No map: "x" stays "x", which no piece covers.
