@@ -90,15 +90,23 @@ void ThreadPool::parallel_for(std::size_t n, std::size_t grain,
     fn(0, n);
     return;
   }
+  const std::uint32_t id = job_id_.load(std::memory_order_relaxed) + 1;
+  // Close the previous job before touching its fields: a worker still in
+  // run_chunks for it may hold the exhausted claim word (old id, n_chunks) and
+  // read the new chunk count next; with the old word left in place its CAS
+  // would then succeed and run (and count) a chunk of this job. The new id
+  // with no chunks left makes every such CAS fail. Sequentially consistent
+  // with the n_chunks_ store below, so a worker that reads the new count also
+  // sees the closed word.
+  claim_.store((static_cast<std::uint64_t>(id) << 32) | 0xFFFFFFFFu);
   // A few chunks per thread balances uneven cores without much contention.
   const std::size_t target_chunks = static_cast<std::size_t>(n_threads_) * 4;
   chunk_ = std::max(grain, (n + target_chunks - 1) / target_chunks);
-  n_chunks_.store(static_cast<std::uint32_t>((n + chunk_ - 1) / chunk_), std::memory_order_relaxed);
+  n_chunks_.store(static_cast<std::uint32_t>((n + chunk_ - 1) / chunk_));
   job_ = &fn;
   job_n_ = n;
   error_ = nullptr;
   chunks_done_.store(0, std::memory_order_relaxed);
-  const std::uint32_t id = job_id_.load(std::memory_order_relaxed) + 1;
   claim_.store(static_cast<std::uint64_t>(id) << 32, std::memory_order_release);
   {
     std::lock_guard lock(mu_);

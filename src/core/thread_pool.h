@@ -50,7 +50,9 @@ class ThreadPool {
   const FunctionRef<void(std::size_t, std::size_t)>* job_ = nullptr;
   std::size_t job_n_ = 0;
   std::size_t chunk_ = 1;
-  std::atomic<std::uint32_t> n_chunks_{0};  // read by stale workers before their CAS fails
+  // Read by stale workers before their CAS fails; see parallel_for for why it
+  // and the claim word are stored sequentially consistent.
+  std::atomic<std::uint32_t> n_chunks_{0};
   // (job id << 32) | next chunk index. A worker claims a chunk with a CAS that
   // also checks the job id, so it can never run a chunk of a job that ended.
   std::atomic<std::uint64_t> claim_{0};

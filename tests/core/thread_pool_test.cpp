@@ -3,8 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
 #include <numeric>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace seam {
@@ -37,6 +42,38 @@ TEST(ThreadPool, ReusedManyTimesWithoutLosingWork) {
     });
   }
   EXPECT_EQ(sum.load(), 2000L * (36 * 37 / 2));
+}
+
+// Jobs of alternating chunk counts back to back, on more threads than cores:
+// a worker still inside the previous job must never claim a chunk of the next
+// one (it once could, between the caller publishing the new chunk count and
+// the new job id, and then counted a chunk twice and hung the caller).
+TEST(ThreadPool, BackToBackJobsOfChangingSizeNeitherHangNorRepeat) {
+  auto run = [] {
+    ThreadPool pool(3);
+    std::vector<std::atomic<int>> hits(48);
+    for (int iter = 0; iter < 100000; ++iter) {
+      const std::size_t n = iter % 2 ? 3 : 48;
+      for (std::size_t i = 0; i < n; ++i) hits[i].store(0, std::memory_order_relaxed);
+      pool.parallel_for(n, 1, [&](std::size_t b, std::size_t e) {
+        for (std::size_t i = b; i < e; ++i) hits[i].fetch_add(1, std::memory_order_relaxed);
+      });
+      for (std::size_t i = 0; i < n; ++i) {
+        if (hits[i].load() != 1)
+          return "index " + std::to_string(i) + " ran " + std::to_string(hits[i].load()) +
+                 " times at iteration " + std::to_string(iter);
+      }
+    }
+    return std::string();
+  };
+  auto result = std::async(std::launch::async, run);
+  if (result.wait_for(std::chrono::seconds(120)) != std::future_status::ready) {
+    // A deadlocked pool cannot be joined: end the process so the failure is
+    // reported now instead of as a ctest timeout.
+    std::fprintf(stderr, "ThreadPool deadlocked: parallel_for never returned\n");
+    std::_Exit(1);
+  }
+  EXPECT_EQ(result.get(), "");
 }
 
 TEST(ThreadPool, RethrowsTheWorkersException) {
