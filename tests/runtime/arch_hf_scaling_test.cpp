@@ -9,7 +9,6 @@
 
 #include <cstring>
 #include <filesystem>
-#include <random>
 
 #include "python_tools.h"
 #include "seam/model.h"
@@ -66,10 +65,7 @@ TEST_P(HfScaling, DirectoryMatchesConversionAndReference) {
   const auto hf = load(dir);
   const auto gg = load(conv);
   const std::size_t nv = hf->info().n_vocab;
-  std::mt19937 rng(5);
-  std::uniform_int_distribution<Token> d(3, static_cast<Token>(nv) - 1);
-  std::vector<Token> ids = {1};
-  while (static_cast<int>(ids.size()) < c.n_tokens) ids.push_back(d(rng));
+  const std::vector<Token> ids = random_prompt(nv, static_cast<std::size_t>(c.n_tokens), 5);
 
   const std::vector<float> a = flat_logits(*hf, ids, c.n_ctx);
   const std::vector<float> b = flat_logits(*gg, ids, c.n_ctx);

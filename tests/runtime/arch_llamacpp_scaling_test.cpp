@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <random>
 
 #include "python_tools.h"
 #include "test_model.h"
@@ -32,10 +31,7 @@ TEST_P(LlamaCppScaling, LastLogitsMatch) {
   lo.n_threads = 2;
   auto model = Model::load(path, lo);
   const std::size_t nv = model->info().n_vocab;
-  std::mt19937 rng(3);
-  std::uniform_int_distribution<Token> d(3, static_cast<Token>(nv) - 1);
-  std::vector<Token> ids = {1};
-  while (ids.size() < 40) ids.push_back(d(rng));
+  const std::vector<Token> ids = random_prompt(nv, 40, 3);
   const std::string out = scratch_dir() + "/peer_" + c.name + ".f32";
   run_command(kLlamaCpp + " " + path + " '[" + join_ids(ids) + "]' --n 1 --top 1 --logits-out " +
               out + " > /dev/null 2>&1");

@@ -3,8 +3,6 @@
 // exactly, our matmul additionally quantizes activations (Q8_0 / Q8_K blocks).
 #include <gtest/gtest.h>
 
-#include <random>
-
 #include "python_tools.h"
 #include "seam/quantize.h"
 #include "test_model.h"
@@ -42,10 +40,7 @@ TEST_P(QuantizedRecipe, Q8_0AndQ4KMMatchTheReference) {
     LoadOptions lo;
     lo.n_threads = 2;
     auto model = Model::load(out, lo);
-    std::mt19937 rng(5);
-    std::uniform_int_distribution<Token> d(3, static_cast<Token>(model->info().n_vocab) - 1);
-    std::vector<Token> ids = {1};
-    for (int i = 0; i < 15; ++i) ids.push_back(d(rng));
+    const std::vector<Token> ids = random_prompt(model->info().n_vocab, 16, 5);
     const std::vector<float> ref = reference_logits(out, ids, tag);
     auto s = model->session({64, 512, 1});
     auto got = decode_all(*s, ids, 0);

@@ -5,8 +5,6 @@
 // implement, is refused with a message naming it.
 #include <gtest/gtest.h>
 
-#include <random>
-
 #include "python_tools.h"
 #include "seam/error.h"
 #include "test_model.h"
@@ -30,11 +28,8 @@ TEST_P(ArchForward, LogitsMatchEveryPosition) {
   LoadOptions lo;
   lo.n_threads = 2;
   auto model = Model::load(path, lo);
-  std::mt19937 rng(7);
-  std::uniform_int_distribution<Token> d(3, static_cast<Token>(model->info().n_vocab) - 1);
   // 24 tokens: longer than every window below, so local layers drop old cells.
-  std::vector<Token> ids = {1};
-  for (int i = 0; i < 23; ++i) ids.push_back(d(rng));
+  const std::vector<Token> ids = random_prompt(model->info().n_vocab, 24, 7);
   const std::vector<float> ref = reference_logits(path, ids, "arch_" + c.name);
   // Chunks of 5 (in the helper) make windows straddle batches and the KV cache.
   const double worst = expect_logits_match(*model, ids, ref, c.tol, c.name);
@@ -167,7 +162,21 @@ INSTANTIATE_TEST_SUITE_P(
                 Errc::Unsupported, "gemma3.attn_logit_softcapping"},
         Refusal{"gemma2_short_pattern",
                 "--arch gemma2 --tied --window 8 --swa-pattern 1,0,1" + kSmall, Errc::BadFormat,
-                "gemma2.attention.sliding_window_pattern"}),
+                "gemma2.attention.sliding_window_pattern"},
+        // RoPE scaling options (arch_rope_scaling_test checks what they compute)
+        Refusal{"phi3_only_long",
+                "--arch phi3 --longrope --drop rope_factors_short.weight" + kSmall, Errc::BadFormat,
+                "rope_factors_short.weight"},
+        Refusal{"yarn_factor_below_one", "--arch qwen2 --yarn 0.5" + kSmall, Errc::BadFormat,
+                "qwen2.rope.scaling.factor"},
+        Refusal{"llama_dynamic", "--arch llama --set llama.rope.scaling.type=dynamic" + kSmall,
+                Errc::Unsupported, "'dynamic'"},
+        Refusal{"qwen2_longrope_type",
+                "--arch qwen2 --set qwen2.rope.scaling.type=longrope" + kSmall, Errc::Unsupported,
+                "'longrope'"},
+        Refusal{"mistral3_negative_temperature",
+                "--arch mistral3 --set mistral3.attention.temperature_scale=-1.5" + kSmall,
+                Errc::BadFormat, "mistral3.attention.temperature_scale"}),
     [](const auto& info) { return info.param.name; });
 
 }  // namespace

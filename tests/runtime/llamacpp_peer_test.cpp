@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
-#include <random>
 
 #include "python_tools.h"
 #include "seam/quantize.h"
@@ -60,10 +59,7 @@ TEST_P(LlamaCppPeer, QuantizedFileDecodesAlike) {
   qo.n_threads = 2;
   quantize_model(f32, file, qo);
 
-  std::mt19937 rng(3);
-  std::uniform_int_distribution<Token> pick(3, 319);
-  std::vector<Token> prompt = {1};
-  for (int i = 0; i < 15; ++i) prompt.push_back(pick(rng));
+  const std::vector<Token> prompt = random_prompt(320, 16, 3);
   constexpr int kSteps = 8;
   const std::string steps_file = file + ".steps.f32";
   const nlohmann::json peer = nlohmann::json::parse(run_command(

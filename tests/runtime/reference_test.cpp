@@ -3,8 +3,6 @@
 // on the real stories260K checkpoint.
 #include <gtest/gtest.h>
 
-#include <random>
-
 #include "python_tools.h"
 #include "test_model.h"
 
@@ -33,10 +31,7 @@ TEST_P(ReferenceForward, LogitsMatchEveryPosition) {
   LoadOptions lo;
   lo.n_threads = 2;
   auto model = Model::load(path, lo);
-  std::mt19937 rng(99);
-  std::uniform_int_distribution<Token> d(3, static_cast<Token>(model->info().n_vocab) - 1);
-  std::vector<Token> ids = {1};
-  for (int i = 0; i < 23; ++i) ids.push_back(d(rng));
+  const std::vector<Token> ids = random_prompt(model->info().n_vocab, 24, 99);
   const std::vector<float> ref = reference_logits(path, ids, c.name);
   const double worst = expect_logits_match(*model, ids, ref, c.tol, c.name);
   RecordProperty("worst_rel_diff", std::to_string(worst));

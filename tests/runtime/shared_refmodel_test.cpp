@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <random>
 
 #include "python_tools.h"
 #include "test_model.h"
@@ -50,10 +49,7 @@ TEST_P(SharedRefmodel, LogitsAndGreedyMatch) {
   auto model = Model::load(path, lo);
   const std::size_t nv = model->info().n_vocab;
 
-  std::mt19937 rng(11);
-  std::uniform_int_distribution<Token> pick(3, static_cast<Token>(nv) - 1);
-  std::vector<Token> ids = {1};
-  for (int i = 0; i < 11; ++i) ids.push_back(pick(rng));
+  std::vector<Token> ids = random_prompt(nv, 12, 11);
   const std::size_t n_prompt = ids.size();
 
   // Our greedy continuation (argmax, lowest id on ties), decoded one token at a time.

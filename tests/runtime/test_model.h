@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <random>
 #include <span>
 #include <string>
 #include <vector>
@@ -27,6 +28,16 @@ inline std::shared_ptr<const Model> stories() {
     return Model::load(stories_path(), lo);
   }();
   return model;
+}
+
+// BOS (id 1) then n - 1 ids drawn uniformly from [3, n_vocab): past the
+// generators' special tokens, the same ids for the same seed.
+inline std::vector<Token> random_prompt(std::size_t n_vocab, std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<Token> pick(3, static_cast<Token>(n_vocab) - 1);
+  std::vector<Token> ids = {1};
+  while (ids.size() < n) ids.push_back(pick(rng));
+  return ids;
 }
 
 // Decodes `tokens` of `seq` from position `start` and returns the logits of every row.
