@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
+#include <ctime>
 
 #include "seam/error.h"
 #include "tokenizer/families.h"
@@ -113,13 +113,15 @@ TEST(PreTokenizer, DigitGroupsOnlyCutDecimalRuns) {
 TEST(PreTokenizer, DigitGroupsStayLinearOnAMegabyteOfDigits) {
   const std::string digits(1 << 20, '7');
   for (const char* name : {"superbpe", "tiny_aya"}) {
-    const auto t0 = std::chrono::steady_clock::now();
+    // CPU time, as a guard against the regexes' super-linear work (over 60 s),
+    // not a speed target: the one-pass cut takes ~0.3 s even under ASan.
+    const std::clock_t c0 = std::clock();
     const auto p = pre(name, digits);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double s = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
     // 1048576 = 3 * 349525 + 1: a single digit first, then threes.
     ASSERT_EQ(p.size(), 349526u) << name;
     EXPECT_EQ(p.front(), "7") << name;
-    EXPECT_LT(s, 5.0) << name;  // the regexes take minutes
+    EXPECT_LT(s, 20.0) << name;
   }
 }
 

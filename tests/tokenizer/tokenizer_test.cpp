@@ -462,12 +462,13 @@ TEST(TokenizerAll, MegabyteOfOneCharacterIsFastAndRoundTrips) {
     for (const auto& u : units) {
       std::string s;
       while (s.size() < (1u << 20)) s += u;
-      // CPU time, not wall time: the test machine may be shared. Quadratic merging
-      // would take minutes here; the heap-based merge takes well under a second.
+      // A guard against quadratic work, not a speed target: quadratic merging
+      // takes minutes here, the heap-based merge well under a second in Release
+      // and up to ~3.3 s of CPU under AddressSanitizer, so 30 s never flakes.
       const std::clock_t c0 = std::clock();
       const auto ids = t.encode(s, false, false);
       const double secs = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
-      EXPECT_LT(secs, 3.0) << name << " x" << u;
+      EXPECT_LT(secs, 30.0) << name << " x" << u;
       if (t.model() == "bert") {  // whitespace-only text has no WordPiece tokens
         EXPECT_EQ(ids.empty(), u == " " || u == "\n") << name << " x" << u;
       } else {
