@@ -31,25 +31,11 @@ struct HfCase {
 
 std::string hf_py() { return std::string(SEAM_SOURCE_DIR) + "/tools/hf.py"; }
 
-std::shared_ptr<const Model> load(const std::string& path) {
-  LoadOptions lo;
-  lo.n_threads = 2;
-  return Model::load(path, lo);
-}
-
 std::vector<float> flat_logits(const Model& m, const std::vector<Token>& ids, std::uint32_t n_ctx) {
   auto s = m.session({n_ctx, 7, 1});
   std::vector<float> out;
   for (const auto& row : decode_all(*s, ids, 0)) out.insert(out.end(), row.begin(), row.end());
   return out;
-}
-
-double worst_rel(std::span<const float> a, std::span<const float> b, std::size_t nv) {
-  double worst = 0;
-  for (std::size_t i = 0; i + nv <= a.size(); i += nv) {
-    worst = std::max(worst, rel_diff(a.subspan(i, nv), b.subspan(i, nv)));
-  }
-  return worst;
 }
 
 class HfScaling : public ::testing::TestWithParam<HfCase> {};
@@ -62,8 +48,8 @@ TEST_P(HfScaling, DirectoryMatchesConversionAndReference) {
     run_command(std::string(SEAM_PYTHON) + " " + hf_py() + " gen --out " + dir + " --gguf " + conv +
                 ".tmp " + c.hf_args + " && mv " + conv + ".tmp " + conv);
   }
-  const auto hf = load(dir);
-  const auto gg = load(conv);
+  const auto hf = load_two_threads(dir);
+  const auto gg = load_two_threads(conv);
   const std::size_t nv = hf->info().n_vocab;
   const std::vector<Token> ids = random_prompt(nv, static_cast<std::size_t>(c.n_tokens), 5);
 

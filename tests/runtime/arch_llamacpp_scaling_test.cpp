@@ -27,9 +27,7 @@ TEST_P(LlamaCppScaling, LastLogitsMatch) {
   if (!std::filesystem::exists(kLlamaCpp)) GTEST_SKIP() << kLlamaCpp << " is not present";
   const PeerCase& c = GetParam();
   const std::string path = generate_model("peer_" + c.name, c.args);
-  LoadOptions lo;
-  lo.n_threads = 2;
-  auto model = Model::load(path, lo);
+  auto model = load_two_threads(path);
   const std::size_t nv = model->info().n_vocab;
   const std::vector<Token> ids = random_prompt(nv, 40, 3);
   const std::string out = scratch_dir() + "/peer_" + c.name + ".f32";

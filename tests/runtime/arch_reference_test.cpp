@@ -25,9 +25,7 @@ class ArchForward : public ::testing::TestWithParam<ArchCase> {};
 TEST_P(ArchForward, LogitsMatchEveryPosition) {
   const ArchCase& c = GetParam();
   const std::string path = generate_model("arch_" + c.name, c.args);
-  LoadOptions lo;
-  lo.n_threads = 2;
-  auto model = Model::load(path, lo);
+  auto model = load_two_threads(path);
   // 24 tokens: longer than every window below, so local layers drop old cells.
   const std::vector<Token> ids = random_prompt(model->info().n_vocab, 24, 7);
   const std::vector<float> ref = reference_logits(path, ids, "arch_" + c.name);

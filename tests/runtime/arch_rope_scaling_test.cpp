@@ -31,22 +31,12 @@ std::vector<float> ref_logits_ctx(const std::string& model, const std::vector<To
   return read_f32_file(out);
 }
 
-double worst_rel(std::span<const float> a, std::span<const float> b, std::size_t n_vocab) {
-  double worst = 0;
-  for (std::size_t i = 0; i + n_vocab <= a.size(); i += n_vocab) {
-    worst = std::max(worst, rel_diff(a.subspan(i, n_vocab), b.subspan(i, n_vocab)));
-  }
-  return worst;
-}
-
 class RopeScaling : public ::testing::TestWithParam<ScalingCase> {};
 
 TEST_P(RopeScaling, LogitsMatchEveryPosition) {
   const ScalingCase& c = GetParam();
   const std::string path = generate_model("scaling_" + c.name, c.args);
-  LoadOptions lo;
-  lo.n_threads = 2;
-  auto model = Model::load(path, lo);
+  auto model = load_two_threads(path);
   const std::size_t nv = model->info().n_vocab;
   const std::vector<Token> ids = random_prompt(nv, static_cast<std::size_t>(c.n_tokens), 11);
   const std::vector<float> ref = ref_logits_ctx(path, ids, "scaling_" + c.name, c.n_ctx);
@@ -138,9 +128,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(RopeScalingChoice, LongRopeFollowsSessionContext) {
   const std::string path =
       generate_model("scaling_phi3_longrope_choice", kPhi3 + " --longrope --orig-ctx 32");
-  LoadOptions lo;
-  lo.n_threads = 2;
-  auto model = Model::load(path, lo);
+  auto model = load_two_threads(path);
   const std::size_t nv = model->info().n_vocab;
   const std::vector<Token> ids = {1, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50};
   const auto short_ref = ref_logits_ctx(path, ids, "scaling_choice_short", 32);

@@ -44,9 +44,7 @@ TEST_P(SharedRefmodel, LogitsAndGreedyMatch) {
       cached_file(scratch_dir() + "/mkgguf_" + case_name(c) + ".gguf",
                   std::string(SEAM_PYTHON) + " " + kTools + "/mkgguf.py --arch " + c.arch + " " +
                       c.shape + " --dtype " + c.dtype + " --seed 7 -o TMP > /dev/null");
-  LoadOptions lo;
-  lo.n_threads = 2;
-  auto model = Model::load(path, lo);
+  auto model = load_two_threads(path);
   const std::size_t nv = model->info().n_vocab;
 
   std::vector<Token> ids = random_prompt(nv, 12, 11);

@@ -66,6 +66,22 @@ inline double rel_diff(std::span<const float> a, std::span<const float> b) {
   return den > 0 ? num / den : num;
 }
 
+// The worst rel_diff over consecutive rows of n_vocab logits.
+inline double worst_rel(std::span<const float> a, std::span<const float> b, std::size_t n_vocab) {
+  double worst = 0;
+  for (std::size_t i = 0; i + n_vocab <= a.size(); i += n_vocab) {
+    worst = std::max(worst, rel_diff(a.subspan(i, n_vocab), b.subspan(i, n_vocab)));
+  }
+  return worst;
+}
+
+// A model file loaded as the tests run it: two compute threads.
+inline std::shared_ptr<const Model> load_two_threads(const std::string& path) {
+  LoadOptions lo;
+  lo.n_threads = 2;
+  return Model::load(path, lo);
+}
+
 // Prefills `ids` in chunks of 5 (so the KV cache path is covered), compares
 // every position's logits with `ref` ([n_tokens][n_vocab]) within `tol`, and
 // prints and returns the worst relative difference.
