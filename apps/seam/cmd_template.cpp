@@ -7,9 +7,9 @@
 #include <string>
 
 #include "commands.h"
-#include "format/gguf.h"
 #include "seam/chat.h"
 #include "seam/error.h"
+#include "seam/model.h"
 
 namespace seam::cli {
 namespace {
@@ -69,14 +69,16 @@ void add_template_command(CLI::App& app, CommandList& list) {
     try {
       std::string source;
       if (!o->model.empty()) {
-        const GgufFile gguf = GgufFile::open(o->model);
-        auto tmpl = gguf.get_string("tokenizer.chat_template");
+        LoadOptions vocab_only;
+        vocab_only.vocab_only = true;
+        const auto model = Model::load(o->model, vocab_only);
+        const auto& tmpl = model->info().chat_template;
         if (!tmpl)
           throw Error(Errc::InvalidArgument,
                       "'" + o->model +
                           "' has no tokenizer.chat_template; pass --builtin chatml|llama3|gemma "
                           "or --template FILE");
-        source = std::move(*tmpl);
+        source = *tmpl;
       } else if (!o->template_file.empty()) {
         source = read_input(o->template_file, "template");
       } else if (!o->builtin.empty()) {

@@ -82,10 +82,10 @@ class Model {
   // config out of range, Error(Unsupported) for a vocab-only model.
   std::unique_ptr<Session> session(const SessionConfig& config) const;
 
-  struct Impl;
-  const Impl& impl() const { return *impl_; }
+  struct Impl;  // defined in the runtime, opaque to callers
 
  private:
+  friend struct ModelAccess;  // the runtime's way in (src/runtime/model_impl.h)
   explicit Model(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -21,6 +21,11 @@ struct Model::Impl {
   bool vocab_only = false;
 };
 
+// The runtime's only way to a Model's internals (the public header keeps them opaque).
+struct ModelAccess {
+  static const Model::Impl& of(const Model& model) { return *model.impl_; }
+};
+
 // Admission of a parsed header: the model's recipe and tokenizer must both load.
 Admission admission_verdict(const GgufFile& file);
 

@@ -14,7 +14,7 @@ namespace {
 class SessionImpl final : public Session {
  public:
   SessionImpl(const Model& model, const SessionConfig& cfg, std::unique_ptr<ComputeBackend> be)
-      : m_(model.impl()),
+      : m_(ModelAccess::of(model)),
         cfg_(cfg),
         backend_(std::move(be)),
         kv_(cfg.n_ctx, cfg.n_seq_max, m_.spec.hp.n_layer,
