@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "core/half.h"
+#include "format/gemma_attention.h"
 #include "format/hf_json.h"
 #include "format/safetensors.h"
 #include "seam/error.h"
@@ -520,20 +521,18 @@ void read_gemma_config(const json& cfg, const std::string& file, const Config& c
     bad(file, "'num_hidden_layers' = " + std::to_string(c.n_layer) + " is out of range");
   }
 
-  // GGUF has no key for the attention scale: the recipe takes head_dim, or
-  // n_embd / n_head for the 27B models (recognised by their layer count), as
-  // llama.cpp does. A config asking for anything else cannot be honoured.
-  const std::uint64_t layers_27b = a == "gemma2" ? 46 : 62;
-  const bool is_27b = c.n_layer == layers_27b;
-  const double recipe_scalar =
-      is_27b ? static_cast<double>(c.n_embd / c.n_head) : static_cast<double>(c.head_dim);
+  // GGUF has no key for the attention scale (format/gemma_attention.h): a config asking for
+  // another one than the recipe computes cannot be honoured.
+  const bool is_27b = gemma::is_27b(a, c.n_layer);
+  const auto recipe_scalar = static_cast<double>(
+      gemma::query_pre_attn_scalar(a, c.n_layer, c.n_embd, c.n_head, c.head_dim));
   const double qpas = hf::get_number(cfg, "query_pre_attn_scalar", file).value_or(256.0);
   if (qpas != recipe_scalar) {
     throw Error(Errc::Unsupported,
                 "[hf] " + file + ": query_pre_attn_scalar = " + std::to_string(qpas) +
                     ", but seam's " + a + " recipe scales attention by 1/sqrt(" +
                     std::to_string(static_cast<std::uint64_t>(recipe_scalar)) + ") (" +
-                    (is_27b ? "n_embd / n_head for a " + std::to_string(layers_27b) + "-layer model"
+                    (is_27b ? "n_embd / n_head for a " + std::to_string(c.n_layer) + "-layer model"
                             : std::string("head_dim")) +
                     "); GGUF carries no key for other scales");
   }

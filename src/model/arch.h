@@ -48,6 +48,12 @@ void read_rope_scaling(const GgufFile& file, std::string_view arch, Hparams& hp,
 void read_sliding_window(const GgufFile& file, std::string_view arch, std::uint32_t default_window,
                          std::uint32_t default_period, Hparams& hp);
 
+// Shared by gemma2 and gemma3 (defined in arch/gemma2.cpp): a soft-cap key, positive, else
+// `fallback` when absent; and the attention scale 1/sqrt(query_pre_attn_scalar)
+// (format/gemma_attention.h says why it depends on the layer count).
+float gemma_softcap(const GgufFile& file, const std::string& key, float fallback);
+float gemma_attn_scale(std::string_view arch, const Hparams& hp);
+
 // Refuses mixture-of-experts variants (`<arch>.expert_count` > 0) by name.
 void refuse_experts(const GgufFile& file, std::string_view arch);
 

@@ -12,15 +12,12 @@
 #include <cmath>
 #include <string>
 
+#include "format/gemma_attention.h"
 #include "model/arch.h"
 #include "seam/error.h"
 
 namespace seam {
 
-// Shared by gemma2/gemma3: the softcap keys, and the attention scale, which
-// no GGUF key carries. HF's query_pre_attn_scalar is head_dim for every size
-// except 27B, where it is n_embd / n_head; llama.cpp recognises 27B by its
-// layer count, and so must we to compute the same logits.
 float gemma_softcap(const GgufFile& f, const std::string& key, float fallback) {
   const double v = f.get_float(key).value_or(fallback);
   if (!(v > 0.0 && v < 1e9)) {
@@ -29,10 +26,10 @@ float gemma_softcap(const GgufFile& f, const std::string& key, float fallback) {
   return static_cast<float>(v);
 }
 
-float gemma_attn_scale(const Hparams& hp, std::uint32_t n_layer_27b) {
-  const float pre_attn = hp.n_layer == n_layer_27b ? static_cast<float>(hp.n_embd / hp.n_head)
-                                                   : static_cast<float>(hp.head_dim);
-  return 1.0f / std::sqrt(pre_attn);
+float gemma_attn_scale(std::string_view arch, const Hparams& hp) {
+  const auto scalar = gemma::query_pre_attn_scalar(arch, hp.n_layer, hp.n_embd, hp.n_head,
+                                                   hp.head_dim);
+  return 1.0f / std::sqrt(static_cast<float>(scalar));
 }
 
 void configure_gemma2(const GgufFile& f, Hparams& hp, Recipe& recipe) {
@@ -46,7 +43,7 @@ void configure_gemma2(const GgufFile& f, Hparams& hp, Recipe& recipe) {
   recipe.ffn_act = Activation::GeluTanh;
   recipe.attn_softcap = gemma_softcap(f, "gemma2.attn_logit_softcapping", 50.0f);
   recipe.final_softcap = gemma_softcap(f, "gemma2.final_logit_softcapping", 30.0f);
-  recipe.attn_scale = gemma_attn_scale(hp, 46);
+  recipe.attn_scale = gemma_attn_scale("gemma2", hp);
 }
 
 }  // namespace seam

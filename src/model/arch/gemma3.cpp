@@ -15,9 +15,6 @@
 
 namespace seam {
 
-float gemma_softcap(const GgufFile& f, const std::string& key, float fallback);
-float gemma_attn_scale(const Hparams& hp, std::uint32_t n_layer_27b);
-
 void configure_gemma3(const GgufFile& f, Hparams& hp, Recipe& recipe) {
   read_common_hparams(f, "gemma3", "attention.layer_norm_rms_epsilon", hp);
   read_rope_scaling(f, "gemma3", hp);
@@ -35,7 +32,7 @@ void configure_gemma3(const GgufFile& f, Hparams& hp, Recipe& recipe) {
   recipe.post_norms = true;
   recipe.embd_scale = std::sqrt(static_cast<float>(hp.n_embd));
   recipe.ffn_act = Activation::GeluTanh;
-  recipe.attn_scale = gemma_attn_scale(hp, 62);
+  recipe.attn_scale = gemma_attn_scale("gemma3", hp);
   if (f.find("gemma3.final_logit_softcapping")) {
     recipe.final_softcap = gemma_softcap(f, "gemma3.final_logit_softcapping", 0.0f);
   }
