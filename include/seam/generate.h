@@ -152,6 +152,9 @@ struct GenerateConfig {
   std::uint32_t seq = 0;       // the session sequence to generate on
   std::uint32_t n_batch = 0;   // prefill chunk size for generate(); 0 = the whole prompt at once
   PrefillProgress on_prefill;  // generate() only (a scheduler reports its own); may be empty
+  // The clock behind timeout_s and the figures; empty = std::chrono::steady_clock::now.
+  // Tests inject one that advances per step, so a timeout lands on a known step.
+  std::function<std::chrono::steady_clock::time_point()> clock;
 };
 
 struct TokenAlternative {
@@ -250,6 +253,7 @@ class Generation {
 
  private:
   using Clock = std::chrono::steady_clock;
+  Clock::time_point now() const { return cfg_.clock ? cfg_.clock() : Clock::now(); }
   bool check_interrupt();  // cancel / timeout: finishes and returns true
   void release_text(std::string_view utf8_complete);
   void emit(std::string_view text);

@@ -121,7 +121,7 @@ void Generation::begin(std::size_t cached) {
     throw Error(Errc::InvalidArgument,
                 "cached prompt tokens must be fewer than the prompt's: the last one is decoded "
                 "for its logits");
-  t_begin_ = Clock::now();
+  t_begin_ = now();
   res_.cached_prompt_tokens = cached;
   cursor_ = cached;
   phase_ = Phase::Prefill;
@@ -135,7 +135,7 @@ bool Generation::check_interrupt() {
     return true;
   }
   if (cfg_.timeout_s > 0 && phase_ != Phase::Created &&
-      ms_between(t_begin_, Clock::now()) >= cfg_.timeout_s * 1000.0) {
+      ms_between(t_begin_, now()) >= cfg_.timeout_s * 1000.0) {
     finish_impl(FinishReason::Timeout, true);
     return true;
   }
@@ -166,10 +166,10 @@ Step Generation::on_logits(std::span<const float> logits) {
   if (phase_ != Phase::Waiting)
     throw Error(Errc::InvalidArgument, "on_logits() without a Decode that asked for logits");
   Step step;
-  const auto now = Clock::now();
+  const auto t_now = now();
   if (!saw_prompt_logits_) {
     saw_prompt_logits_ = true;
-    t_prompt_done_ = now;
+    t_prompt_done_ = t_now;
   }
   if (vocab_.n_vocab > 0 && logits.size() != vocab_.n_vocab)
     throw Error(Errc::InvalidArgument, "the logits row has " + std::to_string(logits.size()) +
@@ -181,7 +181,7 @@ Step Generation::on_logits(std::span<const float> logits) {
     return step;
   }
   const Token tok = sampler_.sample(logits, history_);
-  const auto t_sampled = Clock::now();
+  const auto t_sampled = now();
   if (res_.tokens.empty()) {
     t_first_ = t_sampled;
     res_.ttft_ms = ms_between(t_begin_, t_sampled);

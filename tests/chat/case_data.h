@@ -84,4 +84,20 @@ inline nlohmann::ordered_json build_context(const nlohmann::ordered_json& tmpl,
   return ctx;
 }
 
+// The kind of a runtime error, from its message: the reference renderer's
+// messages (@huggingface/jinja) name the failed operation and the offending
+// type ("Expected iterable or object type in for loop: got NullValue",
+// "Unknown StringValue filter: items"), and seam's follow them. Seam may also
+// name the operator of an arithmetic on null/undefined ("Cannot perform
+// operation + on null values"), which the reference leaves out: that word is
+// dropped before comparing.
+inline std::string runtime_error_kind(const std::string& msg) {
+  const std::string op = "Cannot perform operation ";
+  if (msg.rfind(op, 0) == 0) {
+    const std::size_t on = msg.find(" on ", op.size() - 1);
+    if (on != std::string::npos) return "Cannot perform operation" + msg.substr(on);
+  }
+  return msg;
+}
+
 }  // namespace seam::test

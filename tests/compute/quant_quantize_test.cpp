@@ -3,6 +3,7 @@
 // their defining rules.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -24,9 +25,53 @@ namespace {
 namespace fs = std::filesystem;
 using namespace seam::quant;
 
+// Rounding-boundary inputs. ggml's reference quantizers, and the numpy ports
+// they are checked against, round the product x * id to float and then add
+// the offset (8.5, 16.5, 0.5): two roundings. A fused multiply-add rounds
+// once. On most inputs both truncate to the same quant; these are inputs where
+// they do not, so a quantizer built with FP contraction (GCC's default with
+// -march=native on an FMA machine) fails the bit-exact checks below.
+int trunc_two_roundings(float x, float id, float c) {
+  volatile float p = x * id;  // volatile: rounded to float here, never fused
+  return static_cast<int>(p + c);
+}
+int trunc_fused(float x, float id, float c) { return static_cast<int>(std::fma(x, id, c)); }
+
+// Up to `want` values in (lo, hi) where the two truncations of x * id + c differ.
+std::vector<float> fma_boundaries(float id, float c, float lo, float hi, std::size_t want) {
+  std::vector<float> out;
+  for (int n = static_cast<int>(std::ceil(std::min(lo * id, hi * id) + c));
+       n <= static_cast<int>(std::max(lo * id, hi * id) + c) && out.size() < want; ++n) {
+    const float x0 = (static_cast<float>(n) - c) / id;  // x * id + c ~ n
+    float up = x0, down = x0;
+    bool found = false;  // one value per integer n: boundaries of every quant
+    for (int k = 0; k < 4000 && !found; ++k) {
+      for (float x : {up, down}) {
+        if (!found && x > lo && x < hi && trunc_two_roundings(x, id, c) != trunc_fused(x, id, c)) {
+          out.push_back(x);
+          found = true;
+        }
+      }
+      up = std::nextafter(up, hi);
+      down = std::nextafter(down, lo);
+    }
+  }
+  return out;
+}
+
+// A Q4_0 block whose extreme is -7 (d = 0.875, id = 1/d, not exact) and whose
+// other 31 values lie on boundaries of x * id + 8.5 where possible (0 elsewhere).
+std::vector<float> q4_0_boundary_block() {
+  const float id = 1.0f / (-7.0f / -8.0f);
+  std::vector<float> b = {-7.0f};
+  for (float v : fma_boundaries(id, 8.5f, -6.99f, 6.99f, 31)) b.push_back(v);
+  b.resize(32, 0.0f);
+  return b;
+}
+
 // Values that exercise the rounding rules: ties at half steps, all-zero blocks,
 // a negative extreme, repeated extremes (first one wins), subnormals and huge
-// magnitudes, plus plain Gaussian blocks.
+// magnitudes, a block of FMA rounding boundaries, plus plain Gaussian blocks.
 std::vector<float> tricky_values() {
   std::vector<float> v;
   std::mt19937 rng(7);
@@ -41,6 +86,8 @@ std::vector<float> tricky_values() {
   for (int j = 0; j < 32; ++j) v.push_back((j % 2 ? 1e-40f : -2e-39f) * (j + 1));
   for (int j = 0; j < 32; ++j) v.push_back((j % 3 - 1) * 6.0e4f);
   for (int j = 0; j < 32; ++j) v.push_back((j % 2 ? 1e-44f : -3e-45f) * (j + 1));  // 1/d overflows
+  const std::vector<float> boundary = q4_0_boundary_block();  // FMA vs two roundings
+  v.insert(v.end(), boundary.begin(), boundary.end());
   return v;
 }
 
@@ -101,6 +148,64 @@ TEST(QuantizeRef, Q4_0HandComputed) {
   EXPECT_EQ(b.qs[2] & 0xF, 8);
   EXPECT_EQ(b.qs[3] & 0xF, 9);
   EXPECT_EQ(b.qs[4], 8 | (10 << 4));
+}
+
+// The boundary values are real: a fused x * id + c truncates differently on
+// each, so a quantizer built with contraction cannot pass Q8_0AndQ4_0MatchMkgguf.
+// Q5_0, Q4_1 and Q5_1 have no numpy port: their boundary quants are checked
+// against ggml's rule, written out here with the two roundings.
+TEST(QuantizeRef, FmaBoundaryInputsFollowTheTwoRoundingRule) {
+  const std::vector<float> q4 = q4_0_boundary_block();
+  const float id4 = 1.0f / (-7.0f / -8.0f);
+  int n4 = 0;
+  for (float v : q4) n4 += v != 0.0f && v != -7.0f;
+  // Observed: 8 boundaries on the negative side (|x * id| > |x * id + 8.5|).
+  EXPECT_GE(n4, 4) << "too few FMA boundaries for Q4_0";
+  BlockQ4_0 b4;
+  quantize_row_q4_0(q4.data(), &b4, 32);
+  ASSERT_EQ(fp16_to_f32(b4.d), 0.875f);
+  for (int j = 0; j < 32; ++j) {
+    const int want = std::min(15, trunc_two_roundings(q4[j], id4, 8.5f));
+    const int got = j < 16 ? b4.qs[j] & 0xF : b4.qs[j - 16] >> 4;
+    EXPECT_EQ(got, want) << "Q4_0 x = " << q4[j];
+  }
+
+  // Q5_0: extreme -15 -> d = 15/16, q = trunc(x * id + 16.5).
+  const float id5 = 1.0f / (-15.0f / -16.0f);
+  std::vector<float> q5 = {-15.0f};
+  for (float v : fma_boundaries(id5, 16.5f, -14.99f, 14.99f, 31)) q5.push_back(v);
+  const std::size_t n5 = q5.size() - 1;
+  q5.resize(32, 0.0f);
+  EXPECT_GE(n5, 4u) << "too few FMA boundaries for Q5_0";
+  BlockQ5_0 b5;
+  quantize_row_q5_0(q5.data(), &b5, 32);
+  const std::uint32_t qh5 = b5.qh[0] | b5.qh[1] << 8 | b5.qh[2] << 16 | b5.qh[3] << 24;
+  for (int j = 0; j < 32; ++j) {
+    const int want = std::min(31, trunc_two_roundings(q5[j], id5, 16.5f));
+    const int lo = j < 16 ? b5.qs[j] & 0xF : b5.qs[j - 16] >> 4;
+    EXPECT_EQ(lo | static_cast<int>((qh5 >> j) & 1) << 4, want) << "Q5_0 x = " << q5[j];
+  }
+
+  // Q4_1: min 0 (so x - min is exact), q = trunc(x * id + 0.5). Its boundaries
+  // are rarer (a tie after the first rounding, near x * id = 0.5): one per
+  // block for these maxima (none for max 3), so several blocks.
+  std::size_t n1 = 0;
+  for (float mx : {2.7f, 2.2f, 2.6f, 2.8f, 1.3f}) {
+    const float id1 = 1.0f / (mx / 15.0f);
+    std::vector<float> q1 = {0.0f, mx};
+    for (float v : fma_boundaries(id1, 0.5f, 0.001f, mx, 30)) q1.push_back(v);
+    n1 += q1.size() - 2;
+    q1.resize(32, 1.0f);
+    BlockQ4_1 b1;
+    quantize_row_q4_1(q1.data(), &b1, 32);
+    for (int j = 0; j < 32; ++j) {
+      const int want = std::min(15, trunc_two_roundings(q1[j], id1, 0.5f));
+      const int got = j < 16 ? b1.qs[j] & 0xF : b1.qs[j - 16] >> 4;
+      EXPECT_EQ(got, want) << "Q4_1 max " << mx << " x = " << q1[j];
+    }
+  }
+  EXPECT_GE(n1, 4u) << "too few FMA boundaries for Q4_1";
+  std::printf("FMA rounding boundaries: Q4_0 %d, Q5_0 %zu, Q4_1 %zu\n", n4, n5, n1);
 }
 
 TEST(QuantizeRef, Q5_0HandComputed) {

@@ -251,10 +251,28 @@ struct Child {
   fs::path err;
 };
 
-Child spawn_chat(const std::string& name, const std::vector<std::string>& extra) {
+// Fills a pipe (shrunk to one page) with filler bytes: the child's first write
+// to it then blocks until the test reads. Returns how many bytes it holds.
+std::size_t fill_pipe(int fds[2]) {
+  fcntl(fds[1], F_SETPIPE_SZ, 4096);
+  // Non-blocking only while filling: the flag belongs to the open file, which the child shares.
+  const int flags = fcntl(fds[1], F_GETFL);
+  fcntl(fds[1], F_SETFL, flags | O_NONBLOCK);
+  const std::string page(4096, 'x');
+  std::size_t n = 0;
+  for (ssize_t w; (w = write(fds[1], page.data(), page.size())) > 0;)
+    n += static_cast<std::size_t>(w);
+  for (ssize_t w; (w = write(fds[1], page.data(), 1)) > 0;) n += static_cast<std::size_t>(w);
+  fcntl(fds[1], F_SETFL, flags);
+  return n;
+}
+
+Child spawn_chat(const std::string& name, const std::vector<std::string>& extra,
+                 std::size_t* prefilled = nullptr) {
   int in_pipe[2], out_pipe[2];
   EXPECT_EQ(pipe(in_pipe), 0);
   EXPECT_EQ(pipe(out_pipe), 0);
+  if (prefilled) *prefilled = fill_pipe(out_pipe);
   Child c;
   c.err = scratch(name + "_stderr.txt");
   fs::remove(c.err);  // a stale file would fake the summaries
@@ -291,24 +309,51 @@ int wait_exit(const Child& c) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1000 + WTERMSIG(status);
 }
 
+// Whether a thread of `pid` is inside write(2) on its stdout (fd 1), as
+// /proc/PID/task/TID/syscall shows: "1 0x1 ..." on x86-64.
+bool blocked_writing_stdout(pid_t pid) {
+  std::error_code ec;
+  for (const auto& t : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream f(t.path() / "syscall");
+    std::string nr, fd;
+    if (f >> nr >> fd && nr == "1" && fd == "0x1") return true;
+  }
+  return false;
+}
+
 TEST(ChatCli, CtrlCStopsTheAnswerNotTheProgram) {
-  // A long answer: until the context is full.
-  Child c = spawn_chat("ctrl_c_answer", {"-n", "-1", "--ignore-eos", "-c", "512", "-t", "1"});
+  if (!std::ifstream("/proc/self/syscall")) GTEST_SKIP() << "/proc/PID/syscall is not readable";
+  // A long answer (until the context is full), into a stdout pipe that the
+  // test filled: the answer's first write blocks, and the test sends Ctrl-C
+  // while it does. The signal lands inside the answer on any machine, at any
+  // speed: no race with how fast the answer would otherwise finish.
+  std::size_t filler = 0;
+  Child c =
+      spawn_chat("ctrl_c_answer", {"-n", "-1", "--ignore-eos", "-c", "512", "-t", "1"}, &filler);
+  ASSERT_GT(filler, 0u);
   say(c, "Tell me a long story.\n");
-  char byte;
-  ASSERT_EQ(read(c.out, &byte, 1), 1);  // the answer has started streaming
+  bool blocked = false;
+  for (int i = 0; i < 6000 && !blocked; ++i) {  // at most 60 s (ASan, a loaded machine)
+    blocked = blocked_writing_stdout(c.pid);
+    if (!blocked) usleep(10000);
+  }
+  ASSERT_TRUE(blocked) << "the answer never reached its first write";
   kill(c.pid, SIGINT);
   say(c, "And then?\n/quit\n");
   close(c.in);
-  std::string rest(1, byte);
+  std::string all;
   char buf[4096];
-  for (ssize_t n; (n = read(c.out, buf, sizeof buf)) > 0;) rest.append(buf, n);
+  for (ssize_t n; (n = read(c.out, buf, sizeof buf)) > 0;) all.append(buf, n);
   close(c.out);
   EXPECT_EQ(wait_exit(c), 0);
+  ASSERT_GT(all.size(), filler) << "no answer after the filler";
+  EXPECT_EQ(all.substr(0, filler), std::string(filler, 'x'));
   const std::string err = slurp(c.err);
   const auto s = summaries(err);
   ASSERT_EQ(s.size(), 2u) << err;
-  EXPECT_NE(err.find("generated, cancelled"), std::string::npos) << err;
+  // The first turn was cancelled; the second ran to the full context.
+  const std::size_t second = err.find("prompt tokens", err.find("prompt tokens") + 1);
+  EXPECT_LT(err.find("generated, cancelled"), second) << err;
 }
 
 TEST(ChatCli, CtrlCAtThePromptLeaves) {

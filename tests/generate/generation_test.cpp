@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -325,10 +326,22 @@ TEST(Generation, LogprobsAreLogSoftmaxOfRawLogits) {
   EXPECT_EQ(g.result().logprobs.size(), 1u);
 }
 
+// A clock that moves only when the test says so: timeouts land on a known step,
+// whatever the machine's speed or load.
+struct FakeClock {
+  std::chrono::steady_clock::time_point t{};
+  void advance_ms(int ms) { t += std::chrono::milliseconds(ms); }
+  std::function<std::chrono::steady_clock::time_point()> fn() {
+    return [this] { return t; };
+  }
+};
+
 TEST(Generation, TimeoutEndsTheGeneration) {
   Script s{{"a"}};
+  FakeClock clock;
   GenerateConfig cfg = greedy();
   cfg.timeout_s = 0.05;
+  cfg.clock = clock.fn();
   Generation g(s.vocab(), {0}, cfg);
   g.begin(0);
   std::vector<Decode> b;
@@ -336,28 +349,33 @@ TEST(Generation, TimeoutEndsTheGeneration) {
   while (!g.done() && steps < 1000) {
     b.clear();
     if (g.next_decodes(b) == 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    clock.advance_ms(10);
     g.on_logits(one_hot(2, 0));
     ++steps;
   }
   EXPECT_TRUE(g.done());
   EXPECT_EQ(g.result().finish, FinishReason::Timeout);
-  EXPECT_GE(steps, 3);
-  EXPECT_LT(steps, 50);
-  EXPECT_EQ(g.result().text, std::string(g.result().tokens.size(), 'a'));
+  // 10 ms per step, a 50 ms budget: steps 1-4 sample a token, step 5 (at
+  // 50 ms) notices the timeout in on_logits before sampling.
+  EXPECT_EQ(steps, 5);
+  EXPECT_EQ(g.result().tokens.size(), 4u);
+  EXPECT_EQ(g.result().text, "aaaa");
 }
 
 TEST(Generation, TimeoutDuringPrefill) {
   Script s{{"a"}};
+  FakeClock clock;
   GenerateConfig cfg = greedy();
   cfg.timeout_s = 0.02;
+  cfg.clock = clock.fn();
   Generation g(s.vocab(), std::vector<Token>(100, 0), cfg);
   g.begin(0);
   std::vector<Decode> b;
-  while (g.next_decodes(b, 1) == 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  while (g.next_decodes(b, 1) == 1) clock.advance_ms(5);
   EXPECT_TRUE(g.done());
   EXPECT_EQ(g.result().finish, FinishReason::Timeout);
-  EXPECT_LT(b.size(), 100u);
+  // 5 ms per prompt token, 20 ms: four chunks handed out, the fifth call times out.
+  EXPECT_EQ(b.size(), 4u);
   EXPECT_TRUE(g.result().tokens.empty());
 }
 
@@ -369,24 +387,26 @@ TEST(Generation, CancelFromAnotherThread) {
   cfg.stop = {"<!>"};
   Generation g(s.vocab(), {0}, cfg);
   g.begin(0);
-  std::thread t([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
-    cancel.store(true);
-  });
+  // The other thread cancels after the 4th step and the loop waits for it
+  // (join): the cancel lands at a known step, not after a sleep.
+  constexpr std::size_t kCancelAfter = 4;
   std::vector<Decode> b;
   std::string streamed;
   std::size_t steps = 0;
   while (!g.done()) {
     b.clear();
     if (g.next_decodes(b) == 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // Alternating "a" and "<": an odd step ends on "<", held back as a
+    // possible start of "<!>".
     streamed += g.on_logits(one_hot(3, static_cast<Token>(steps++ % 2))).text;
+    if (steps == kCancelAfter) std::thread([&] { cancel.store(true); }).join();
+    ASSERT_LE(steps, kCancelAfter) << "the cancel was not noticed";
   }
-  t.join();
   streamed += g.take_text();
   EXPECT_EQ(g.result().finish, FinishReason::Cancelled);
-  EXPECT_GT(steps, 2u);
-  // What was held back for the stop string comes out on cancel.
+  EXPECT_EQ(steps, kCancelAfter);
+  // What was held back for the stop string (the "<" of step 4) comes out on cancel.
+  EXPECT_EQ(g.result().text, "a<a<");
   EXPECT_EQ(streamed, g.result().text);
   EXPECT_EQ(streamed.size(), g.result().tokens.size());
 }

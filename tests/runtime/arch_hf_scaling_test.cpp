@@ -32,7 +32,7 @@ struct HfCase {
 std::string hf_py() { return std::string(SEAM_SOURCE_DIR) + "/tools/hf.py"; }
 
 std::vector<float> flat_logits(const Model& m, const std::vector<Token>& ids, std::uint32_t n_ctx) {
-  auto s = m.session({n_ctx, 7, 1});
+  auto s = m.session(exact_config(n_ctx, 7));
   std::vector<float> out;
   for (const auto& row : decode_all(*s, ids, 0)) out.insert(out.end(), row.begin(), row.end());
   return out;
@@ -71,7 +71,7 @@ TEST_P(HfScaling, DirectoryMatchesConversionAndReference) {
   const std::vector<float> ref = read_f32_file(out);
   ASSERT_EQ(ref.size(), a.size());
   const double worst = worst_rel(a, ref, nv);
-  EXPECT_LT(worst, 1e-4) << c.name;
+  EXPECT_LT(worst, kExactTol) << c.name;
   std::printf("[ %s ] HF directory vs reference: worst relative logit difference %.3g\n",
               c.name.c_str(), worst);
 }

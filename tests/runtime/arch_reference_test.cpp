@@ -17,7 +17,7 @@ using namespace seam::testing;
 struct ArchCase {
   std::string name;
   std::string args;
-  double tol;  // max |ours - ref| / max |ref| per row; see reference_test.cpp
+  double tol;  // max |ours - ref| / max |ref| per row; see test_model.h
 };
 
 class ArchForward : public ::testing::TestWithParam<ArchCase> {};
@@ -40,72 +40,73 @@ INSTANTIATE_TEST_SUITE_P(
         ArchCase{"qwen2_f32_tied",
                  "--arch qwen2 --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 96 --tied "
                  "--seed 11",
-                 1e-4},
+                 kExactTol},
         ArchCase{"qwen2_q8_0",
                  "--arch qwen2 --dim 64 --layers 2 --heads 2 --ffn 128 --dtype Q8_0 --seed 12",
-                 2e-2},
+                 kQuantTol},
         // head_dim 24 * 4 heads != n_embd 48: the size comes from attention.key_length.
         ArchCase{"qwen3_f32_head_dim",
                  "--arch qwen3 --dim 48 --layers 2 --heads 4 --kv-heads 2 --head-dim 24 "
                  "--ffn 96 --seed 13",
-                 1e-4},
+                 kExactTol},
         ArchCase{"qwen3_q8_0",
                  "--arch qwen3 --dim 64 --layers 2 --heads 4 --kv-heads 2 --head-dim 32 "
                  "--ffn 96 --dtype Q8_0 --seed 14",
-                 2e-2},
+                 kQuantTol},
         // Small caps so tanh is far from linear; window 5 on layers 0 and 2.
         ArchCase{"gemma2_f32_swa_softcap",
                  "--arch gemma2 --dim 48 --layers 3 --heads 2 --kv-heads 1 --ffn 96 --tied "
                  "--window 5 --attn-softcap 3 --final-softcap 2 --seed 15",
-                 1e-4},
+                 kExactTol},
         // 46 blocks is gemma2 27B: query_pre_attn_scalar = n_embd / n_head (16), not
         // head_dim (32).
         ArchCase{"gemma2_f32_27b_scale",
                  "--arch gemma2 --dim 32 --layers 46 --heads 2 --head-dim 32 --ffn 32 --tied "
                  "--window 6 --seed 23",
-                 1e-4},
+                 kExactTol},
         // No softcap/window keys: gemma2's defaults (50, 30, 4096).
         ArchCase{"gemma2_f32_defaults",
-                 "--arch gemma2 --dim 32 --layers 2 --heads 2 --ffn 64 --tied --seed 16", 1e-4},
+                 "--arch gemma2 --dim 32 --layers 2 --heads 2 --ffn 64 --tied --seed 16",
+                 kExactTol},
         // A final cap above the logit range: a saturated cap bounds max |ref| (the
         // denominator) but not the Q8_0 activation rounding; the F32 case covers tight caps.
         ArchCase{"gemma2_q8_0",
                  "--arch gemma2 --dim 64 --layers 2 --heads 2 --ffn 128 --tied --window 6 "
                  "--attn-softcap 20 --final-softcap 60 --dtype Q8_0 --seed 17",
-                 2e-2},
+                 kQuantTol},
         // Six layers: 0-4 local (base 10000, unscaled), 5 global (base 1e6, linear 4).
         ArchCase{"gemma3_f32_local_global",
                  "--arch gemma3 --dim 32 --layers 6 --heads 2 --kv-heads 1 --head-dim 16 "
                  "--ffn 64 --tied --window 5 --rope-theta 1000000 --rope-linear 4 --seed 18",
-                 1e-4},
+                 kExactTol},
         // Per-layer pattern flags, a local RoPE base from the file, a final softcap.
         ArchCase{"gemma3_f32_pattern",
                  "--arch gemma3 --dim 48 --layers 3 --heads 3 --kv-heads 1 --ffn 64 --tied "
                  "--window 4 --swa-pattern 1,0,1 --rope-base-swa 500 --final-softcap 3 "
                  "--seed 19",
-                 1e-4},
+                 kExactTol},
         ArchCase{"gemma3_q8_0",
                  "--arch gemma3 --dim 64 --layers 6 --heads 2 --kv-heads 1 --head-dim 32 "
                  "--ffn 64 --tied --window 5 --rope-theta 1000000 --dtype Q8_0 --seed 20",
-                 2e-2},
+                 kQuantTol},
         // Fused attn_qkv and [gate; up], partial rotary (8 of 16 dims).
         ArchCase{"phi3_f32_partial_rope",
                  "--arch phi3 --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 96 --rope-dim 8 "
                  "--seed 21",
-                 1e-4},
+                 kExactTol},
         // Mistral Small 3 / Ministral 3 text models: llama's block with head_dim from
         // attention.key_length (here 32 * 4 heads != 64) and YaRN; see
         // arch_rope_scaling_test.cpp for the attention temperature and long prompts.
         ArchCase{"mistral3_f32_yarn",
                  "--arch mistral3 --dim 64 --layers 2 --heads 4 --kv-heads 2 --head-dim 32 "
                  "--ffn 96 --yarn 4 --orig-ctx 8 --seed 24",
-                 1e-4},
+                 kExactTol},
         ArchCase{"mistral3_q8_0",
                  "--arch mistral3 --dim 64 --layers 2 --heads 2 --ffn 128 --dtype Q8_0 --seed 25",
-                 2e-2},
+                 kQuantTol},
         ArchCase{"phi3_q8_0",
                  "--arch phi3 --dim 64 --layers 2 --heads 2 --ffn 128 --dtype Q8_0 --seed 22",
-                 2e-2}),
+                 kQuantTol}),
     [](const auto& info) { return info.param.name; });
 
 struct Refusal {

@@ -43,7 +43,7 @@ TEST_P(RopeScaling, LogitsMatchEveryPosition) {
   ASSERT_EQ(ref.size(), ids.size() * nv);
 
   // Prefill in chunks of 5 through the KV cache, as the other reference tests do.
-  auto s = model->session({c.n_ctx, 5, 1});
+  auto s = model->session(exact_config(c.n_ctx, 5));
   auto got = decode_all(*s, ids, 0);
   double worst = 0;
   for (std::size_t t = 0; t < ids.size(); ++t) {
@@ -85,42 +85,44 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         // Qwen2.5-style YaRN (factor 4, default betas and 0.1 ln s + 1), 40 tokens over an
         // original context of 16.
-        ScalingCase{"qwen2_yarn", kQwen2 + " --yarn 4 --orig-ctx 16", kQwen2, 64, 40, 1e-4},
+        ScalingCase{"qwen2_yarn", kQwen2 + " --yarn 4 --orig-ctx 16", kQwen2, 64, 40, kExactTol},
         ScalingCase{"qwen2_yarn_q8_0", kQwen2 + " --yarn 4 --orig-ctx 16 --dtype Q8_0",
-                    kQwen2 + " --dtype Q8_0", 64, 40, 2e-2},
+                    kQwen2 + " --dtype Q8_0", 64, 40, kQuantTol},
         // Explicit betas and attention factor, and rope.scaling.attn_factor on top.
         ScalingCase{"llama_yarn_betas",
                     kLlama + " --yarn 8 --orig-ctx 12 --yarn-beta-fast 16 --yarn-beta-slow 2 "
                              "--yarn-attn-factor 1.3 --rope-attn-factor 0.9",
-                    kLlama, 64, 36, 1e-4},
+                    kLlama, 64, 36, kExactTol},
         ScalingCase{"qwen3_yarn_log_mul",
                     kQwen3 + " --yarn 16 --orig-ctx 8 --yarn-log-mul 0.5 --rope-theta 1000000",
-                    kQwen3 + " --rope-theta 1000000", 64, 30, 1e-4},
+                    kQwen3 + " --rope-theta 1000000", 64, 30, kExactTol},
         // YaRN on gemma3's global layer only; local layers stay unscaled.
         ScalingCase{"gemma3_yarn_global", kGemma3 + " --yarn 4 --orig-ctx 8", kGemma3, 64, 30,
-                    1e-4},
-        ScalingCase{"phi3_yarn_partial", kPhi3 + " --yarn 4 --orig-ctx 16", kPhi3, 64, 36, 1e-4},
+                    kExactTol},
+        ScalingCase{"phi3_yarn_partial", kPhi3 + " --yarn 4 --orig-ctx 16", kPhi3, 64, 36,
+                    kExactTol},
         // LongRoPE: n_ctx 32 <= original 32 -> short factors; 64 > 32 -> long factors.
         // Both carry the converter's attention factor sqrt(1 + ln 8 / ln 32).
         ScalingCase{"phi3_longrope_short", kPhi3 + " --longrope --orig-ctx 32", kPhi3, 32, 30,
-                    1e-4},
-        ScalingCase{"phi3_longrope_long", kPhi3 + " --longrope --orig-ctx 32", kPhi3, 64, 40, 1e-4},
+                    kExactTol},
+        ScalingCase{"phi3_longrope_long", kPhi3 + " --longrope --orig-ctx 32", kPhi3, 64, 40,
+                    kExactTol},
         ScalingCase{"phi3_longrope_full_rot", kPhi3Full + " --longrope --orig-ctx 16 --ctx 64",
-                    kPhi3Full + " --ctx 64", 64, 24, 1e-4},
+                    kPhi3Full + " --ctx 64", 64, 24, kExactTol},
         ScalingCase{"phi3_longrope_q8_0",
                     "--arch phi3 --dim 64 --layers 2 --heads 2 --ffn 128 --longrope --orig-ctx 32 "
                     "--dtype Q8_0 --seed 38",
                     "--arch phi3 --dim 64 --layers 2 --heads 2 --ffn 128 --dtype Q8_0 --seed 38",
-                    64, 40, 2e-2},
+                    64, 40, kQuantTol},
         // Mistral 7B v0.1: a llama whose file states a window applies it on every layer.
-        ScalingCase{"llama_window", kLlama + " --window 6", kLlama, 64, 24, 1e-4},
+        ScalingCase{"llama_window", kLlama + " --window 6", kLlama, 64, 24, kExactTol},
         // Ministral 3: YaRN with mscale_all_dim 1 (attention factor 1) and Llama 4
         // attention temperature over an original context of 8.
         ScalingCase{"mistral3_yarn_temp",
                     kMistral3 + " --yarn 8 --orig-ctx 8 --yarn-log-mul 1 --attn-temp-scale 0.1",
-                    kMistral3, 64, 40, 1e-4},
+                    kMistral3, 64, 40, kExactTol},
         ScalingCase{"mistral3_temp_only", kMistral3 + " --orig-ctx 6 --attn-temp-scale 0.5",
-                    kMistral3, 64, 30, 1e-4}),
+                    kMistral3, 64, 30, kExactTol}),
     [](const auto& info) { return info.param.name; });
 
 // The long/short choice is the session's: the same file and prompt give the
@@ -135,11 +137,11 @@ TEST(RopeScalingChoice, LongRopeFollowsSessionContext) {
   const auto long_ref = ref_logits_ctx(path, ids, "scaling_choice_long", 33);
   ASSERT_GT(worst_rel(short_ref, long_ref, nv), 1e-3);
   for (const auto& [n_ctx, ref] : {std::pair{32u, &short_ref}, std::pair{33u, &long_ref}}) {
-    auto s = model->session({n_ctx, 16, 1});
+    auto s = model->session(exact_config(n_ctx, 16));
     auto got = decode_all(*s, ids, 0);
     std::vector<float> flat;
     for (const auto& row : got) flat.insert(flat.end(), row.begin(), row.end());
-    EXPECT_LT(worst_rel(flat, *ref, nv), 1e-4) << "n_ctx " << n_ctx;
+    EXPECT_LT(worst_rel(flat, *ref, nv), kExactTol) << "n_ctx " << n_ctx;
   }
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "llamacpp_compare.h"
 #include "python_tools.h"
 #include "seam/error.h"
 #include "seam/inspect.h"
@@ -48,7 +49,7 @@ std::shared_ptr<const Model> load(const std::string& path) {
 }
 
 std::vector<std::vector<float>> logits_of(const Model& m, const std::vector<Token>& ids) {
-  auto s = m.session(SessionConfig{.n_ctx = 64, .n_batch = 64, .n_seq_max = 1});
+  auto s = m.session(testing::exact_config(64, 64));
   return decode_all(*s, ids, 0);
 }
 
@@ -100,7 +101,7 @@ TEST_P(HfLogits, DirectoryAndConversionAgreeBitwiseAndWithReference) {
   for (std::size_t t = 0; t < kPrompt.size(); ++t) {
     worst = std::max(worst, rel_diff(a[t], std::span(ref).subspan(t * nv, nv)));
   }
-  EXPECT_LT(worst, 1e-4) << c.name;
+  EXPECT_LT(worst, testing::kExactTol) << c.name;
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g", worst);
   RecordProperty("worst_rel_diff", buf);
@@ -114,77 +115,117 @@ TEST_P(HfLogits, DirectoryAndConversionAgreeBitwiseAndWithReference) {
     for (std::size_t t = 0; t < kPrompt.size(); ++t) {
       worst_gen = std::max(worst_gen, rel_diff(a[t], std::span(gen).subspan(t * nv, nv)));
     }
-    EXPECT_LT(worst_gen, 1e-4) << c.name << ": the directory is not the generated model";
+    EXPECT_LT(worst_gen, testing::kExactTol)
+        << c.name << ": the directory is not the generated model";
     std::printf("[ %s ] vs its conversion's reference %.3g, vs the generated model %.3g\n",
                 c.name.c_str(), worst, worst_gen);
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Shapes, HfLogits,
-    ::testing::Values(
-        Case{"f32_mha", "--dim 48 --layers 2 --heads 3 --ffn 100 --seed 3"},
-        Case{"f32_gqa_llama3",
-             "--dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 96 --seed 4 "
-             "--llama3-rope-freqs --ctx 64"},
-        Case{"f32_headdim_tied_mistral",
-             "--dim 48 --layers 1 --heads 3 --kv-heads 1 --head-dim 24 --ffn 80 --tied --seed 5 "
-             "--hf-arch MistralForCausalLM"},
-        Case{"f32_sharded", "--dim 48 --layers 3 --heads 3 --ffn 100 --seed 6 --shards 3"},
-        Case{"f16", "--dim 48 --layers 2 --heads 3 --kv-heads 1 --ffn 100 --seed 7 --st-dtype F16"},
-        Case{"bf16_sharded",
-             "--dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 96 --seed 8 "
-             "--st-dtype BF16 --shards 2"},
-        Case{"qwen2_biases",
-             "--arch qwen2 --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 96 "
-             "--seed 11"},
-        Case{"qwen3_qk_norm_bf16",
-             "--arch qwen3 --dim 64 --layers 2 --heads 4 --kv-heads 2 "
-             "--head-dim 24 --ffn 96 --seed 12 --st-dtype BF16 --tied"},
-        // Gemma: norms stored as w - 1 (+1 at load), pre/post norms, soft-caps small
-        // enough to bite, windows shorter than the prompt.
-        Case{"gemma2", kGemma2, std::string(kGemma2) + " --tied"},
-        Case{"gemma2_f16_layer_types",
-             "--arch gemma2 --dim 48 --layers 3 --heads 3 --kv-heads 1 --head-dim 16 --ffn 80 "
-             "--window 4 --swa-pattern 0,1,1 --seed 24 --st-dtype F16"},
-        Case{"gemma2_all_global_layer_types",
-             "--arch gemma2 --dim 48 --layers 2 --heads 3 --kv-heads 3 --head-dim 16 --ffn 64 "
-             "--window 3 --swa-pattern 1 --seed 29",
-             "--arch gemma2 --dim 48 --layers 2 --heads 3 --kv-heads 3 --head-dim 16 --ffn 64 "
-             "--window 3 --swa-pattern 1 --seed 29 --tied"},
-        // Generator defaults: head_dim = n_embd / n_head, gemma2's window 4096 on even
-        // layers, a gemma3 without a window (all global).
-        Case{"gemma2_defaults", "--arch gemma2 --seed 30", "--arch gemma2 --seed 30 --tied"},
-        Case{"gemma3_no_window_f16",
-             "--arch gemma3 --heads 4 --kv-heads 2 --seed 31 --st-dtype F16"},
-        Case{"gemma3_pattern_local_base_linear",
-             "--arch gemma3 --dim 64 --layers 4 --heads 4 --kv-heads 2 --head-dim 16 --ffn 96 "
-             "--window 4 --swa-pattern 3 --rope-base-swa 1000 --rope-linear 2 --final-softcap 7 "
-             "--seed 22",
-             "--arch gemma3 --dim 64 --layers 4 --heads 4 --kv-heads 2 --head-dim 16 --ffn 96 "
-             "--window 4 --swa-pattern 3 --rope-base-swa 1000 --rope-linear 2 --final-softcap 7 "
-             "--seed 22 --tied"},
-        // Newer transformers' rope_parameters.{full,sliding}_attention form.
-        Case{"gemma3_rope_parameters",
-             "--arch gemma3 --dim 48 --layers 3 --heads 2 --kv-heads 1 --head-dim 24 --ffn 64 "
-             "--window 3 --swa-pattern 2 --rope-base-swa 500 --rope-linear 4 --rope-theta 20000 "
-             "--rope-parameters --seed 28",
-             "--arch gemma3 --dim 48 --layers 3 --heads 2 --kv-heads 1 --head-dim 24 --ffn 64 "
-             "--window 3 --swa-pattern 2 --rope-base-swa 500 --rope-linear 4 --rope-theta 20000 "
-             "--seed 28 --tied"},
-        // The multimodal class: text_config (keys at their defaults left out), the language
-        // model under model.language_model., a vision tower to drop, 20 padding rows in the
-        // embedding to trim, BF16 and sharded.
-        Case{"gemma3_conditional_generation_bf16",
-             "--arch gemma3 --hf-arch Gemma3ForConditionalGeneration --dim 64 --layers 3 "
-             "--heads 4 --kv-heads 1 --head-dim 24 --ffn 96 --window 5 --rope-theta 1000000 "
-             "--pad-vocab 20 --st-dtype BF16 --shards 2 --seed 23"},
-        // Phi-3: fused qkv_proj and gate_up_proj, partial rotary (8 of 16 dims).
-        Case{"phi3_partial_rotary", kPhi3, kPhi3},
-        Case{"phi3_tied_bf16",
-             "--arch phi3 --dim 48 --layers 2 --heads 3 --kv-heads 1 --ffn 80 --tied --seed 26 "
-             "--st-dtype BF16"}),
-    [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
+std::vector<Case> hf_cases() {
+  return {
+      Case{"f32_mha", "--dim 48 --layers 2 --heads 3 --ffn 100 --seed 3"},
+      Case{"f32_gqa_llama3",
+           "--dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 96 --seed 4 "
+           "--llama3-rope-freqs --ctx 64"},
+      Case{"f32_headdim_tied_mistral",
+           "--dim 48 --layers 1 --heads 3 --kv-heads 1 --head-dim 24 --ffn 80 --tied --seed 5 "
+           "--hf-arch MistralForCausalLM"},
+      Case{"f32_sharded", "--dim 48 --layers 3 --heads 3 --ffn 100 --seed 6 --shards 3"},
+      Case{"f16", "--dim 48 --layers 2 --heads 3 --kv-heads 1 --ffn 100 --seed 7 --st-dtype F16"},
+      Case{"bf16_sharded",
+           "--dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 96 --seed 8 "
+           "--st-dtype BF16 --shards 2"},
+      Case{"qwen2_biases",
+           "--arch qwen2 --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 96 "
+           "--seed 11"},
+      Case{"qwen3_qk_norm_bf16",
+           "--arch qwen3 --dim 64 --layers 2 --heads 4 --kv-heads 2 "
+           "--head-dim 24 --ffn 96 --seed 12 --st-dtype BF16 --tied"},
+      // Gemma: norms stored as w - 1 (+1 at load), pre/post norms, soft-caps small
+      // enough to bite, windows shorter than the prompt.
+      Case{"gemma2", kGemma2, std::string(kGemma2) + " --tied"},
+      Case{"gemma2_f16_layer_types",
+           "--arch gemma2 --dim 48 --layers 3 --heads 3 --kv-heads 1 --head-dim 16 --ffn 80 "
+           "--window 4 --swa-pattern 0,1,1 --seed 24 --st-dtype F16"},
+      Case{"gemma2_all_global_layer_types",
+           "--arch gemma2 --dim 48 --layers 2 --heads 3 --kv-heads 3 --head-dim 16 --ffn 64 "
+           "--window 3 --swa-pattern 1 --seed 29",
+           "--arch gemma2 --dim 48 --layers 2 --heads 3 --kv-heads 3 --head-dim 16 --ffn 64 "
+           "--window 3 --swa-pattern 1 --seed 29 --tied"},
+      // Generator defaults: head_dim = n_embd / n_head, gemma2's window 4096 on even
+      // layers, a gemma3 without a window (all global).
+      Case{"gemma2_defaults", "--arch gemma2 --seed 30", "--arch gemma2 --seed 30 --tied"},
+      Case{"gemma3_no_window_f16", "--arch gemma3 --heads 4 --kv-heads 2 --seed 31 --st-dtype F16"},
+      Case{"gemma3_pattern_local_base_linear",
+           "--arch gemma3 --dim 64 --layers 4 --heads 4 --kv-heads 2 --head-dim 16 --ffn 96 "
+           "--window 4 --swa-pattern 3 --rope-base-swa 1000 --rope-linear 2 --final-softcap 7 "
+           "--seed 22",
+           "--arch gemma3 --dim 64 --layers 4 --heads 4 --kv-heads 2 --head-dim 16 --ffn 96 "
+           "--window 4 --swa-pattern 3 --rope-base-swa 1000 --rope-linear 2 --final-softcap 7 "
+           "--seed 22 --tied"},
+      // Newer transformers' rope_parameters.{full,sliding}_attention form.
+      Case{"gemma3_rope_parameters",
+           "--arch gemma3 --dim 48 --layers 3 --heads 2 --kv-heads 1 --head-dim 24 --ffn 64 "
+           "--window 3 --swa-pattern 2 --rope-base-swa 500 --rope-linear 4 --rope-theta 20000 "
+           "--rope-parameters --seed 28",
+           "--arch gemma3 --dim 48 --layers 3 --heads 2 --kv-heads 1 --head-dim 24 --ffn 64 "
+           "--window 3 --swa-pattern 2 --rope-base-swa 500 --rope-linear 4 --rope-theta 20000 "
+           "--seed 28 --tied"},
+      // The multimodal class: text_config (keys at their defaults left out), the language
+      // model under model.language_model., a vision tower to drop, 20 padding rows in the
+      // embedding to trim, BF16 and sharded.
+      Case{"gemma3_conditional_generation_bf16",
+           "--arch gemma3 --hf-arch Gemma3ForConditionalGeneration --dim 64 --layers 3 "
+           "--heads 4 --kv-heads 1 --head-dim 24 --ffn 96 --window 5 --rope-theta 1000000 "
+           "--pad-vocab 20 --st-dtype BF16 --shards 2 --seed 23"},
+      // Phi-3: fused qkv_proj and gate_up_proj, partial rotary (8 of 16 dims).
+      Case{"phi3_partial_rotary", kPhi3, kPhi3},
+      Case{"phi3_tied_bf16",
+           "--arch phi3 --dim 48 --layers 2 --heads 3 --kv-heads 1 --ffn 80 --tied --seed 26 "
+           "--st-dtype BF16"}};
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, HfLogits, ::testing::ValuesIn(hf_cases()),
+                         [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
+
+// The directory against llama.cpp (tests/peer.h) running its GGUF conversion:
+// an engine that is neither seam nor our converter's reference. Same greedy
+// ids for 8 steps, every step's logits within llama.cpp's F16-KV noise.
+class HfLlamaCpp : public ::testing::TestWithParam<Case> {};
+
+TEST_P(HfLlamaCpp, DirectoryDecodesAsLlamaCppDecodesItsConversion) {
+  SEAM_NEED_PEER(testing::peer_logits_tool());
+  const Case& c = GetParam();
+  // A name of its own: ctest runs HfLogits' case of the same model in parallel.
+  const HfPair p = generate_hf("peer_" + c.name, c.args);
+  const testing::PeerComparison r = testing::compare_with_llamacpp(p.gguf, kPrompt, 8, p.dir);
+  std::printf(
+      "[ %s ] llama.cpp vs seam: worst relative logit difference %.3g, smallest top-1 "
+      "margin %.3g\n",
+      c.name.c_str(), r.worst_rel, r.min_peer_margin);
+  EXPECT_EQ(r.seam_ids, r.peer_ids) << c.name;
+  EXPECT_LT(r.worst_rel, testing::kPeerExactTol) << c.name;
+}
+
+// Every case llama.cpp can run as the directory means it. Left out: the phi3
+// directories (the conversion names the model Phi-3, and llama.cpp then
+// requires Phi-3's special tokens: LlamaCppForward covers the phi3 recipe) and
+// gemma2 with per-layer layer_types (llama.cpp's gemma2 ignores the file's
+// pattern and alternates local/global by itself: 0.18 apart, or a crash for an
+// all-global pattern).
+std::vector<Case> peer_cases() {
+  std::vector<Case> v;
+  for (const Case& c : hf_cases()) {
+    if (c.args.find("--arch phi3") == std::string::npos &&
+        c.name.find("layer_types") == std::string::npos)
+      v.push_back(c);
+  }
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, HfLlamaCpp, ::testing::ValuesIn(peer_cases()),
+                         [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
 
 TEST(HfModel, OlderMultimodalLayoutReadsTheSameLanguageModel) {
   // transformers before 4.52 saved Gemma3ForConditionalGeneration's language model as

@@ -1,28 +1,21 @@
 // Files written by `seam quantize` load in llama.cpp (the peer that
 // ../shared/peers/setup-llamacpp.sh installs) and decode there as they do in
 // seam: every greedy step's logits row within tolerance and the same greedy
-// ids. Skipped where the peer is not installed; every type and recipe is also
-// checked against tools/reference.py without it (arch_quantized_test).
+// ids. Skipped where the peer is not installed (failed under
+// SEAM_REQUIRE_PEER=1, as in CI); every type and recipe is also checked
+// against tools/reference.py without it (arch_quantized_test).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdlib>
-#include <nlohmann/json.hpp>
 
-#include "python_tools.h"
+#include "llamacpp_compare.h"
 #include "seam/quantize.h"
-#include "test_model.h"
 
 namespace seam {
 namespace {
 
 using namespace seam::testing;
-
-std::string peer_logits_tool() {
-  const char* env = std::getenv("LLAMACPP_PEER_DIR");
-  const std::string dir = env ? env : std::string(SEAM_SHARED_DIR) + "/../peer";
-  return dir + "/bin/llamacpp-logits";
-}
 
 struct PeerCase {
   std::string arch, extra;  // reference.py gen options
@@ -37,10 +30,7 @@ class LlamaCppPeer : public ::testing::TestWithParam<PeerCase> {};
 
 TEST_P(LlamaCppPeer, QuantizedFileDecodesAlike) {
   const std::string tool = peer_logits_tool();
-  if (!std::filesystem::exists(tool)) {
-    GTEST_SKIP() << "llama.cpp peer not installed (" << tool
-                 << "); run ../shared/peers/setup-llamacpp.sh";
-  }
+  SEAM_NEED_PEER(tool);
   const PeerCase& c = GetParam();
   // Rows of 256 so every K-quant applies without fallback. A neutral name:
   // llama.cpp sets Phi-3 token attributes by general.name and then requires
@@ -60,40 +50,20 @@ TEST_P(LlamaCppPeer, QuantizedFileDecodesAlike) {
   quantize_model(f32, file, qo);
 
   const std::vector<Token> prompt = random_prompt(320, 16, 3);
-  constexpr int kSteps = 8;
-  const std::string steps_file = file + ".steps.f32";
-  const nlohmann::json peer = nlohmann::json::parse(run_command(
-      tool + " " + file + " '[" + join_ids(prompt) + "]' --n " + std::to_string(kSteps) +
-      " --threads 2 --step-logits-out " + steps_file + " 2>/dev/null"));
-  const std::vector<Token> peer_ids = peer["greedy_ids"].get<std::vector<Token>>();
-  const std::vector<float> peer_steps = read_f32_file(steps_file);
-
-  LoadOptions lo;
-  lo.n_threads = 2;
-  auto model = Model::load(file, lo);
-  const std::size_t nv = model->info().n_vocab;
-  ASSERT_EQ(peer_steps.size(), kSteps * nv);
-  auto s = model->session({64, 512, 1});
-  std::vector<float> row = decode_all(*s, prompt, 0).back();
-  std::vector<Token> ids;
-  double worst = 0;
-  for (int step = 0; step < kSteps; ++step) {
-    const std::span<const float> theirs = std::span(peer_steps).subspan(step * nv, nv);
-    const double r = rel_diff(row, theirs);
-    worst = std::max(worst, r);
-    // Both engines quantize activations (Q8_0 / Q8_K blocks); llama.cpp also
-    // keeps the KV cache in F16. The bound of the other quantized-file tests.
-    EXPECT_LT(r, 2e-2) << name << " step " << step;
-    const Token best = static_cast<Token>(std::max_element(row.begin(), row.end()) - row.begin());
-    ids.push_back(best);
-    row = decode_all(*s, std::span(&best, 1), 0,
-                     static_cast<std::int32_t>(prompt.size() + ids.size() - 1))[0];
-  }
-  std::printf("[ %s ] llama.cpp vs seam: worst relative logit difference %.3g\n", name.c_str(),
-              worst);
-  EXPECT_EQ(ids, peer_ids) << name;
+  const PeerComparison r = compare_with_llamacpp(file, prompt, 8);
+  std::printf(
+      "[ %s ] llama.cpp vs seam: worst relative logit difference %.3g, smallest top-1 "
+      "margin %.3g\n",
+      name.c_str(), r.worst_rel, r.min_peer_margin);
+  EXPECT_EQ(r.seam_ids, r.peer_ids) << name;
+  // Both engines quantize activations (Q8_0 / Q8_K blocks) and llama.cpp keeps
+  // the KV cache in F16: observed 1.1e-3 to 2.3e-3 (kPeerQuantTol). gemma2
+  // differs more (observed 5.9e-3 for Q8_0, 1.22e-2 for q4_k_m): its
+  // embeddings, scaled by sqrt(n_embd), and soft-capped logits carry the
+  // activation rounding further.
+  const double tol = c.arch == "gemma2" ? 2.5e-2 : kPeerQuantTol;
+  EXPECT_LT(r.worst_rel, tol) << name;
   std::filesystem::remove(file);
-  std::filesystem::remove(steps_file);
 }
 
 std::vector<PeerCase> cases() {

@@ -1,6 +1,10 @@
 // The llama.cpp reference set (../shared/models/quant): our decoding of each
 // of its quantized files that is present gives llama.cpp's greedy ids, and
-// logits within the tolerances its README derives.
+// logits within bounds near what is observed. This model's planted successor
+// gives top-1 margins of >= 7.9 logits, so its greedy ids prove little about
+// near-ties: the random-weight models of llamacpp_peer_test and
+// llamacpp_forward_test (margins down to 1.05, and 0.0036 for the gemma2
+// Hugging Face directory in hf_model_test) do.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,6 +19,7 @@ namespace seam {
 namespace {
 
 using testing::decode_all;
+using testing::exact_config;
 using testing::read_f32_file;
 
 const std::string kQuantDir = std::string(SEAM_SHARED_DIR) + "/models/quant/";
@@ -51,7 +56,7 @@ TEST_P(LlamaCppQuant, GreedyIdsAndLogitsMatch) {
   const std::vector<Token> prompt = e["prompt_ids"].get<std::vector<Token>>();
   EXPECT_EQ(model->tokenize(all["prompt"]["text"].get<std::string>(), true, false), prompt);
 
-  auto s = model->session({64, 512, 1});
+  auto s = model->session(exact_config(64, 512));
   std::vector<Decode> batch;
   for (std::size_t i = 0; i < prompt.size(); ++i)
     batch.push_back({prompt[i], static_cast<std::int32_t>(i), 0, i + 1 == prompt.size()});
@@ -66,9 +71,16 @@ TEST_P(LlamaCppQuant, GreedyIdsAndLogitsMatch) {
       "[ %s ] vs llama.cpp: max abs %.4f rms %.4f; vs its dequantized twin: max abs %.4f rms "
       "%.4f\n",
       key.c_str(), vs_own.max_abs, vs_own.rms, vs_twin.max_abs, vs_twin.rms);
-  // README: engine math vs llama.cpp's own logits of the same file.
-  EXPECT_LE(vs_own.max_abs, 0.1);
-  EXPECT_LE(vs_own.rms, 0.025);
+  // Against llama.cpp's own logits of the same file (its F16 KV cache, its
+  // activation quantization) and of its dequantized twin (the same weights in
+  // F32, no activation quantization). Observed on the three shipped files
+  // (q2_k-pure, q4_0, q4_k_m): vs llama.cpp max abs 0.047 to 0.055, rms 0.011
+  // to 0.0135; vs the twin max abs 0.038 to 0.049, rms 0.0087 to 0.012. The
+  // logits span about 15 (top-1 14.4), so each bound is ~1.5x the worst figure.
+  EXPECT_LE(vs_own.max_abs, 0.08);
+  EXPECT_LE(vs_own.rms, 0.02);
+  EXPECT_LE(vs_twin.max_abs, 0.075);
+  EXPECT_LE(vs_twin.rms, 0.018);
 
   std::vector<Token> greedy;
   std::vector<float> last(row.begin(), row.end());

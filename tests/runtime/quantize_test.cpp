@@ -3,6 +3,7 @@
 // quantized models that load and stay close to the float model.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -212,6 +213,36 @@ const char* kVerses =
     "light Day, and the darkness he called Night. And the evening and the morning were the first "
     "day.\n";
 
+// Perplexity's mean negative log-likelihood recomputed apart from seam: the
+// windows as perplexity.h documents them (consecutive windows of n_ctx
+// tokens, the first replaced by BOS, the second half scored), the logits of
+// each window from tools/reference.py (float64 numpy), and a log-softmax here.
+double reference_nll(const std::string& path, const Model& m, const std::string& text,
+                     std::size_t n_ctx, std::size_t* n_scored) {
+  const std::vector<Token> tokens = m.tokenize(text, false, false);
+  const std::size_t nv = m.info().n_vocab;
+  n_ctx = std::min(n_ctx, tokens.size());
+  const std::size_t score_from = std::min(n_ctx / 2, n_ctx - 2);
+  double nll = 0;
+  *n_scored = 0;
+  for (std::size_t start = 0; start + n_ctx <= tokens.size(); start += n_ctx) {
+    std::vector<Token> window(tokens.begin() + start, tokens.begin() + start + n_ctx);
+    window[0] = *m.bos();
+    const std::vector<float> ref = testing::reference_logits(
+        path, window, "ppl_ref_" + std::to_string(start) + "_" + std::to_string(::getpid()));
+    for (std::size_t j = score_from; j + 1 < n_ctx; ++j) {
+      const float* row = ref.data() + j * nv;
+      double mx = row[0];
+      for (std::size_t v = 1; v < nv; ++v) mx = std::max(mx, static_cast<double>(row[v]));
+      double z = 0;
+      for (std::size_t v = 0; v < nv; ++v) z += std::exp(row[v] - mx);
+      nll += mx + std::log(z) - row[static_cast<std::size_t>(tokens[start + j + 1])];
+      ++*n_scored;
+    }
+  }
+  return nll / static_cast<double>(*n_scored);
+}
+
 TEST(Perplexity, KjvModelF16VersusQ8_0) {
   const std::string f16 = std::string(SEAM_SOURCE_DIR) + "/models/seam-kjv.gguf";
   const std::string q8 = quantized(f16, "kjv_q8_0", "Q8_0");
@@ -226,6 +257,16 @@ TEST(Perplexity, KjvModelF16VersusQ8_0) {
   ASSERT_TRUE(std::isfinite(a.ppl) && std::isfinite(b.ppl));
   EXPECT_EQ(a.n_scored, a.n_windows * (64 - 1 - 32));
   EXPECT_GE(a.n_windows, 1u);
+  // The F16 figure against the reference's logits: F16 weights are used exactly,
+  // so only float32 accumulation differs (logits within kExactTol of their
+  // range, ~1e-4 absolute here; the nll moves by at most twice that).
+  std::size_t ref_scored = 0;
+  const double ref_nll = reference_nll(f16, *Model::load(f16, lo), kVerses, 64, &ref_scored);
+  std::printf("reference nll %.7f, seam %.7f\n", ref_nll, a.nll_per_token);
+  EXPECT_EQ(a.n_scored, ref_scored);
+  // Observed |difference| 1e-7 (2.9317520 vs 2.9317519).
+  EXPECT_NEAR(a.nll_per_token, ref_nll, 1e-5);
+  EXPECT_NEAR(a.ppl, std::exp(ref_nll), 1e-5 * a.ppl);
   // A model trained on the KJV predicts Genesis far better than uniform (2048 tokens).
   EXPECT_LT(a.ppl, 100);
   EXPECT_NEAR(b.ppl / a.ppl, 1.0, 0.02);
@@ -254,6 +295,13 @@ TEST(Perplexity, ShortTextIsOneWindowAndTinyTextIsRefused) {
   EXPECT_EQ(r.n_ctx, r.n_tokens);
   EXPECT_TRUE(std::isfinite(r.ppl));
   EXPECT_NEAR(std::log(r.ppl), r.nll_per_token, 1e-9);
+  std::size_t ref_scored = 0;
+  const double ref_nll =
+      reference_nll(testing::stories_path(), *m,
+                    "Once upon a time there was a little girl named Lily.", 512, &ref_scored);
+  std::printf("stories260K: reference nll %.7f, seam %.7f\n", ref_nll, r.nll_per_token);
+  EXPECT_EQ(r.n_scored, ref_scored);
+  EXPECT_NEAR(r.nll_per_token, ref_nll, 1e-5);  // observed < 1e-7
   EXPECT_THROW(perplexity(*m, ""), Error);
 }
 

@@ -51,7 +51,7 @@ TEST_P(SharedRefmodel, LogitsAndGreedyMatch) {
   const std::size_t n_prompt = ids.size();
 
   // Our greedy continuation (argmax, lowest id on ties), decoded one token at a time.
-  auto s = model->session({64, 512, 1});
+  auto s = model->session(exact_config(64, 512));
   std::vector<float> last = decode_all(*s, ids, 0).back();
   for (int step = 0; step < 8; ++step) {
     const Token best =
@@ -61,23 +61,30 @@ TEST_P(SharedRefmodel, LogitsAndGreedyMatch) {
   }
 
   // The reference over prompt + continuation: every row within tolerance, and
-  // each greedy pick the reference's best or within the tolerance of it (a
-  // near-tie that the bound cannot order).
+  // each greedy pick the reference's best. No near-tie exemption: the smallest
+  // reference margin (top-1 minus top-2, over the logit range) is printed, and
+  // is 4.3e-4 for F32 and 7.5e-4 for Q8_0 here, where what differs between
+  // machines (float32 summation order) moves logits by ~1e-7 of the range.
   const std::vector<float> ref = refmodel_logits(path, ids, case_name(c));
   expect_logits_match(*model, ids, ref, c.tol, case_name(c));
+  double min_margin = 1e30;
   for (std::size_t t = n_prompt - 1; t + 1 < ids.size(); ++t) {
     const std::span<const float> row = std::span(ref).subspan(t * nv, nv);
-    const float best = *std::max_element(row.begin(), row.end());
+    std::vector<float> top(row.begin(), row.end());
+    std::partial_sort(top.begin(), top.begin() + 2, top.end(), std::greater<float>());
     float scale = 0;
     for (float v : row) scale = std::max(scale, std::abs(v));
-    EXPECT_GE(row[static_cast<std::size_t>(ids[t + 1])], best - 2 * c.tol * scale)
-        << case_name(c) << ": greedy pick at position " << t + 1;
+    min_margin = std::min<double>(min_margin, (top[0] - top[1]) / scale);
+    const Token best = static_cast<Token>(std::max_element(row.begin(), row.end()) - row.begin());
+    EXPECT_EQ(ids[t + 1], best) << case_name(c) << ": greedy pick at position " << t + 1;
   }
+  std::printf("[ %s ] smallest reference top-1 margin %.3g of the logit range\n",
+              case_name(c).c_str(), min_margin);
 }
 
 // F32 and F16 weights are used exactly (F16 meets float activations), so only
-// float32 accumulation differs from float64; Q8_0/Q4_0 activations are
-// quantized to 8-bit blocks (the bounds the rest of the reference tests use).
+// float32 accumulation differs from float64 (kExactTol, test_model.h; observed
+// 1.6e-7 to 2.6e-7 here); Q8_0/Q4_0 activations are quantized to 8-bit blocks.
 const std::string kLlamaShape = "--dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 96 --vocab 320";
 const std::string kQwen3Shape =
     "--dim 64 --layers 2 --heads 4 --kv-heads 2 --head-dim 32 --ffn 96 --vocab 320";
@@ -86,8 +93,10 @@ std::vector<SharedCase> cases() {
   std::vector<SharedCase> v;
   for (const std::string arch : {"llama", "qwen2", "qwen3"}) {
     const std::string& shape = arch == "qwen3" ? kQwen3Shape : kLlamaShape;
-    v.push_back({arch, "F32", shape, 1e-4});
-    v.push_back({arch, "F16", shape, 1e-4});
+    v.push_back({arch, "F32", shape, kExactTol});
+    v.push_back({arch, "F16", shape, kExactTol});
+    // mkgguf's weights are wider than reference.py's: the activation rounding
+    // costs more here (observed 8.8e-3 to 1.41e-2, qwen3 Q4_0).
     v.push_back({arch, "Q8_0", shape, 2e-2});
     v.push_back({arch, "Q4_0", shape, 2e-2});
   }

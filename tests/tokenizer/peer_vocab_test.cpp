@@ -1,6 +1,6 @@
 // Every vocab file llama.cpp ships with reference cases (models/ggml-vocab-*.gguf
 // with .inp/.out, made by the Hugging Face tokenizers), token for token. The
-// peer checkout is not part of CI: without it this test skips, and the
+// peer is installed in CI (SEAM_REQUIRE_PEER=1); elsewhere, without it, this test skips, and the
 // shared/tokenizers case files (cases_test.cpp) and the hand-derived family
 // tests (pretokenizer_test.cpp) still cover every family.
 //
@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "format/gguf.h"
+#include "peer.h"
 #include "seam/error.h"
 #include "tokenizer/tokenizer.h"
 
@@ -29,18 +30,11 @@ std::string slurp(const fs::path& p) {
   return s.str();
 }
 
-fs::path models_dir() {
-  const char* env = std::getenv("LLAMACPP_PEER_DIR");
-  const fs::path peer = env != nullptr ? fs::path(env) : fs::path(SEAM_SHARED_DIR) / ".." / "peer";
-  return peer / "llama.cpp-src" / "models";
-}
+fs::path models_dir() { return testing::peer_dir() / "llama.cpp-src" / "models"; }
 
 TEST(PeerVocabs, EveryCaseFileMatchesExactly) {
   const fs::path dir = models_dir();
-  if (!fs::is_directory(dir)) {
-    GTEST_SKIP() << dir << " is absent (set LLAMACPP_PEER_DIR to a directory holding "
-                 << "llama.cpp-src/models)";
-  }
+  SEAM_NEED_PEER(dir);
   std::vector<fs::path> vocabs;
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string name = e.path().filename().string();
@@ -95,7 +89,7 @@ TEST(PeerVocabs, EveryCaseFileMatchesExactly) {
 // must load and give the text back.
 TEST(PeerVocabs, EveryVocabLoadsAndRoundTrips) {
   const fs::path dir = models_dir();
-  if (!fs::is_directory(dir)) GTEST_SKIP() << dir << " is absent";
+  SEAM_NEED_PEER(dir);
   int n = 0;
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string name = e.path().filename().string();
