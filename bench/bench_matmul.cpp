@@ -18,6 +18,7 @@
 #include "compute/quant_blocks.h"
 #include "core/half.h"
 #include "core/thread_pool.h"
+#include "seam/cpu.h"
 
 namespace seam {
 namespace {
@@ -102,7 +103,7 @@ void BM_Matmul(benchmark::State& state) {
                           static_cast<std::int64_t>(one.size()));
   state.counters["tok/s"] =
       benchmark::Counter(static_cast<double>(n_tok), benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(quant::type_name(type) + " " + dot::simd_name() + " threads " +
+  state.SetLabel(quant::type_name(type) + " " + cpu_level() + " threads " +
                  std::to_string(pool.size()));
 }
 

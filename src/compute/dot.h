@@ -1,21 +1,19 @@
 // Dot-product kernels of one weight row against activation rows in the
 // weight's dot type; quant::traits(t) pairs each weight type with its own
-// (dot_type, dot.scalar, dot.fast). Every type has a scalar
-// reference; SIMD versions exist where this build's target allows and are
-// tested against it.
+// (dot_type, dot kernels per CPU level). Every type has a scalar reference;
+// the SIMD levels live in their own translation units (dot_avx2.cpp, ...),
+// compiled with that level's flags and called only through
+// Kernels::at() once cpu_level.h has said the CPU runs them. Nothing inline
+// may be shared between those units and baseline code (the linker could keep
+// the AVX copy): they define everything in their own namespace, internal
+// helpers in an unnamed one, and a test checks their objects for weak symbols.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "compute/cpu_level.h"
 #include "format/tensor_type.h"
-
-// AVX2 kernels need FMA and F16C too; Zen/Haswell and later have all three.
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-#define SEAM_DOT_AVX2 1
-#else
-#define SEAM_DOT_AVX2 0
-#endif
 
 namespace seam::dot {
 
@@ -30,11 +28,16 @@ inline constexpr int kMaxTile = 4;
 
 struct Kernels {
   DotFn scalar;  // reference, always present
-  DotFn fast;    // best available on this build's target (== scalar when no SIMD path)
-};
+  DotFn avx2;    // AVX2 + FMA + F16C, or null
+  DotFn avx512;  // AVX-512 F/BW/VL/VNNI, or null (the level then runs the AVX2 kernel)
 
-// The SIMD path this build was compiled with ("avx2" or "scalar"), for logs and benches.
-const char* simd_name();
+  // The kernel for `level`: the highest one present at or below it.
+  DotFn at(CpuLevel level) const {
+    if (level >= CpuLevel::Avx512 && avx512) return avx512;
+    if (level >= CpuLevel::Avx2 && avx2) return avx2;
+    return scalar;
+  }
+};
 
 // Scalar references, one per weight type (activation type in the name).
 void f32_f32(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
@@ -53,7 +56,7 @@ void q6_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*,
 void iq4_nl_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void iq4_xs_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 
-// SIMD versions; defined only when the target has them (see dot_avx2.cpp).
+// SIMD versions, one namespace per level.
 namespace avx2 {
 void f32_f32(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void f16_f32(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);

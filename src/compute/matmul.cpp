@@ -45,6 +45,11 @@ const quant::TypeTraits& checked_traits(const WeightView& w, const char* op) {
 
 void matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y, std::int64_t ldy,
             ThreadPool& pool, MatmulScratch& scratch) {
+  matmul(w, x, n_tokens, y, ldy, pool, scratch, active_cpu_level());
+}
+
+void matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y, std::int64_t ldy,
+            ThreadPool& pool, MatmulScratch& scratch, CpuLevel level) {
   const quant::TypeTraits& tr = checked_traits(w, "[matmul]");
   if (n_tokens < 0 || ldy < w.n_out) {
     throw Error(Errc::InvalidArgument, "[matmul] n_tokens " + std::to_string(n_tokens) + " / ldy " +
@@ -76,7 +81,7 @@ void matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y
   // Each output row is one weight row against all tokens, kMaxTile tokens per
   // kernel call: the kernel unpacks each weight block once per tile, and the row
   // (a few KiB) stays in L1 across tiles while the activations sit in L2.
-  const dot::DotFn fn = k->fast;
+  const dot::DotFn fn = k->at(level);
   const std::int64_t n_in = w.n_in;
   auto rows = [&](std::size_t b, std::size_t e) {
     for (std::size_t r = b; r < e; ++r) {

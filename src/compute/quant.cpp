@@ -216,13 +216,8 @@ void erased(const void* src, float* y, std::int64_t n_blocks) {
   F(static_cast<const Block*>(src), y, n_blocks);
 }
 
-#if SEAM_DOT_AVX2
 #define SEAM_DOT(name) \
-  dot::Kernels { dot::name, dot::avx2::name }
-#else
-#define SEAM_DOT(name) \
-  dot::Kernels { dot::name, dot::name }
-#endif
+  dot::Kernels { dot::name, dot::avx2::name, nullptr }
 
 // Every weight type compute can decode and multiply, each in one row.
 struct TypeEntry {
