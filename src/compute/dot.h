@@ -1,8 +1,8 @@
 // Dot-product kernels of one weight row against activation rows in the
 // weight's dot type; quant::traits(t) pairs each weight type with its own
 // (dot_type, dot kernels per CPU level). Every type has a scalar reference;
-// the SIMD levels live in their own translation units (dot_avx2.cpp, ...),
-// compiled with that level's flags and called only through
+// the SIMD levels live in their own translation units (dot_avx2.cpp,
+// dot_avx512.cpp), compiled with that level's flags and called only through
 // Kernels::at() once cpu_level.h has said the CPU runs them. Nothing inline
 // may be shared between those units and baseline code (the linker could keep
 // the AVX copy): they define everything in their own namespace, internal
@@ -26,10 +26,32 @@ using DotFn = void (*)(std::int64_t n, const void* w, const void* act, std::size
 
 inline constexpr int kMaxTile = 4;
 
+// Prefill as a GEMM (AVX-512 VNNI): kPanelRows weight rows are unpacked once
+// per matmul into a panel of int8 in the order vpdpbusd consumes them (for
+// each 4 consecutive elements, 16 rows side by side), with per-unit scales; the
+// activations, quantized once as usual, are put once into a layout the
+// micro-kernel broadcasts from. Each panel then meets every token, 8 at a time.
+inline constexpr int kPanelRows = 16;
+
+struct GemmFns {
+  // Bytes of one token's prepared activations / of one panel, for rows of n.
+  std::size_t (*act_bytes)(std::int64_t n);
+  std::size_t (*panel_bytes)(std::int64_t n);
+  // One token: its activation row in the kernel's dot_type -> the GEMM layout.
+  void (*prepare)(std::int64_t n, const void* act, void* dst);
+  // n_rows (<= kPanelRows) weight rows, row_stride bytes apart -> one panel.
+  void (*pack)(std::int64_t n, const void* w, std::size_t row_stride, int n_rows, void* panel);
+  // out[t * ldy + r] = row r . token t for t < n_tok, r < n_rows; tokens are
+  // act_bytes(n) apart from `act`.
+  void (*run)(std::int64_t n, const void* panel, const void* act, std::int64_t n_tok, int n_rows,
+              float* out, std::size_t ldy);
+};
+
 struct Kernels {
   DotFn scalar;  // reference, always present
   DotFn avx2;    // AVX2 + FMA + F16C, or null
   DotFn avx512;  // AVX-512 F/BW/VL/VNNI, or null (the level then runs the AVX2 kernel)
+  const GemmFns* gemm512 = nullptr;  // prefill at the AVX-512 level, or null
 
   // The kernel for `level`: the highest one present at or below it.
   DotFn at(CpuLevel level) const {
@@ -74,5 +96,9 @@ void q5_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*,
 void iq4_nl_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void iq4_xs_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 }  // namespace avx2
+
+namespace avx512 {
+extern const GemmFns gemm_q4_0, gemm_q8_0, gemm_q4_k, gemm_q6_k;
+}  // namespace avx512
 
 }  // namespace seam::dot
