@@ -34,6 +34,7 @@ inline constexpr int kMaxTile = 4;
 inline constexpr int kPanelRows = 16;
 
 struct GemmFns {
+  int min_tokens;  // below this many tokens the dot kernels are faster
   // Bytes of one token's prepared activations / of one panel, for rows of n.
   std::size_t (*act_bytes)(std::int64_t n);
   std::size_t (*panel_bytes)(std::int64_t n);
@@ -98,7 +99,7 @@ void iq4_xs_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float
 }  // namespace avx2
 
 namespace avx512 {
-extern const GemmFns gemm_q4_0, gemm_q8_0, gemm_q4_k, gemm_q6_k;
+extern const GemmFns gemm_q4_0, gemm_q8_0, gemm_q4_k, gemm_q6_k, gemm_f32, gemm_f16, gemm_bf16;
 }  // namespace avx512
 
 }  // namespace seam::dot

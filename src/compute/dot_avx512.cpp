@@ -1,4 +1,5 @@
-// AVX-512 (F/BW/VL/VNNI) prefill GEMM for Q4_0, Q8_0, Q4_K and Q6_K weights.
+// AVX-512 (F/BW/VL/VNNI) prefill GEMM for Q4_0, Q8_0, Q4_K and Q6_K weights
+// (int8, below) and for F32, F16 and BF16 weights (f32 FMA, at the end).
 // Compiled with the AVX-512 flags (CMakeLists.txt); see dot.h on keeping this
 // unit's code out of baseline callers.
 //
@@ -337,16 +338,123 @@ void run(std::int64_t n, const void* panel, const void* act, std::int64_t n_tok,
   }
 }
 
+// ---------------------------------------------------------------- float weights
+
+// F32 / F16 / BF16 weights: the panel is the 16 rows converted to f32 and
+// transposed, f32 p[n][16]; activations stay f32. One FMA per element and
+// token covers 16 rows, with the token's value broadcast from memory, so a
+// panel in L2 meets every token without re-reading activation vectors per row.
+struct CvtF32 {
+  static float one(const void* w, std::int64_t k) { return static_cast<const float*>(w)[k]; }
+};
+struct CvtF16 {
+  static float one(const void* w, std::int64_t k) {
+    return h2f(static_cast<const std::uint16_t*>(w)[k]);
+  }
+};
+struct CvtBF16 {
+  static float one(const void* w, std::int64_t k) {
+    const std::uint32_t b = static_cast<std::uint32_t>(static_cast<const std::uint16_t*>(w)[k])
+                            << 16;
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+  }
+};
+
+std::size_t float_act_bytes(std::int64_t n) { return round64(static_cast<std::size_t>(n) * 4); }
+std::size_t float_panel_bytes(std::int64_t n) { return static_cast<std::size_t>(n) * 4 * kRows; }
+
+void float_prepare(std::int64_t n, const void* act, void* dst) {
+  std::memcpy(dst, act, static_cast<std::size_t>(n) * 4);
+}
+
+template <class C>
+void float_pack(std::int64_t n, const void* w, std::size_t row_stride, int n_rows, void* panel) {
+  // Element-major so that the stores run sequentially through the panel.
+  auto* p = static_cast<float*>(panel);
+  const void* rows[kRows];
+  for (int r = 0; r < n_rows; ++r) rows[r] = static_cast<const std::byte*>(w) + r * row_stride;
+  for (std::int64_t k = 0; k < n; ++k) {
+    for (int r = 0; r < n_rows; ++r) p[k * kRows + r] = C::one(rows[r], k);
+    for (int r = n_rows; r < kRows; ++r) p[k * kRows + r] = 0.0f;
+  }
+}
+
+template <int NT>
+void float_tile(std::int64_t n, const float* p, const std::byte* act, std::size_t as, int n_rows,
+                float* out, std::size_t ldy) {
+  const float* a[NT];
+  __m512 acc[NT];
+  for (int t = 0; t < NT; ++t) {
+    a[t] = reinterpret_cast<const float*>(act + t * as);
+    acc[t] = _mm512_setzero_ps();
+  }
+  for (std::int64_t k = 0; k < n; ++k) {
+    const __m512 wv = _mm512_loadu_ps(p + k * kRows);
+    for (int t = 0; t < NT; ++t) acc[t] = _mm512_fmadd_ps(wv, _mm512_set1_ps(a[t][k]), acc[t]);
+  }
+  const __mmask16 mask = static_cast<__mmask16>((1u << n_rows) - 1);
+  for (int t = 0; t < NT; ++t) _mm512_mask_storeu_ps(out + t * ldy, mask, acc[t]);
+}
+
+void float_run(std::int64_t n, const void* panel, const void* act, std::int64_t n_tok, int n_rows,
+               float* out, std::size_t ldy) {
+  const auto* p = static_cast<const float*>(panel);
+  const auto* a = static_cast<const std::byte*>(act);
+  const std::size_t as = float_act_bytes(n);
+  std::int64_t t = 0;
+  for (; t + kMaxTokens <= n_tok; t += kMaxTokens) {
+    float_tile<kMaxTokens>(n, p, a + t * as, as, n_rows, out + t * ldy, ldy);
+  }
+  switch (n_tok - t) {
+    case 0:
+      break;
+    case 1:
+      float_tile<1>(n, p, a + t * as, as, n_rows, out + t * ldy, ldy);
+      break;
+    case 2:
+      float_tile<2>(n, p, a + t * as, as, n_rows, out + t * ldy, ldy);
+      break;
+    case 3:
+      float_tile<3>(n, p, a + t * as, as, n_rows, out + t * ldy, ldy);
+      break;
+    case 4:
+      float_tile<4>(n, p, a + t * as, as, n_rows, out + t * ldy, ldy);
+      break;
+    case 5:
+      float_tile<5>(n, p, a + t * as, as, n_rows, out + t * ldy, ldy);
+      break;
+    case 6:
+      float_tile<6>(n, p, a + t * as, as, n_rows, out + t * ldy, ldy);
+      break;
+    default:
+      float_tile<7>(n, p, a + t * as, as, n_rows, out + t * ldy, ldy);
+      break;
+  }
+}
+
 }  // namespace
 
+// Below these token counts packing a panel costs more than the GEMM saves over
+// the AVX2 dot kernels (bench_kernels, 4096 x 4096, 1 thread, Zen 4).
+constexpr int kIntMinTokens = 12;
+constexpr int kFloatMinTokens = 12;
+
 // Constant-initialized: no start-up code runs in this unit.
-constinit const GemmFns gemm_q4_0 = {act_bytes<DecQ4_0>, panel_bytes<DecQ4_0>, prepare<DecQ4_0>,
-                                     pack<DecQ4_0>, run<DecQ4_0>};
-constinit const GemmFns gemm_q8_0 = {act_bytes<DecQ8_0>, panel_bytes<DecQ8_0>, prepare<DecQ8_0>,
-                                     pack<DecQ8_0>, run<DecQ8_0>};
-constinit const GemmFns gemm_q4_k = {act_bytes<DecQ4_K>, panel_bytes<DecQ4_K>, prepare<DecQ4_K>,
-                                     pack<DecQ4_K>, run<DecQ4_K>};
-constinit const GemmFns gemm_q6_k = {act_bytes<DecQ6_K>, panel_bytes<DecQ6_K>, prepare<DecQ6_K>,
-                                     pack<DecQ6_K>, run<DecQ6_K>};
+constinit const GemmFns gemm_q4_0 = {kIntMinTokens,    act_bytes<DecQ4_0>, panel_bytes<DecQ4_0>,
+                                     prepare<DecQ4_0>, pack<DecQ4_0>,      run<DecQ4_0>};
+constinit const GemmFns gemm_q8_0 = {kIntMinTokens,    act_bytes<DecQ8_0>, panel_bytes<DecQ8_0>,
+                                     prepare<DecQ8_0>, pack<DecQ8_0>,      run<DecQ8_0>};
+constinit const GemmFns gemm_q4_k = {kIntMinTokens,    act_bytes<DecQ4_K>, panel_bytes<DecQ4_K>,
+                                     prepare<DecQ4_K>, pack<DecQ4_K>,      run<DecQ4_K>};
+constinit const GemmFns gemm_q6_k = {kIntMinTokens,    act_bytes<DecQ6_K>, panel_bytes<DecQ6_K>,
+                                     prepare<DecQ6_K>, pack<DecQ6_K>,      run<DecQ6_K>};
+constinit const GemmFns gemm_f32 = {kFloatMinTokens, float_act_bytes,    float_panel_bytes,
+                                    float_prepare,   float_pack<CvtF32>, float_run};
+constinit const GemmFns gemm_f16 = {kFloatMinTokens, float_act_bytes,    float_panel_bytes,
+                                    float_prepare,   float_pack<CvtF16>, float_run};
+constinit const GemmFns gemm_bf16 = {kFloatMinTokens, float_act_bytes,     float_panel_bytes,
+                                     float_prepare,   float_pack<CvtBF16>, float_run};
 
 }  // namespace seam::dot::avx512

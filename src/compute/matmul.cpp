@@ -42,9 +42,6 @@ const quant::TypeTraits& checked_traits(const WeightView& w, const char* op) {
   return *tr;
 }
 
-// Below this many tokens, packing a panel costs more than it saves.
-constexpr std::int64_t kGemmMinTokens = 4;
-
 // Prefill: every thread packs panels of kPanelRows weight rows (a few KiB to a
 // few hundred KiB, kept in its L2) and runs all tokens against each.
 void gemm_matmul(const dot::GemmFns& g, const WeightView& w, const std::byte* act,
@@ -112,7 +109,7 @@ void matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y
   }
 
   const dot::GemmFns* gemm = level >= CpuLevel::Avx512 ? k->gemm512 : nullptr;
-  if (gemm && n_tokens >= kGemmMinTokens) {
+  if (gemm && n_tokens >= gemm->min_tokens) {
     gemm_matmul(*gemm, w, act, act_stride, n_tokens, y, ldy, pool, scratch);
     return;
   }

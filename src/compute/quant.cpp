@@ -227,11 +227,13 @@ struct TypeEntry {
   TypeTraits traits;
 };
 constexpr TypeEntry kTypes[] = {
-    {TensorType::F32, {1, 4, TensorType::F32, erased<float, dequant_f32>, SEAM_DOT(f32_f32)}},
+    {TensorType::F32,
+     {1, 4, TensorType::F32, erased<float, dequant_f32>, SEAM_DOT_GEMM(f32_f32, gemm_f32)}},
     {TensorType::F16,
-     {1, 2, TensorType::F32, erased<std::uint16_t, dequant_f16>, SEAM_DOT(f16_f32)}},
+     {1, 2, TensorType::F32, erased<std::uint16_t, dequant_f16>, SEAM_DOT_GEMM(f16_f32, gemm_f16)}},
     {TensorType::BF16,
-     {1, 2, TensorType::F32, erased<std::uint16_t, dequant_bf16>, SEAM_DOT(bf16_f32)}},
+     {1, 2, TensorType::F32, erased<std::uint16_t, dequant_bf16>,
+      SEAM_DOT_GEMM(bf16_f32, gemm_bf16)}},
     {TensorType::Q4_0,
      {kQK4_0, sizeof(BlockQ4_0), TensorType::Q8_0, erased<BlockQ4_0, dequant_q4_0>,
       SEAM_DOT_GEMM(q4_0_q8_0, gemm_q4_0)}},

@@ -79,6 +79,67 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, DotTypes,
                                   cpu_level_name(std::get<1>(info.param));
                          });
 
+// The AVX-512 prefill GEMM (packed panels, prepared activations) against the
+// scalar dot kernel on the same quantized activations: every token count up to
+// 2.5 tiles of 8 (each remainder tile), full and partial panels. Same bound as
+// above: both sums are exact in integers and differ only in f32 rounding.
+TEST(DotGemm, PanelsMatchScalarRows) {
+  if (detected_cpu_level() < CpuLevel::Avx512) {
+    GTEST_SKIP() << "this CPU runs up to " << cpu_level_name(detected_cpu_level());
+  }
+  int checked = 0;
+  for (TensorType type : testutil::kernel_types()) {
+    const quant::TypeTraits& tr = *quant::traits(type);
+    const dot::GemmFns* g = tr.dot.gemm512;
+    if (!g) continue;
+    ++checked;
+    const TensorType dt = tr.dot_type;
+    std::mt19937 rng(7 + static_cast<int>(type));
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    const std::int64_t n = testutil::test_row_len(type);
+    const std::size_t row = quant::row_size(type, n);
+    const std::size_t arow = dt == TensorType::F32 ? n * 4 : quant::row_size(dt, n);
+    constexpr int kTok = 20;
+    std::vector<std::byte> act(arow * kTok), prepared(g->act_bytes(n) * kTok);
+    std::vector<float> x(n);
+    for (int t = 0; t < kTok; ++t) {
+      for (float& v : x) v = normal(rng) * (t % 3 == 2 ? 50.0f : 1.0f);
+      quant::quantize_row(dt, x.data(), act.data() + t * arow, n);
+      g->prepare(n, act.data() + t * arow, prepared.data() + t * g->act_bytes(n));
+    }
+    std::vector<std::byte> panel(g->panel_bytes(n));
+    for (int n_rows : {dot::kPanelRows, 7, 1}) {
+      const std::vector<std::byte> w = testutil::random_weights(type, n_rows, n, row, rng);
+      g->pack(n, w.data(), row, n_rows, panel.data());
+      for (int n_tok = 1; n_tok <= kTok; ++n_tok) {
+        const std::size_t ldy = dot::kPanelRows + 3;
+        std::vector<float> got(ldy * n_tok, -1.0f);
+        g->run(n, panel.data(), prepared.data(), n_tok, n_rows, got.data(), ldy);
+        for (int r = 0; r < n_rows; ++r) {
+          std::vector<float> ref(n_tok);
+          tr.dot.scalar(n, w.data() + r * row, act.data(), arow, n_tok, ref.data(), 1);
+          std::vector<float> wf(n);
+          quant::dequantize_row(type, w.data() + r * row, wf.data(), n);
+          const std::vector<double> mins = testutil::min_terms(type, w.data() + r * row, n);
+          for (int t = 0; t < n_tok; ++t) {
+            const std::vector<double> a = testutil::decode_act(dt, act.data() + t * arow, n);
+            double mag = 0;
+            for (std::int64_t i = 0; i < n; ++i)
+              mag += (std::fabs(wf[i]) + 2 * mins[i]) * std::fabs(a[i]);
+            ASSERT_NEAR(got[t * ldy + r], ref[t], 1e-5 * mag + 1e-30)
+                << quant::type_name(type) << " rows " << n_rows << " n_tok " << n_tok << " r " << r
+                << " t " << t;
+          }
+        }
+        for (int t = 0; t < n_tok; ++t) {
+          for (std::size_t r = n_rows; r < ldy; ++r) ASSERT_EQ(got[t * ldy + r], -1.0f);
+        }
+      }
+    }
+  }
+  EXPECT_GE(checked, 7);  // Q4_0, Q8_0, Q4_K, Q6_K, F32, F16, BF16
+}
+
 // Every type has a kernel at every level (a level without its own runs the one below).
 TEST(Dot, EveryLevelHasAKernelForEveryType) {
   for (TensorType t : testutil::kernel_types()) {

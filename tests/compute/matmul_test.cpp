@@ -64,7 +64,7 @@ TEST_P(MatmulTypes, MatchesDoubleReference) {
       get_row(w, r, tmp.data());
       wd[r].assign(tmp.begin(), tmp.end());
     }
-    for (std::int64_t n_tok : {1, 2, 5, 17}) {
+    for (std::int64_t n_tok : {1, 2, 5, 13, 30}) {
       std::vector<float> x(n_tok * n_in);  // [n_tok][n_in]
       for (float& v : x) v = normal(rng);
       // Quantized activations as the kernel sees them.
