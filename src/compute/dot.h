@@ -99,7 +99,8 @@ void iq4_xs_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float
 }  // namespace avx2
 
 namespace avx512 {
-extern const GemmFns gemm_q4_0, gemm_q8_0, gemm_q4_k, gemm_q6_k, gemm_f32, gemm_f16, gemm_bf16;
+extern const GemmFns gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_iq4_nl, gemm_q4_k, gemm_q6_k, gemm_f32,
+    gemm_f16, gemm_bf16;
 }  // namespace avx512
 
 }  // namespace seam::dot

@@ -1,4 +1,4 @@
-// AVX-512 (F/BW/VL/VNNI) prefill GEMM for Q4_0, Q8_0, Q4_K and Q6_K weights
+// AVX-512 (F/BW/VL/VNNI) prefill GEMM for Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K and Q6_K weights
 // (int8, below) and for F32, F16 and BF16 weights (f32 FMA, at the end).
 // Compiled with the AVX-512 flags (CMakeLists.txt); see dot.h on keeping this
 // unit's code out of baseline callers.
@@ -73,6 +73,48 @@ struct DecQ4_0 {
     const __m128i m = _mm_set1_epi8(0x0F);
     const __m256i v = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
     c[0].q = _mm256_sub_epi8(v, _mm256_set1_epi8(8));
+    c[0].scale[0] = c[0].scale[1] = h2f(b.d);
+  }
+};
+
+// Q5_0: Q4_0's nibbles plus bit j of qh as bit 4 of element j; x = (q - 16) * d.
+// (The Q4_K_M mix stores tensors whose rows are not a multiple of 256 as Q5_0.)
+struct DecQ5_0 {
+  static constexpr int kUnit = 32, kActBlock = 32;
+  static constexpr bool kMin = false;
+  static constexpr int kChunksPerGroup = 1;
+  static constexpr std::size_t kGroupBytes = sizeof(BlockQ5_0);
+  static void decode(const std::byte* g, Chunk* c) {
+    const auto& b = *reinterpret_cast<const BlockQ5_0*>(g);
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+    const __m128i m = _mm_set1_epi8(0x0F);
+    const __m256i lo =
+        _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+    std::uint32_t qh;
+    std::memcpy(&qh, b.qh, 4);
+    // Bit j of qh -> bit 4 of byte j.
+    const __mmask32 hb = _cvtu32_mask32(qh);
+    const __m256i hi = _mm256_maskz_mov_epi8(hb, _mm256_set1_epi8(0x10));
+    c[0].q = _mm256_sub_epi8(_mm256_or_si256(lo, hi), _mm256_set1_epi8(16));
+    c[0].scale[0] = c[0].scale[1] = h2f(b.d);
+  }
+};
+
+// IQ4_NL: Q4_0's nibble layout through the kIQ4Values codebook; x = v * d.
+struct DecIQ4_NL {
+  static constexpr int kUnit = 32, kActBlock = 32;
+  static constexpr bool kMin = false;
+  static constexpr int kChunksPerGroup = 1;
+  static constexpr std::size_t kGroupBytes = sizeof(BlockIQ4_NL);
+  static void decode(const std::byte* g, Chunk* c) {
+    const auto& b = *reinterpret_cast<const BlockIQ4_NL*>(g);
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+    const __m128i m = _mm_set1_epi8(0x0F);
+    const __m256i idx =
+        _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+    const __m256i table =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values)));
+    c[0].q = _mm256_shuffle_epi8(table, idx);
     c[0].scale[0] = c[0].scale[1] = h2f(b.d);
   }
 };
@@ -444,6 +486,11 @@ constexpr int kFloatMinTokens = 12;
 // Constant-initialized: no start-up code runs in this unit.
 constinit const GemmFns gemm_q4_0 = {kIntMinTokens,    act_bytes<DecQ4_0>, panel_bytes<DecQ4_0>,
                                      prepare<DecQ4_0>, pack<DecQ4_0>,      run<DecQ4_0>};
+constinit const GemmFns gemm_q5_0 = {kIntMinTokens,    act_bytes<DecQ5_0>, panel_bytes<DecQ5_0>,
+                                     prepare<DecQ5_0>, pack<DecQ5_0>,      run<DecQ5_0>};
+constinit const GemmFns gemm_iq4_nl = {kIntMinTokens,          act_bytes<DecIQ4_NL>,
+                                       panel_bytes<DecIQ4_NL>, prepare<DecIQ4_NL>,
+                                       pack<DecIQ4_NL>,        run<DecIQ4_NL>};
 constinit const GemmFns gemm_q8_0 = {kIntMinTokens,    act_bytes<DecQ8_0>, panel_bytes<DecQ8_0>,
                                      prepare<DecQ8_0>, pack<DecQ8_0>,      run<DecQ8_0>};
 constinit const GemmFns gemm_q4_k = {kIntMinTokens,    act_bytes<DecQ4_K>, panel_bytes<DecQ4_K>,

@@ -137,7 +137,7 @@ TEST(DotGemm, PanelsMatchScalarRows) {
       }
     }
   }
-  EXPECT_GE(checked, 7);  // Q4_0, Q8_0, Q4_K, Q6_K, F32, F16, BF16
+  EXPECT_GE(checked, 9);  // Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q6_K, F32, F16, BF16
 }
 
 // Every type has a kernel at every level (a level without its own runs the one below).
