@@ -26,10 +26,19 @@ int nearest_int(float v) {
 // C's roundf (half away from zero), narrowed to int8. Out-of-range values occur
 // only when 1/d overflows (subnormal scales); they saturate, as the numpy
 // reference does, where C's cast would be undefined. NaN becomes 0.
+// Written without roundf: the portable build has no SSE4.1 rounding, so
+// std::round is a libm call per activation element (a few % of prefill).
+// For |v| < 128, v - trunc(v) is exact, so comparing it with 0.5 rounds half
+// away from zero exactly as roundf does.
 std::int8_t round_i8(float v) {
-  const float r = std::round(v);
-  if (!(r == r)) return 0;
-  return static_cast<std::int8_t>(std::clamp(r, -128.0f, 127.0f));
+  if (!(v == v)) return 0;
+  if (v >= 127.0f) return 127;
+  if (v <= -128.0f) return -128;
+  int i = static_cast<int>(v);  // truncates toward zero
+  const float frac = v - static_cast<float>(i);
+  if (frac >= 0.5f) ++i;
+  if (frac <= -0.5f) --i;
+  return static_cast<std::int8_t>(std::clamp(i, -128, 127));
 }
 
 // +8.5 then truncation is round-half-up into 0..16, and 16 clamps to 15. A
