@@ -1,10 +1,12 @@
 // matmul throughput at a 7B-class shape (4096 x 4096), reported as GB/s of
 // weight bytes read. Decode (1 token) is bound by memory bandwidth (~10-16 GB/s
 // on the Zen3 dev box, see shared/tools/membw.c); prefill tiles (64 tokens) reuse
-// each weight block across tokens and become compute bound.
+// each weight block across tokens and become compute bound. 4 tokens sits near
+// the token count where the AVX-512 GEMM starts to pay (dot.h GemmFns::min_tokens).
 //
 //   bench_kernels --benchmark_filter=Matmul
 //   SEAM_BENCH_THREADS=1 bench_kernels     (default: one thread per core)
+//   SEAM_CPU=avx2 bench_kernels            (a lower kernel level; the label names it)
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
