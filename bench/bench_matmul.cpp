@@ -1,10 +1,12 @@
 // matmul throughput at a 7B-class shape (4096 x 4096), reported as GB/s of
 // weight bytes read. Decode (1 token) is bound by memory bandwidth (~10-16 GB/s
 // on the Zen3 dev box, see shared/tools/membw.c); prefill tiles (64 tokens) reuse
-// each weight block across tokens and become compute bound.
+// each weight block across tokens and become compute bound. 4 tokens sits near
+// the token count where the AVX-512 GEMM starts to pay (dot.h GemmFns::min_tokens).
 //
 //   bench_kernels --benchmark_filter=Matmul
 //   SEAM_BENCH_THREADS=1 bench_kernels     (default: one thread per core)
+//   SEAM_CPU=avx2 bench_kernels            (a lower kernel level; the label names it)
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -18,6 +20,7 @@
 #include "compute/quant_blocks.h"
 #include "core/half.h"
 #include "core/thread_pool.h"
+#include "seam/cpu.h"
 
 namespace seam {
 namespace {
@@ -102,14 +105,14 @@ void BM_Matmul(benchmark::State& state) {
                           static_cast<std::int64_t>(one.size()));
   state.counters["tok/s"] =
       benchmark::Counter(static_cast<double>(n_tok), benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(quant::type_name(type) + " " + dot::simd_name() + " threads " +
+  state.SetLabel(quant::type_name(type) + " " + cpu_level() + " threads " +
                  std::to_string(pool.size()));
 }
 
 void Shapes(benchmark::internal::Benchmark* b) {
   for (TensorType t : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0, TensorType::Q4_0,
                        TensorType::F16, TensorType::F32}) {
-    for (int n_tok : {1, 64}) b->Args({static_cast<std::int64_t>(t), n_tok});
+    for (int n_tok : {1, 4, 64}) b->Args({static_cast<std::int64_t>(t), n_tok});
   }
 }
 BENCHMARK(BM_Matmul)->Apply(Shapes)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "commands.h"
+#include "seam/cpu.h"
 #include "seam/inspect.h"
 
 namespace seam::cli {
@@ -39,11 +40,14 @@ void add_inspect_command(CLI::App& app, CommandList& list) {
     }
     if (shown < r.tensors.size())
       std::printf("  ... %zu more (--tensors lists all)\n", r.tensors.size() - shown);
+    std::printf("\ncpu kernels: %s (SEAM_CPU=scalar|avx2|avx512 picks a lower level)\n",
+                cpu_level());
     if (r.admission.ok) {
-      std::printf("\nverdict: this build can run this model\n");
+      std::printf("verdict: this build can run this model\n");
     } else {
-      std::printf("\nverdict: this build cannot run this model: %s\n", r.admission.reason.c_str());
+      std::printf("verdict: this build cannot run this model: %s\n", r.admission.reason.c_str());
     }
+
     return 0;
   });
 }

@@ -9,6 +9,7 @@
 #include <span>
 #include <string_view>
 
+#include "compute/cpu_level.h"
 #include "compute/matmul.h"
 #include "core/thread_pool.h"
 
@@ -80,7 +81,9 @@ class ComputeBackend {
 
 class CpuBackend : public ComputeBackend {
  public:
-  explicit CpuBackend(int n_threads = 0) : pool_(n_threads) {}
+  // Throws Error(InvalidArgument) when SEAM_CPU names a level this CPU lacks,
+  // before any work starts rather than inside a forward pass.
+  explicit CpuBackend(int n_threads = 0) : pool_(n_threads) { active_cpu_level(); }
   std::string_view name() const override { return "cpu"; }
   int n_threads() const { return pool_.size(); }
 

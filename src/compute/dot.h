@@ -1,21 +1,19 @@
 // Dot-product kernels of one weight row against activation rows in the
 // weight's dot type; quant::traits(t) pairs each weight type with its own
-// (dot_type, dot.scalar, dot.fast). Every type has a scalar
-// reference; SIMD versions exist where this build's target allows and are
-// tested against it.
+// (dot_type, dot kernels per CPU level). Every type has a scalar reference;
+// the SIMD levels live in their own translation units (dot_avx2.cpp,
+// dot_avx512.cpp), compiled with that level's flags and called only through
+// Kernels::at() once cpu_level.h has said the CPU runs them. Nothing inline
+// may be shared between those units and baseline code (the linker could keep
+// the AVX copy): they define everything in their own namespace, internal
+// helpers in an unnamed one, and a test checks their objects for weak symbols.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "compute/cpu_level.h"
 #include "format/tensor_type.h"
-
-// AVX2 kernels need FMA and F16C too; Zen/Haswell and later have all three.
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-#define SEAM_DOT_AVX2 1
-#else
-#define SEAM_DOT_AVX2 0
-#endif
 
 namespace seam::dot {
 
@@ -28,13 +26,41 @@ using DotFn = void (*)(std::int64_t n, const void* w, const void* act, std::size
 
 inline constexpr int kMaxTile = 4;
 
-struct Kernels {
-  DotFn scalar;  // reference, always present
-  DotFn fast;    // best available on this build's target (== scalar when no SIMD path)
+// Prefill as a GEMM (AVX-512 VNNI): kPanelRows weight rows are unpacked once
+// per matmul into a panel of int8 in the order vpdpbusd consumes them (for
+// each 4 consecutive elements, 16 rows side by side), with per-unit scales; the
+// activations, quantized once as usual, are put once into a layout the
+// micro-kernel broadcasts from. Each panel then meets every token, 8 at a time.
+inline constexpr int kPanelRows = 16;
+
+struct GemmFns {
+  int min_tokens;  // below this many tokens the dot kernels are faster
+  // Bytes of one token's prepared activations / of one panel, for rows of n.
+  std::size_t (*act_bytes)(std::int64_t n);
+  std::size_t (*panel_bytes)(std::int64_t n);
+  // One token: its activation row in the kernel's dot_type -> the GEMM layout.
+  void (*prepare)(std::int64_t n, const void* act, void* dst);
+  // n_rows (<= kPanelRows) weight rows, row_stride bytes apart -> one panel.
+  void (*pack)(std::int64_t n, const void* w, std::size_t row_stride, int n_rows, void* panel);
+  // out[t * ldy + r] = row r . token t for t < n_tok, r < n_rows; tokens are
+  // act_bytes(n) apart from `act`.
+  void (*run)(std::int64_t n, const void* panel, const void* act, std::int64_t n_tok, int n_rows,
+              float* out, std::size_t ldy);
 };
 
-// The SIMD path this build was compiled with ("avx2" or "scalar"), for logs and benches.
-const char* simd_name();
+struct Kernels {
+  DotFn scalar;  // reference, always present
+  DotFn avx2;    // AVX2 + FMA + F16C, or null
+  DotFn avx512;  // AVX-512 F/BW/VL/VNNI, or null (the level then runs the AVX2 kernel)
+  const GemmFns* gemm512 = nullptr;  // prefill at the AVX-512 level, or null
+
+  // The kernel for `level`: the highest one present at or below it.
+  DotFn at(CpuLevel level) const {
+    if (level >= CpuLevel::Avx512 && avx512) return avx512;
+    if (level >= CpuLevel::Avx2 && avx2) return avx2;
+    return scalar;
+  }
+};
 
 // Scalar references, one per weight type (activation type in the name).
 void f32_f32(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
@@ -53,7 +79,7 @@ void q6_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*,
 void iq4_nl_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void iq4_xs_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 
-// SIMD versions; defined only when the target has them (see dot_avx2.cpp).
+// SIMD versions, one namespace per level.
 namespace avx2 {
 void f32_f32(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void f16_f32(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
@@ -71,5 +97,10 @@ void q5_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*,
 void iq4_nl_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void iq4_xs_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 }  // namespace avx2
+
+namespace avx512 {
+extern const GemmFns gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_iq4_nl, gemm_q4_k, gemm_q6_k, gemm_f32,
+    gemm_f16, gemm_bf16;
+}  // namespace avx512
 
 }  // namespace seam::dot

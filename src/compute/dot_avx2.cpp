@@ -2,14 +2,13 @@
 // once and multiplied against up to kMaxTile activation rows (NT), so prefill
 // reads every weight byte once per tile. Integer parts match the scalar
 // reference exactly; only the f32 accumulation order differs.
-#include "compute/dot.h"
-
-#if SEAM_DOT_AVX2
-
+// Compiled with -mavx2 -mfma -mf16c (CMakeLists.txt); see dot.h on keeping
+// this unit's code out of baseline callers.
 #include <immintrin.h>
 
 #include <cstring>
 
+#include "compute/dot.h"
 #include "compute/quant_blocks.h"
 
 namespace seam::dot::avx2 {
@@ -643,5 +642,3 @@ void iq4_xs_q8_k(std::int64_t n, const void* w, const void* a, std::size_t as, i
 }
 
 }  // namespace seam::dot::avx2
-
-#endif  // SEAM_DOT_AVX2

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "compute/dot.h"
 #include "compute/quant.h"
@@ -41,10 +42,44 @@ const quant::TypeTraits& checked_traits(const WeightView& w, const char* op) {
   return *tr;
 }
 
+// Prefill: every thread packs panels of kPanelRows weight rows (a few KiB to a
+// few hundred KiB, kept in its L2) and runs all tokens against each.
+void gemm_matmul(const dot::GemmFns& g, const WeightView& w, const std::byte* act,
+                 std::size_t act_stride, std::int64_t n_tokens, float* y, std::int64_t ldy,
+                 ThreadPool& pool, MatmulScratch& scratch) {
+  const std::int64_t n = w.n_in;
+  const std::size_t tok_bytes = g.act_bytes(n);
+  const std::size_t need = tok_bytes * static_cast<std::size_t>(n_tokens);
+  if (scratch.gemm_act.size() < need) scratch.gemm_act.resize(need);
+  std::byte* ga = scratch.gemm_act.data();
+  pool.parallel_for(static_cast<std::size_t>(n_tokens), 1, [&](std::size_t b, std::size_t e) {
+    for (std::size_t t = b; t < e; ++t) g.prepare(n, act + t * act_stride, ga + t * tok_bytes);
+  });
+  const std::size_t n_panels =
+      static_cast<std::size_t>((w.n_out + dot::kPanelRows - 1) / dot::kPanelRows);
+  pool.parallel_for(n_panels, 1, [&](std::size_t b, std::size_t e) {
+    thread_local std::vector<std::byte> panel;
+    const std::size_t pb = g.panel_bytes(n);
+    if (panel.size() < pb) panel.resize(pb);
+    for (std::size_t p = b; p < e; ++p) {
+      const std::int64_t r0 = static_cast<std::int64_t>(p) * dot::kPanelRows;
+      const int rows = static_cast<int>(std::min<std::int64_t>(dot::kPanelRows, w.n_out - r0));
+      g.pack(n, w.data + static_cast<std::size_t>(r0) * w.row_stride, w.row_stride, rows,
+             panel.data());
+      g.run(n, panel.data(), ga, n_tokens, rows, y + r0, static_cast<std::size_t>(ldy));
+    }
+  });
+}
+
 }  // namespace
 
 void matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y, std::int64_t ldy,
             ThreadPool& pool, MatmulScratch& scratch) {
+  matmul(w, x, n_tokens, y, ldy, pool, scratch, active_cpu_level());
+}
+
+void matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y, std::int64_t ldy,
+            ThreadPool& pool, MatmulScratch& scratch, CpuLevel level) {
   const quant::TypeTraits& tr = checked_traits(w, "[matmul]");
   if (n_tokens < 0 || ldy < w.n_out) {
     throw Error(Errc::InvalidArgument, "[matmul] n_tokens " + std::to_string(n_tokens) + " / ldy " +
@@ -73,10 +108,16 @@ void matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y
     act = q;
   }
 
+  const dot::GemmFns* gemm = level >= CpuLevel::Avx512 ? k->gemm512 : nullptr;
+  if (gemm && n_tokens >= gemm->min_tokens) {
+    gemm_matmul(*gemm, w, act, act_stride, n_tokens, y, ldy, pool, scratch);
+    return;
+  }
+
   // Each output row is one weight row against all tokens, kMaxTile tokens per
   // kernel call: the kernel unpacks each weight block once per tile, and the row
   // (a few KiB) stays in L1 across tiles while the activations sit in L2.
-  const dot::DotFn fn = k->fast;
+  const dot::DotFn fn = k->at(level);
   const std::int64_t n_in = w.n_in;
   auto rows = [&](std::size_t b, std::size_t e) {
     for (std::size_t r = b; r < e; ++r) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "compute/cpu_level.h"
 #include "core/thread_pool.h"
 #include "format/tensor_type.h"
 
@@ -25,12 +26,17 @@ struct WeightView {
 // Reusable buffers for quantized activations; sized on first use, reused after.
 struct MatmulScratch {
   std::vector<std::byte> act;
+  std::vector<std::byte> gemm_act;  // activations in the GEMM layout (dot.h GemmFns)
 };
 
 // y[t][r] = sum_k W[r][k] * x[t][k]
 // x: [n_tokens][n_in] f32 (row stride n_in); y: [n_tokens][ldy] f32, ldy >= n_out.
+// Runs the kernels of active_cpu_level(); the overload taking a level (tests,
+// benches) runs that level's, which the caller must know the CPU supports.
 void matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y, std::int64_t ldy,
             ThreadPool& pool, MatmulScratch& scratch);
+void matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y, std::int64_t ldy,
+            ThreadPool& pool, MatmulScratch& scratch, CpuLevel level);
 
 // out[0..n_in) = row r of W, dequantized (embedding lookup).
 void get_row(const WeightView& w, std::int64_t r, float* out);

@@ -39,10 +39,19 @@ int nearest_int(float v) {
 // C's roundf (half away from zero), narrowed to int8. Out-of-range values occur
 // only when 1/d overflows (subnormal scales); they saturate, as the numpy
 // reference does, where C's cast would be undefined. NaN becomes 0.
+// Written without roundf: the portable build has no SSE4.1 rounding, so
+// std::round is a libm call per activation element (a few % of prefill).
+// For |v| < 128, v - trunc(v) is exact, so comparing it with 0.5 rounds half
+// away from zero exactly as roundf does.
 std::int8_t round_i8(float v) {
-  const float r = std::round(v);
-  if (!(r == r)) return 0;
-  return static_cast<std::int8_t>(std::clamp(r, -128.0f, 127.0f));
+  if (!(v == v)) return 0;
+  if (v >= 127.0f) return 127;
+  if (v <= -128.0f) return -128;
+  int i = static_cast<int>(v);  // truncates toward zero
+  const float frac = v - static_cast<float>(i);
+  if (frac >= 0.5f) ++i;
+  if (frac <= -0.5f) --i;
+  return static_cast<std::int8_t>(std::clamp(i, -128, 127));
 }
 
 // +8.5 then truncation is round-half-up into 0..16, and 16 clamps to 15. A
@@ -229,13 +238,10 @@ void erased(const void* src, float* y, std::int64_t n_blocks) {
   F(static_cast<const Block*>(src), y, n_blocks);
 }
 
-#if SEAM_DOT_AVX2
 #define SEAM_DOT(name) \
-  dot::Kernels { dot::name, dot::avx2::name }
-#else
-#define SEAM_DOT(name) \
-  dot::Kernels { dot::name, dot::name }
-#endif
+  dot::Kernels { dot::name, dot::avx2::name, nullptr }
+#define SEAM_DOT_GEMM(name, gemm) \
+  dot::Kernels { dot::name, dot::avx2::name, nullptr, &dot::avx512::gemm }
 
 // Every weight type compute can decode and multiply, each in one row.
 struct TypeEntry {
@@ -243,26 +249,28 @@ struct TypeEntry {
   TypeTraits traits;
 };
 constexpr TypeEntry kTypes[] = {
-    {TensorType::F32, {1, 4, TensorType::F32, erased<float, dequant_f32>, SEAM_DOT(f32_f32)}},
+    {TensorType::F32,
+     {1, 4, TensorType::F32, erased<float, dequant_f32>, SEAM_DOT_GEMM(f32_f32, gemm_f32)}},
     {TensorType::F16,
-     {1, 2, TensorType::F32, erased<std::uint16_t, dequant_f16>, SEAM_DOT(f16_f32)}},
+     {1, 2, TensorType::F32, erased<std::uint16_t, dequant_f16>, SEAM_DOT_GEMM(f16_f32, gemm_f16)}},
     {TensorType::BF16,
-     {1, 2, TensorType::F32, erased<std::uint16_t, dequant_bf16>, SEAM_DOT(bf16_f32)}},
+     {1, 2, TensorType::F32, erased<std::uint16_t, dequant_bf16>,
+      SEAM_DOT_GEMM(bf16_f32, gemm_bf16)}},
     {TensorType::Q4_0,
      {kQK4_0, sizeof(BlockQ4_0), TensorType::Q8_0, erased<BlockQ4_0, dequant_q4_0>,
-      SEAM_DOT(q4_0_q8_0)}},
+      SEAM_DOT_GEMM(q4_0_q8_0, gemm_q4_0)}},
     {TensorType::Q4_1,
      {kQK4_1, sizeof(BlockQ4_1), TensorType::Q8_1, erased<BlockQ4_1, dequant_q4_1>,
       SEAM_DOT(q4_1_q8_1)}},
     {TensorType::Q5_0,
      {kQK5_0, sizeof(BlockQ5_0), TensorType::Q8_0, erased<BlockQ5_0, dequant_q5_0>,
-      SEAM_DOT(q5_0_q8_0)}},
+      SEAM_DOT_GEMM(q5_0_q8_0, gemm_q5_0)}},
     {TensorType::Q5_1,
      {kQK5_1, sizeof(BlockQ5_1), TensorType::Q8_1, erased<BlockQ5_1, dequant_q5_1>,
       SEAM_DOT(q5_1_q8_1)}},
     {TensorType::Q8_0,
      {kQK8_0, sizeof(BlockQ8_0), TensorType::Q8_0, erased<BlockQ8_0, dequant_q8_0>,
-      SEAM_DOT(q8_0_q8_0)}},
+      SEAM_DOT_GEMM(q8_0_q8_0, gemm_q8_0)}},
     {TensorType::Q2_K,
      {kQK_K, sizeof(BlockQ2_K), TensorType::Q8_K, erased<BlockQ2_K, dequant_q2_k>,
       SEAM_DOT(q2_k_q8_k)}},
@@ -271,21 +279,22 @@ constexpr TypeEntry kTypes[] = {
       SEAM_DOT(q3_k_q8_k)}},
     {TensorType::Q4_K,
      {kQK_K, sizeof(BlockQ4_K), TensorType::Q8_K, erased<BlockQ4_K, dequant_q4_k>,
-      SEAM_DOT(q4_k_q8_k)}},
+      SEAM_DOT_GEMM(q4_k_q8_k, gemm_q4_k)}},
     {TensorType::Q5_K,
      {kQK_K, sizeof(BlockQ5_K), TensorType::Q8_K, erased<BlockQ5_K, dequant_q5_k>,
       SEAM_DOT(q5_k_q8_k)}},
     {TensorType::Q6_K,
      {kQK_K, sizeof(BlockQ6_K), TensorType::Q8_K, erased<BlockQ6_K, dequant_q6_k>,
-      SEAM_DOT(q6_k_q8_k)}},
+      SEAM_DOT_GEMM(q6_k_q8_k, gemm_q6_k)}},
     {TensorType::IQ4_NL,
      {32, sizeof(BlockIQ4_NL), TensorType::Q8_0, erased<BlockIQ4_NL, dequant_iq4_nl>,
-      SEAM_DOT(iq4_nl_q8_0)}},
+      SEAM_DOT_GEMM(iq4_nl_q8_0, gemm_iq4_nl)}},
     {TensorType::IQ4_XS,
      {kQK_K, sizeof(BlockIQ4_XS), TensorType::Q8_K, erased<BlockIQ4_XS, dequant_iq4_xs>,
       SEAM_DOT(iq4_xs_q8_k)}},
 };
 #undef SEAM_DOT
+#undef SEAM_DOT_GEMM
 
 }  // namespace
 

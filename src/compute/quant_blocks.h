@@ -125,8 +125,12 @@ struct BlockIQ4_XS {
   std::uint8_t qs[kQK_K / 2];
 };
 
+// The helpers below are `static`: the per-CPU-level kernel units (dot.h) include
+// this header with their own -m flags, and an inline (weak) copy compiled there
+// could be the one the linker keeps for baseline code.
+
 // Sub-block ib's signed scale of an IQ4_XS block.
-inline int iq4_xs_scale(const BlockIQ4_XS& b, int ib) {
+static inline int iq4_xs_scale(const BlockIQ4_XS& b, int ib) {
   const int lo = (b.scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF;
   const int hi = (b.scales_h >> (2 * ib)) & 3;
   return (lo | (hi << 4)) - 32;
@@ -157,7 +161,7 @@ static_assert(sizeof(BlockIQ4_XS) == 136);
 // Sub-block j (0..7) of a Q4_K/Q5_K 12-byte scale field: 6-bit scale and 6-bit min.
 // Bytes 0..3 hold scales 0..3 (low 6 bits) and the top 2 bits of scales 4..7;
 // bytes 4..7 the same for mins; bytes 8..11 the low nibbles of scale/min 4..7.
-inline void scale_min_k4(int j, const std::uint8_t* q, std::uint8_t& sc, std::uint8_t& mn) {
+static inline void scale_min_k4(int j, const std::uint8_t* q, std::uint8_t& sc, std::uint8_t& mn) {
   if (j < 4) {
     sc = q[j] & 63;
     mn = q[j + 4] & 63;
@@ -169,7 +173,7 @@ inline void scale_min_k4(int j, const std::uint8_t* q, std::uint8_t& sc, std::ui
 
 // Sub-block j (0..15) of a Q3_K scale field, unsigned 6-bit (subtract 32 for the signed scale):
 // low 4 bits from nibble j of bytes 0..7, high 2 bits from bytes 8..11.
-inline int scale_q3_k(int j, const std::uint8_t* s) {
+static inline int scale_q3_k(int j, const std::uint8_t* s) {
   const int lo = j < 8 ? (s[j] & 0xF) : (s[j - 8] >> 4);
   const int hi = (s[8 + (j & 3)] >> (2 * (j >> 2))) & 3;
   return lo | (hi << 4);

@@ -10,7 +10,7 @@
 #include "core/half.h"
 #include "seam/error.h"
 
-// The builds use -march=native, where GCC would fuse a*b+c into FMAs; keeping
+// An opt-in -march=native build (SEAM_NATIVE) lets GCC fuse a*b+c into FMAs; keeping
 // every product rounded makes the scale search follow ggml's (which is built
 // without FMA) so that near-ties resolve the same way.
 #if defined(__clang__)

@@ -1,28 +1,38 @@
-// SIMD dot kernels against the scalar reference, on random blocks of every type.
+// Every CPU level's dot kernels against the scalar reference, on random blocks
+// of every type; levels this CPU lacks are skipped (named in the skip message).
 #include "compute/dot.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "compute/quant.h"
 #include "quant_testutil.h"
+#include "seam/cpu.h"
+#include "seam/error.h"
 
 namespace seam {
 namespace {
 
-class DotTypes : public ::testing::TestWithParam<TensorType> {};
+class DotTypes : public ::testing::TestWithParam<std::tuple<TensorType, CpuLevel>> {};
 
 // The integer sums are exact in both kernels; they differ only in the order in
 // which per-block f32 terms are accumulated (and in FMA use). Each of the ~n/32
 // additions rounds by <= 2^-24 of a partial sum bounded by sum|terms|, so
 // 1e-5 * sum|terms| (terms include the separately accumulated min parts) is a
 // safe bound for these row lengths (<= 1000 elements: 1e-5 > 30 * 2^-24).
-TEST_P(DotTypes, FastMatchesScalar) {
-  const TensorType type = GetParam();
+TEST_P(DotTypes, LevelMatchesScalar) {
+  const auto [type, level] = GetParam();
+  if (level > detected_cpu_level()) {
+    GTEST_SKIP() << "this CPU runs up to " << cpu_level_name(detected_cpu_level()) << ", not "
+                 << cpu_level_name(level);
+  }
   const dot::Kernels* k = &quant::traits(type)->dot;
+  const dot::DotFn fast = k->at(level);
   const TensorType dt = quant::traits(type)->dot_type;
   std::mt19937 rng(99 + static_cast<int>(type));
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -46,7 +56,7 @@ TEST_P(DotTypes, FastMatchesScalar) {
       }
       std::vector<float> ref(n_act * 3, -1.0f), got(n_act * 3, -1.0f);
       k->scalar(n, w.data(), act.data(), arow, n_act, ref.data(), 3);
-      k->fast(n, w.data(), act.data(), arow, n_act, got.data(), 3);
+      fast(n, w.data(), act.data(), arow, n_act, got.data(), 3);
       for (int t = 0; t < n_act; ++t) {
         const std::vector<double> a = testutil::decode_act(dt, act.data() + t * arow, n);
         double mag = 0;
@@ -60,15 +70,120 @@ TEST_P(DotTypes, FastMatchesScalar) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTypes, DotTypes, ::testing::ValuesIn(testutil::kernel_types()),
-                         [](const auto& info) { return quant::type_name(info.param); });
+INSTANTIATE_TEST_SUITE_P(AllTypes, DotTypes,
+                         ::testing::Combine(::testing::ValuesIn(testutil::kernel_types()),
+                                            ::testing::Values(CpuLevel::Scalar, CpuLevel::Avx2,
+                                                              CpuLevel::Avx512)),
+                         [](const auto& info) {
+                           return quant::type_name(std::get<0>(info.param)) + "_" +
+                                  cpu_level_name(std::get<1>(info.param));
+                         });
 
-TEST(Dot, ReportsSimdPath) {
-  const std::string name = dot::simd_name();
-  EXPECT_TRUE(name == "avx2" || name == "scalar") << name;
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-  EXPECT_EQ(name, "avx2");
-#endif
+// The AVX-512 prefill GEMM (packed panels, prepared activations) against the
+// scalar dot kernel on the same quantized activations: every token count up to
+// 2.5 tiles of 8 (each remainder tile), full and partial panels. Same bound as
+// above: both sums are exact in integers and differ only in f32 rounding.
+TEST(DotGemm, PanelsMatchScalarRows) {
+  if (detected_cpu_level() < CpuLevel::Avx512) {
+    GTEST_SKIP() << "this CPU runs up to " << cpu_level_name(detected_cpu_level());
+  }
+  int checked = 0;
+  for (TensorType type : testutil::kernel_types()) {
+    const quant::TypeTraits& tr = *quant::traits(type);
+    const dot::GemmFns* g = tr.dot.gemm512;
+    if (!g) continue;
+    ++checked;
+    const TensorType dt = tr.dot_type;
+    std::mt19937 rng(7 + static_cast<int>(type));
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    const std::int64_t n = testutil::test_row_len(type);
+    const std::size_t row = quant::row_size(type, n);
+    const std::size_t arow = dt == TensorType::F32 ? n * 4 : quant::row_size(dt, n);
+    constexpr int kTok = 20;
+    std::vector<std::byte> act(arow * kTok), prepared(g->act_bytes(n) * kTok);
+    std::vector<float> x(n);
+    for (int t = 0; t < kTok; ++t) {
+      for (float& v : x) v = normal(rng) * (t % 3 == 2 ? 50.0f : 1.0f);
+      quant::quantize_row(dt, x.data(), act.data() + t * arow, n);
+      g->prepare(n, act.data() + t * arow, prepared.data() + t * g->act_bytes(n));
+    }
+    std::vector<std::byte> panel(g->panel_bytes(n));
+    for (int n_rows : {dot::kPanelRows, 7, 1}) {
+      const std::vector<std::byte> w = testutil::random_weights(type, n_rows, n, row, rng);
+      g->pack(n, w.data(), row, n_rows, panel.data());
+      for (int n_tok = 1; n_tok <= kTok; ++n_tok) {
+        const std::size_t ldy = dot::kPanelRows + 3;
+        std::vector<float> got(ldy * n_tok, -1.0f);
+        g->run(n, panel.data(), prepared.data(), n_tok, n_rows, got.data(), ldy);
+        for (int r = 0; r < n_rows; ++r) {
+          std::vector<float> ref(n_tok);
+          tr.dot.scalar(n, w.data() + r * row, act.data(), arow, n_tok, ref.data(), 1);
+          std::vector<float> wf(n);
+          quant::dequantize_row(type, w.data() + r * row, wf.data(), n);
+          const std::vector<double> mins = testutil::min_terms(type, w.data() + r * row, n);
+          for (int t = 0; t < n_tok; ++t) {
+            const std::vector<double> a = testutil::decode_act(dt, act.data() + t * arow, n);
+            double mag = 0;
+            for (std::int64_t i = 0; i < n; ++i)
+              mag += (std::fabs(wf[i]) + 2 * mins[i]) * std::fabs(a[i]);
+            ASSERT_NEAR(got[t * ldy + r], ref[t], 1e-5 * mag + 1e-30)
+                << quant::type_name(type) << " rows " << n_rows << " n_tok " << n_tok << " r " << r
+                << " t " << t;
+          }
+        }
+        for (int t = 0; t < n_tok; ++t) {
+          for (std::size_t r = n_rows; r < ldy; ++r) ASSERT_EQ(got[t * ldy + r], -1.0f);
+        }
+      }
+    }
+  }
+  EXPECT_GE(checked, 9);  // Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q6_K, F32, F16, BF16
+}
+
+// Every type has a kernel at every level (a level without its own runs the one below).
+TEST(Dot, EveryLevelHasAKernelForEveryType) {
+  for (TensorType t : testutil::kernel_types()) {
+    const dot::Kernels& k = quant::traits(t)->dot;
+    EXPECT_EQ(k.at(CpuLevel::Scalar), k.scalar) << quant::type_name(t);
+    EXPECT_NE(k.avx2, nullptr) << quant::type_name(t);
+    EXPECT_EQ(k.at(CpuLevel::Avx2), k.avx2) << quant::type_name(t);
+    EXPECT_EQ(k.at(CpuLevel::Avx512), k.avx512 ? k.avx512 : k.avx2) << quant::type_name(t);
+  }
+}
+
+TEST(CpuLevel, NamesRoundTrip) {
+  for (CpuLevel l : {CpuLevel::Scalar, CpuLevel::Avx2, CpuLevel::Avx512}) {
+    EXPECT_EQ(parse_cpu_level(cpu_level_name(l)), l);
+  }
+  EXPECT_EQ(parse_cpu_level("AVX2"), std::nullopt);
+  EXPECT_EQ(parse_cpu_level(""), std::nullopt);
+}
+
+// SEAM_CPU: unset picks the detected level; a lower one is honoured; a higher or
+// unknown one is refused with a message naming what the CPU supports.
+TEST(CpuLevel, ChoiceHonoursAndRefusesSeamCpu) {
+  EXPECT_EQ(choose_cpu_level(nullptr, CpuLevel::Avx2), CpuLevel::Avx2);
+  EXPECT_EQ(choose_cpu_level("", CpuLevel::Avx512), CpuLevel::Avx512);
+  EXPECT_EQ(choose_cpu_level("scalar", CpuLevel::Avx512), CpuLevel::Scalar);
+  EXPECT_EQ(choose_cpu_level("avx2", CpuLevel::Avx512), CpuLevel::Avx2);
+  EXPECT_EQ(choose_cpu_level("avx512", CpuLevel::Avx512), CpuLevel::Avx512);
+  for (const char* bad : {"avx512", "sse4"}) {
+    try {
+      choose_cpu_level(bad, CpuLevel::Avx2);
+      FAIL() << bad << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::InvalidArgument);
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(bad), std::string::npos) << msg;
+      EXPECT_NE(msg.find("avx2"), std::string::npos) << msg;  // what the CPU supports
+    }
+  }
+}
+
+// The public name is the active level, which never exceeds what the CPU has.
+TEST(CpuLevel, ActiveLevelIsSupported) {
+  EXPECT_LE(active_cpu_level(), detected_cpu_level());
+  EXPECT_EQ(parse_cpu_level(seam::cpu_level()), active_cpu_level());
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // matmul against a naive double-precision reference on the dequantized weights,
-// for every weight type, odd shapes and several thread counts.
+// for every weight type at every CPU level this machine runs, odd shapes and
+// one to four threads.
 #include "compute/matmul.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "compute/quant.h"
@@ -24,7 +26,7 @@ namespace {
 
 using testutil::decode_act;
 
-class MatmulTypes : public ::testing::TestWithParam<TensorType> {};
+class MatmulTypes : public ::testing::TestWithParam<std::tuple<TensorType, CpuLevel>> {};
 
 // Two checks per output, both with bounds derived from the formats:
 // (a) against the reference on the *quantized* activations (decoded): the kernel's
@@ -37,7 +39,11 @@ class MatmulTypes : public ::testing::TestWithParam<TensorType> {};
 //     scale (127 steps * d * 2^-11 = amax/2048); the error is then at most
 //     sum_k |w_k| * amax(block of k) * (1/254 + 1/2048), plus (a)'s bound.
 TEST_P(MatmulTypes, MatchesDoubleReference) {
-  const TensorType type = GetParam();
+  const auto [type, level] = GetParam();
+  if (level > detected_cpu_level()) {
+    GTEST_SKIP() << "this CPU runs up to " << cpu_level_name(detected_cpu_level()) << ", not "
+                 << cpu_level_name(level);
+  }
   const quant::TypeTraits& tr = *quant::traits(type);
   const TensorType dt = tr.dot_type;
   const std::int64_t n_in = testutil::test_row_len(type);
@@ -46,7 +52,7 @@ TEST_P(MatmulTypes, MatchesDoubleReference) {
   std::mt19937 rng(1234 + static_cast<int>(type));
   std::normal_distribution<float> normal(0.0f, 1.0f);
 
-  ThreadPool pools[3] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
+  ThreadPool pools[3] = {ThreadPool(1), ThreadPool(3), ThreadPool(4)};
   MatmulScratch scratch;
   for (std::int64_t n_out : {1, 3, 37, 129}) {
     const std::size_t stride = row + (n_out % 2 ? 8 : 0);  // padded rows for odd n_out
@@ -58,7 +64,7 @@ TEST_P(MatmulTypes, MatchesDoubleReference) {
       get_row(w, r, tmp.data());
       wd[r].assign(tmp.begin(), tmp.end());
     }
-    for (std::int64_t n_tok : {1, 2, 5, 17}) {
+    for (std::int64_t n_tok : {1, 2, 5, 13, 30}) {
       std::vector<float> x(n_tok * n_in);  // [n_tok][n_in]
       for (float& v : x) v = normal(rng);
       // Quantized activations as the kernel sees them.
@@ -107,14 +113,14 @@ TEST_P(MatmulTypes, MatchesDoubleReference) {
       for (int p = 0; p < 3; ++p) {
         const std::int64_t ldy = n_out + 3;
         std::vector<float> y(n_tok * ldy, 12345.0f);
-        matmul(w, x.data(), n_tok, y.data(), ldy, pools[p], scratch);
+        matmul(w, x.data(), n_tok, y.data(), ldy, pools[p], scratch, level);
         for (std::int64_t t = 0; t < n_tok; ++t) {
           for (std::int64_t r = 0; r < n_out; ++r) {
             const std::size_t i = t * n_out + r;
             const double got = y[t * ldy + r];
             ASSERT_NEAR(got, ref_q[i], tol_a[i])
                 << quant::type_name(type) << " n_out " << n_out << " n_tok " << n_tok << " threads "
-                << p + 1 << " r " << r << " t " << t;
+                << pools[p].size() << " r " << r << " t " << t;
             ASSERT_NEAR(got, ref_x[i], tol_b[i]) << quant::type_name(type) << " r " << r;
           }
           for (std::int64_t r = n_out; r < ldy; ++r) ASSERT_EQ(y[t * ldy + r], 12345.0f);
@@ -124,8 +130,14 @@ TEST_P(MatmulTypes, MatchesDoubleReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTypes, ::testing::ValuesIn(testutil::kernel_types()),
-                         [](const auto& info) { return quant::type_name(info.param); });
+INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTypes,
+                         ::testing::Combine(::testing::ValuesIn(testutil::kernel_types()),
+                                            ::testing::Values(CpuLevel::Scalar, CpuLevel::Avx2,
+                                                              CpuLevel::Avx512)),
+                         [](const auto& info) {
+                           return quant::type_name(std::get<0>(info.param)) + "_" +
+                                  cpu_level_name(std::get<1>(info.param));
+                         });
 
 std::vector<char> read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -164,35 +176,38 @@ TEST(Matmul, RealTensorsAgainstLlamaCppDecodedWeights) {
     ASSERT_EQ(raw.size(), row * kN);
     const WeightView w{type, kN, kN, reinterpret_cast<const std::byte*>(raw.data()), row};
     std::vector<float> y(n_tok * kN);
-    matmul(w, x.data(), n_tok, y.data(), kN, pool, scratch);
-    const TensorType dt = quant::traits(type)->dot_type;
-    const std::int64_t ab = dt == TensorType::Q8_K ? 256 : dt == TensorType::F32 ? 1 : 32;
-    const bool has_m = dt == TensorType::Q8_1;  // Q4_1 / Q5_1: fp16 m at byte 2 of each block
-    for (std::int64_t t = 0; t < n_tok; ++t) {
-      const float* xt = x.data() + t * kN;
-      std::vector<double> amax(kN / ab, 0.0), asum(kN / 32, 0.0);
-      for (std::int64_t k = 0; k < kN; ++k) {
-        amax[k / ab] = std::max(amax[k / ab], std::fabs(double{xt[k]}));
-        asum[k / 32] += std::fabs(double{xt[k]});
-      }
-      for (std::int64_t r = 0; r < kN; ++r) {
-        double ref = 0, mag = 0, qerr = 0, q81 = 0;
+    for (CpuLevel level : {CpuLevel::Scalar, CpuLevel::Avx2, CpuLevel::Avx512}) {
+      if (level > detected_cpu_level()) continue;
+      matmul(w, x.data(), n_tok, y.data(), kN, pool, scratch, level);
+      const TensorType dt = quant::traits(type)->dot_type;
+      const std::int64_t ab = dt == TensorType::Q8_K ? 256 : dt == TensorType::F32 ? 1 : 32;
+      const bool has_m = dt == TensorType::Q8_1;  // Q4_1 / Q5_1: fp16 m at byte 2 of each block
+      for (std::int64_t t = 0; t < n_tok; ++t) {
+        const float* xt = x.data() + t * kN;
+        std::vector<double> amax(kN / ab, 0.0), asum(kN / 32, 0.0);
         for (std::int64_t k = 0; k < kN; ++k) {
-          const double wk = wref[r * kN + k];
-          ref += wk * xt[k];
-          mag += std::fabs(wk * xt[k]);
-          if (ab > 1) qerr += std::fabs(wk) * amax[k / ab] * (1.0 / 254 + 1.0 / 2048);
+          amax[k / ab] = std::max(amax[k / ab], std::fabs(double{xt[k]}));
+          asum[k / 32] += std::fabs(double{xt[k]});
         }
-        if (has_m) {
-          // |m| * |s| * 2^-10, with |s| = |d * sum q| <= sum|x| * (1 + 1/127) + rounding.
-          for (std::int64_t b = 0; b < kN / 32; ++b) {
-            std::uint16_t mh;
-            std::memcpy(&mh, raw.data() + r * row + b * quant::traits(type)->type_size + 2, 2);
-            q81 += std::fabs(fp16_to_f32(mh)) * (asum[b] * 1.01 + amax[b]) / 1024;
+        for (std::int64_t r = 0; r < kN; ++r) {
+          double ref = 0, mag = 0, qerr = 0, q81 = 0;
+          for (std::int64_t k = 0; k < kN; ++k) {
+            const double wk = wref[r * kN + k];
+            ref += wk * xt[k];
+            mag += std::fabs(wk * xt[k]);
+            if (ab > 1) qerr += std::fabs(wk) * amax[k / ab] * (1.0 / 254 + 1.0 / 2048);
           }
+          if (has_m) {
+            // |m| * |s| * 2^-10, with |s| = |d * sum q| <= sum|x| * (1 + 1/127) + rounding.
+            for (std::int64_t b = 0; b < kN / 32; ++b) {
+              std::uint16_t mh;
+              std::memcpy(&mh, raw.data() + r * row + b * quant::traits(type)->type_size + 2, 2);
+              q81 += std::fabs(fp16_to_f32(mh)) * (asum[b] * 1.01 + amax[b]) / 1024;
+            }
+          }
+          ASSERT_NEAR(y[t * kN + r], ref, 1e-5 * mag + q81 + qerr)
+              << name << " " << cpu_level_name(level) << " r " << r << " t " << t;
         }
-        ASSERT_NEAR(y[t * kN + r], ref, 1e-5 * mag + q81 + qerr)
-            << name << " r " << r << " t " << t;
       }
     }
   }

@@ -388,3 +388,25 @@ TEST(QuantizeAct, UnsupportedTargetIsNamed) {
 
 }  // namespace
 }  // namespace seam
+
+namespace seam {
+namespace {
+
+// Q8_0 rounds half away from zero (C's roundf) at every half step: with a block
+// maximum of 127 the scale is exactly 1, so qs = round(x) for each x.
+TEST(QuantizeRef, Q8_0RoundsEveryHalfStepAwayFromZero) {
+  for (float start = -127.0f; start < 127.0f; start += 31 * 0.5f) {
+    float x[32];
+    x[0] = 127.0f;
+    for (int j = 1; j < 32; ++j) x[j] = std::min(126.5f, start + 0.5f * static_cast<float>(j));
+    quant::BlockQ8_0 b;
+    quant::quantize_row_q8_0(x, &b, 32);
+    ASSERT_EQ(fp16_to_f32(b.d), 1.0f);
+    for (int j = 0; j < 32; ++j) {
+      ASSERT_EQ(b.qs[j], static_cast<int>(std::round(x[j]))) << "x " << x[j];
+    }
+  }
+}
+
+}  // namespace
+}  // namespace seam

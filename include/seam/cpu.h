@@ -1,0 +1,13 @@
+// Which CPU kernel level this process runs.
+#pragma once
+
+namespace seam {
+
+// The name of the kernel level chosen at start-up: "scalar", "avx2" (AVX2 + FMA
+// + F16C) or "avx512" (AVX-512 F/BW/VL/VNNI). It is the best level the CPU and
+// operating system support, unless the environment variable SEAM_CPU names a
+// lower one. Throws Error(InvalidArgument) when SEAM_CPU names an unknown level
+// or one this CPU lacks; every later call throws the same error.
+const char* cpu_level();
+
+}  // namespace seam

@@ -1,0 +1,28 @@
+// CPU kernel levels: detection from cpuid, the SEAM_CPU override, and the one
+// level every kernel dispatch of this process uses.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+namespace seam {
+
+// Ordered: a CPU that runs a level runs every level below it.
+enum class CpuLevel { Scalar = 0, Avx2 = 1, Avx512 = 2 };
+inline constexpr int kNumCpuLevels = 3;
+
+const char* cpu_level_name(CpuLevel l);
+std::optional<CpuLevel> parse_cpu_level(std::string_view name);
+
+// The best level this CPU and OS support (cpuid feature bits plus xgetbv for
+// the register state the OS saves).
+CpuLevel detected_cpu_level();
+
+// The level to run given SEAM_CPU's value (null or empty: the detected one).
+// Throws Error(InvalidArgument) for an unknown name or a level above `detected`.
+CpuLevel choose_cpu_level(const char* seam_cpu, CpuLevel detected);
+
+// choose_cpu_level(getenv("SEAM_CPU"), detected_cpu_level()), computed once.
+CpuLevel active_cpu_level();
+
+}  // namespace seam

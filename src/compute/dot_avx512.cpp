@@ -1,0 +1,507 @@
+// AVX-512 (F/BW/VL/VNNI) prefill GEMM for Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K and Q6_K weights
+// (int8, below) and for F32, F16 and BF16 weights (f32 FMA, at the end).
+// Compiled with the AVX-512 flags (CMakeLists.txt); see dot.h on keeping this
+// unit's code out of baseline callers.
+//
+// One vpdpbusd multiplies 4 unsigned bytes by 4 signed bytes in each of 16
+// int32 lanes and adds them. Lane r holds weight row r of a 16-row panel; the
+// 4 activation bytes of a token are broadcast to all lanes. Activations are
+// stored biased (a + 128, unsigned), so each lane gets sum (a + 128) * w; the
+// panel's per-unit correction -128 * sum w, loaded as the accumulator's start,
+// removes the bias. Integer sums stay exact (|sum| < 2^31 for any unit: at most
+// 32 * 255 * 128 per unit); scales are applied in f32 per unit, so results
+// differ from the scalar reference only in f32 rounding.
+//
+// A weight unit is the run of elements one scale covers (32 for Q4_0, Q8_0,
+// Q4_K; 16 for Q6_K). Panel layout per unit: int8 w[U/4][16 rows][4],
+// int32 corr[16], f32 scale[16], then for Q4_K f32 min[16] (-dmin * m).
+// Prepared activations per token: u8 q[n] (a + 128), f32 d[n / SB] (one per
+// activation block, SB = 32 for Q8_0, 256 for Q8_K), then for Q8_K f32
+// sum[n / 32] (sums of the int8 activations, for the Q4_K mins).
+// GCC 12's AVX-512 headers self-initialize their "undefined" vectors
+// (__m512 __Y = __Y), which -Wmaybe-uninitialized reports once inlined here.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "compute/dot.h"
+#include "compute/quant_blocks.h"
+
+namespace seam::dot::avx512 {
+namespace {
+
+using namespace seam::quant;
+
+constexpr int kRows = kPanelRows;
+constexpr int kMaxTokens = 8;  // tokens per micro-kernel call: 8 int + 8 f32 accumulators
+
+inline float h2f(std::uint16_t h) { return _cvtsh_ss(h); }
+
+std::size_t round64(std::size_t b) { return (b + 63) / 64 * 64; }
+
+// ---------------------------------------------------------------- weight decoders
+
+// 32 consecutive weights of one row as int8, with the scale (and min) of each
+// 16-element half; for 32-element units both halves carry the same values.
+struct Chunk {
+  __m256i q;
+  float scale[2];
+  float min[2];
+};
+
+struct DecQ8_0 {
+  static constexpr int kUnit = 32, kActBlock = 32;
+  static constexpr bool kMin = false;
+  static constexpr int kChunksPerGroup = 1;
+  static constexpr std::size_t kGroupBytes = sizeof(BlockQ8_0);
+  static void decode(const std::byte* g, Chunk* c) {
+    const auto& b = *reinterpret_cast<const BlockQ8_0*>(g);
+    c[0].q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
+    c[0].scale[0] = c[0].scale[1] = h2f(b.d);
+  }
+};
+
+struct DecQ4_0 {
+  static constexpr int kUnit = 32, kActBlock = 32;
+  static constexpr bool kMin = false;
+  static constexpr int kChunksPerGroup = 1;
+  static constexpr std::size_t kGroupBytes = sizeof(BlockQ4_0);
+  static void decode(const std::byte* g, Chunk* c) {
+    const auto& b = *reinterpret_cast<const BlockQ4_0*>(g);
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+    const __m128i m = _mm_set1_epi8(0x0F);
+    const __m256i v = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+    c[0].q = _mm256_sub_epi8(v, _mm256_set1_epi8(8));
+    c[0].scale[0] = c[0].scale[1] = h2f(b.d);
+  }
+};
+
+// Q5_0: Q4_0's nibbles plus bit j of qh as bit 4 of element j; x = (q - 16) * d.
+// (The Q4_K_M mix stores tensors whose rows are not a multiple of 256 as Q5_0.)
+struct DecQ5_0 {
+  static constexpr int kUnit = 32, kActBlock = 32;
+  static constexpr bool kMin = false;
+  static constexpr int kChunksPerGroup = 1;
+  static constexpr std::size_t kGroupBytes = sizeof(BlockQ5_0);
+  static void decode(const std::byte* g, Chunk* c) {
+    const auto& b = *reinterpret_cast<const BlockQ5_0*>(g);
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+    const __m128i m = _mm_set1_epi8(0x0F);
+    const __m256i lo =
+        _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+    std::uint32_t qh;
+    std::memcpy(&qh, b.qh, 4);
+    // Bit j of qh -> bit 4 of byte j.
+    const __mmask32 hb = _cvtu32_mask32(qh);
+    const __m256i hi = _mm256_maskz_mov_epi8(hb, _mm256_set1_epi8(0x10));
+    c[0].q = _mm256_sub_epi8(_mm256_or_si256(lo, hi), _mm256_set1_epi8(16));
+    c[0].scale[0] = c[0].scale[1] = h2f(b.d);
+  }
+};
+
+// IQ4_NL: Q4_0's nibble layout through the kIQ4Values codebook; x = v * d.
+struct DecIQ4_NL {
+  static constexpr int kUnit = 32, kActBlock = 32;
+  static constexpr bool kMin = false;
+  static constexpr int kChunksPerGroup = 1;
+  static constexpr std::size_t kGroupBytes = sizeof(BlockIQ4_NL);
+  static void decode(const std::byte* g, Chunk* c) {
+    const auto& b = *reinterpret_cast<const BlockIQ4_NL*>(g);
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+    const __m128i m = _mm_set1_epi8(0x0F);
+    const __m256i idx =
+        _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+    const __m256i table =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values)));
+    c[0].q = _mm256_shuffle_epi8(table, idx);
+    c[0].scale[0] = c[0].scale[1] = h2f(b.d);
+  }
+};
+
+// Q4_K: x = d * sc * q - dmin * mn per 32-element sub-block.
+struct DecQ4_K {
+  static constexpr int kUnit = 32, kActBlock = 256;
+  static constexpr bool kMin = true;
+  static constexpr int kChunksPerGroup = 8;
+  static constexpr std::size_t kGroupBytes = sizeof(BlockQ4_K);
+  static void decode(const std::byte* g, Chunk* c) {
+    const auto& b = *reinterpret_cast<const BlockQ4_K*>(g);
+    const float d = h2f(b.d), dmin = h2f(b.dmin);
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int p = 0; p < 4; ++p) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * p));
+      c[2 * p].q = _mm256_and_si256(q, m4);
+      c[2 * p + 1].q = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+    }
+    for (int j = 0; j < 8; ++j) {
+      std::uint8_t sc, mn;
+      scale_min_k4(j, b.scales, sc, mn);
+      c[j].scale[0] = c[j].scale[1] = d * sc;
+      c[j].min[0] = c[j].min[1] = -dmin * mn;
+    }
+  }
+};
+
+// Q6_K: x = d * sc * (q - 32) per 16-element sub-block.
+struct DecQ6_K {
+  static constexpr int kUnit = 16, kActBlock = 256;
+  static constexpr bool kMin = false;
+  static constexpr int kChunksPerGroup = 8;
+  static constexpr std::size_t kGroupBytes = sizeof(BlockQ6_K);
+  static void decode(const std::byte* g, Chunk* c) {
+    const auto& b = *reinterpret_cast<const BlockQ6_K*>(g);
+    const float d = h2f(b.d);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
+      const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h + 32));
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h));
+      const __m256i lo[4] = {_mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4),
+                             _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                             _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4)};
+      for (int gq = 0; gq < 4; ++gq) {
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * gq), m2);
+        c[4 * h + gq].q = _mm256_sub_epi8(_mm256_or_si256(lo[gq], _mm256_slli_epi16(hi, 4)),
+                                          _mm256_set1_epi8(32));
+      }
+    }
+    for (int k = 0; k < 8; ++k) {
+      c[k].scale[0] = d * b.scales[2 * k];
+      c[k].scale[1] = d * b.scales[2 * k + 1];
+      c[k].min[0] = c[k].min[1] = 0.0f;
+    }
+  }
+};
+
+// ---------------------------------------------------------------- panels
+
+template <class D>
+constexpr std::size_t unit_bytes() {
+  return static_cast<std::size_t>(D::kUnit) * kRows + 64 * (D::kMin ? 3 : 2);
+}
+
+template <class D>
+std::size_t panel_bytes(std::int64_t n) {
+  return static_cast<std::size_t>(n / D::kUnit) * unit_bytes<D>();
+}
+
+// Sums of the int8 values of each 16-element half of a chunk.
+inline void half_sums(__m256i q, int s[2]) {
+  // sad of (q + 128) against 0: four sums of 8 bytes, each biased by 8 * 128.
+  const __m256i sad =
+      _mm256_sad_epu8(_mm256_xor_si256(q, _mm256_set1_epi8(-128)), _mm256_setzero_si256());
+  alignas(32) std::int64_t v[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(v), sad);
+  s[0] = static_cast<int>(v[0] + v[1]) - 16 * 128;
+  s[1] = static_cast<int>(v[2] + v[3]) - 16 * 128;
+}
+
+template <class D>
+void pack(std::int64_t n, const void* w, std::size_t row_stride, int n_rows, void* panel) {
+  constexpr int U = D::kUnit, G = D::kChunksPerGroup;
+  constexpr std::size_t ub = unit_bytes<D>();
+  auto* out = static_cast<std::byte*>(panel);
+  const std::int64_t n_groups = n / (32 * G);
+  for (int r0 = 0; r0 < kRows; r0 += 4) {
+    for (std::int64_t gi = 0; gi < n_groups; ++gi) {
+      Chunk c[4][G];
+      for (int i = 0; i < 4; ++i) {
+        const int r = r0 + i;
+        if (r < n_rows) {
+          D::decode(static_cast<const std::byte*>(w) + r * row_stride + gi * D::kGroupBytes, c[i]);
+        } else {
+          for (int k = 0; k < G; ++k) c[i][k] = Chunk{_mm256_setzero_si256(), {0, 0}, {0, 0}};
+        }
+      }
+      for (int k = 0; k < G; ++k) {
+        const std::int64_t e0 = (gi * G + k) * 32;  // first element of this chunk
+        // 4x4 transpose of dwords within each 128-bit lane: tr[j] low lane =
+        // the 4 rows' bytes 4j..4j+3, high lane = bytes 16 + 4j..
+        const __m256i a = _mm256_unpacklo_epi32(c[0][k].q, c[1][k].q);
+        const __m256i b = _mm256_unpackhi_epi32(c[0][k].q, c[1][k].q);
+        const __m256i cc = _mm256_unpacklo_epi32(c[2][k].q, c[3][k].q);
+        const __m256i dd = _mm256_unpackhi_epi32(c[2][k].q, c[3][k].q);
+        const __m256i tr[4] = {_mm256_unpacklo_epi64(a, cc), _mm256_unpackhi_epi64(a, cc),
+                               _mm256_unpacklo_epi64(b, dd), _mm256_unpackhi_epi64(b, dd)};
+        for (int j = 0; j < 8; ++j) {
+          const std::int64_t e = e0 + 4 * j;
+          std::byte* dst = out + (e / U) * ub + ((e % U) / 4) * 64 + 4 * r0;
+          const __m128i v =
+              j < 4 ? _mm256_castsi256_si128(tr[j]) : _mm256_extracti128_si256(tr[j - 4], 1);
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), v);
+        }
+        for (int i = 0; i < 4; ++i) {
+          int s[2];
+          half_sums(c[i][k].q, s);
+          for (int h = 0; h < 2; ++h) {
+            const std::int64_t u = (e0 + 16 * h) / U;
+            std::byte* base = out + u * ub + U * kRows;
+            // A 32-element unit sums both halves; its scale is the same in both.
+            std::int32_t corr = -128 * (U == 32 ? s[0] + s[1] : s[h]);
+            std::memcpy(base + 4 * (r0 + i), &corr, 4);
+            std::memcpy(base + 64 + 4 * (r0 + i), &c[i][k].scale[h], 4);
+            if constexpr (D::kMin) std::memcpy(base + 128 + 4 * (r0 + i), &c[i][k].min[h], 4);
+            if (U == 32) break;
+          }
+        }
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- activations
+
+template <class D>
+std::size_t act_bytes(std::int64_t n) {
+  const std::size_t sums = D::kActBlock == 256 ? static_cast<std::size_t>(n / 32) * 4 : 0;
+  return round64(static_cast<std::size_t>(n) + static_cast<std::size_t>(n / D::kActBlock) * 4 +
+                 sums);
+}
+
+template <class D>
+void prepare(std::int64_t n, const void* act, void* dst) {
+  auto* q = static_cast<std::uint8_t*>(dst);
+  auto* d = reinterpret_cast<float*>(q + n);
+  const __m256i bias = _mm256_set1_epi8(-128);
+  if constexpr (D::kActBlock == 32) {
+    const auto* y = static_cast<const BlockQ8_0*>(act);
+    for (std::int64_t i = 0; i < n / 32; ++i) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 32 * i), _mm256_xor_si256(v, bias));
+      d[i] = h2f(y[i].d);
+    }
+  } else {
+    const auto* y = static_cast<const BlockQ8_K*>(act);
+    float* sums = d + n / 256;
+    for (std::int64_t i = 0; i < n / 256; ++i) {
+      for (int j = 0; j < 8; ++j) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs + 32 * j));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 256 * i + 32 * j),
+                            _mm256_xor_si256(v, bias));
+        sums[8 * i + j] = static_cast<float>(y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
+      }
+      d[i] = y[i].d;
+    }
+  }
+}
+
+// ---------------------------------------------------------------- micro-kernel
+
+inline __m512i bcast4(const std::uint8_t* p) {
+  std::int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// 16 panel rows x NT tokens: out[t * ldy + r] for r < n_rows.
+template <class D, int NT>
+void tile(std::int64_t n, const std::byte* panel, const std::byte* act, std::size_t as, int n_rows,
+          float* out, std::size_t ldy) {
+  constexpr int U = D::kUnit, SB = D::kActBlock, G = SB / U;
+  constexpr std::size_t ub = unit_bytes<D>();
+  const std::uint8_t* aq[NT];
+  const float* ad[NT];
+  const float* asum[NT];
+  __m512 facc[NT];
+  for (int t = 0; t < NT; ++t) {
+    aq[t] = reinterpret_cast<const std::uint8_t*>(act + t * as);
+    ad[t] = reinterpret_cast<const float*>(aq[t] + n);
+    asum[t] = ad[t] + n / SB;
+    facc[t] = _mm512_setzero_ps();
+  }
+  for (std::int64_t sb = 0; sb < n / SB; ++sb) {
+    __m512 tacc[NT];
+    for (int t = 0; t < NT; ++t) tacc[t] = _mm512_setzero_ps();
+    for (int g = 0; g < G; ++g) {
+      const std::int64_t u = sb * G + g;
+      const std::byte* pu = panel + u * ub;
+      const __m512i corr = _mm512_loadu_si512(pu + U * kRows);
+      __m512i iacc[NT];
+      for (int t = 0; t < NT; ++t) iacc[t] = corr;
+      for (int k = 0; k < U / 4; ++k) {
+        const __m512i wv = _mm512_loadu_si512(pu + 64 * k);
+        for (int t = 0; t < NT; ++t) {
+          iacc[t] = _mm512_dpbusd_epi32(iacc[t], bcast4(aq[t] + u * U + 4 * k), wv);
+        }
+      }
+      const __m512 sc = _mm512_loadu_ps(pu + U * kRows + 64);
+      for (int t = 0; t < NT; ++t)
+        tacc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(iacc[t]), sc, tacc[t]);
+      if constexpr (D::kMin) {
+        const __m512 mn = _mm512_loadu_ps(pu + U * kRows + 128);
+        for (int t = 0; t < NT; ++t) {
+          tacc[t] = _mm512_fmadd_ps(mn, _mm512_set1_ps(asum[t][u]), tacc[t]);
+        }
+      }
+    }
+    for (int t = 0; t < NT; ++t) {
+      facc[t] = _mm512_fmadd_ps(tacc[t], _mm512_set1_ps(ad[t][sb]), facc[t]);
+    }
+  }
+  const __mmask16 mask = static_cast<__mmask16>((1u << n_rows) - 1);
+  for (int t = 0; t < NT; ++t) _mm512_mask_storeu_ps(out + t * ldy, mask, facc[t]);
+}
+
+template <class D>
+void run(std::int64_t n, const void* panel, const void* act, std::int64_t n_tok, int n_rows,
+         float* out, std::size_t ldy) {
+  const auto* p = static_cast<const std::byte*>(panel);
+  const auto* a = static_cast<const std::byte*>(act);
+  const std::size_t as = act_bytes<D>(n);
+  std::int64_t t = 0;
+  for (; t + kMaxTokens <= n_tok; t += kMaxTokens) {
+    tile<D, kMaxTokens>(n, p, a + t * as, as, n_rows, out + t * ldy, ldy);
+  }
+  switch (n_tok - t) {
+    case 0:
+      break;
+    case 1:
+      tile<D, 1>(n, p, a + t * as, as, n_rows, out + t * ldy, ldy);
+      break;
+    case 2:
+      tile<D, 2>(n, p, a + t * as, as, n_rows, out + t * ldy, ldy);
+      break;
+    case 3:
+      tile<D, 3>(n, p, a + t * as, as, n_rows, out + t * ldy, ldy);
+      break;
+    case 4:
+      tile<D, 4>(n, p, a + t * as, as, n_rows, out + t * ldy, ldy);
+      break;
+    case 5:
+      tile<D, 5>(n, p, a + t * as, as, n_rows, out + t * ldy, ldy);
+      break;
+    case 6:
+      tile<D, 6>(n, p, a + t * as, as, n_rows, out + t * ldy, ldy);
+      break;
+    default:
+      tile<D, 7>(n, p, a + t * as, as, n_rows, out + t * ldy, ldy);
+      break;
+  }
+}
+
+// ---------------------------------------------------------------- float weights
+
+// F32 / F16 / BF16 weights: the panel is the 16 rows converted to f32 and
+// transposed, f32 p[n][16]; activations stay f32. One FMA per element and
+// token covers 16 rows, with the token's value broadcast from memory, so a
+// panel in L2 meets every token without re-reading activation vectors per row.
+struct CvtF32 {
+  static float one(const void* w, std::int64_t k) { return static_cast<const float*>(w)[k]; }
+};
+struct CvtF16 {
+  static float one(const void* w, std::int64_t k) {
+    return h2f(static_cast<const std::uint16_t*>(w)[k]);
+  }
+};
+struct CvtBF16 {
+  static float one(const void* w, std::int64_t k) {
+    const std::uint32_t b = static_cast<std::uint32_t>(static_cast<const std::uint16_t*>(w)[k])
+                            << 16;
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+  }
+};
+
+std::size_t float_act_bytes(std::int64_t n) { return round64(static_cast<std::size_t>(n) * 4); }
+std::size_t float_panel_bytes(std::int64_t n) { return static_cast<std::size_t>(n) * 4 * kRows; }
+
+void float_prepare(std::int64_t n, const void* act, void* dst) {
+  std::memcpy(dst, act, static_cast<std::size_t>(n) * 4);
+}
+
+template <class C>
+void float_pack(std::int64_t n, const void* w, std::size_t row_stride, int n_rows, void* panel) {
+  // Element-major so that the stores run sequentially through the panel.
+  auto* p = static_cast<float*>(panel);
+  const void* rows[kRows];
+  for (int r = 0; r < n_rows; ++r) rows[r] = static_cast<const std::byte*>(w) + r * row_stride;
+  for (std::int64_t k = 0; k < n; ++k) {
+    for (int r = 0; r < n_rows; ++r) p[k * kRows + r] = C::one(rows[r], k);
+    for (int r = n_rows; r < kRows; ++r) p[k * kRows + r] = 0.0f;
+  }
+}
+
+template <int NT>
+void float_tile(std::int64_t n, const float* p, const std::byte* act, std::size_t as, int n_rows,
+                float* out, std::size_t ldy) {
+  const float* a[NT];
+  __m512 acc[NT];
+  for (int t = 0; t < NT; ++t) {
+    a[t] = reinterpret_cast<const float*>(act + t * as);
+    acc[t] = _mm512_setzero_ps();
+  }
+  for (std::int64_t k = 0; k < n; ++k) {
+    const __m512 wv = _mm512_loadu_ps(p + k * kRows);
+    for (int t = 0; t < NT; ++t) acc[t] = _mm512_fmadd_ps(wv, _mm512_set1_ps(a[t][k]), acc[t]);
+  }
+  const __mmask16 mask = static_cast<__mmask16>((1u << n_rows) - 1);
+  for (int t = 0; t < NT; ++t) _mm512_mask_storeu_ps(out + t * ldy, mask, acc[t]);
+}
+
+void float_run(std::int64_t n, const void* panel, const void* act, std::int64_t n_tok, int n_rows,
+               float* out, std::size_t ldy) {
+  const auto* p = static_cast<const float*>(panel);
+  const auto* a = static_cast<const std::byte*>(act);
+  const std::size_t as = float_act_bytes(n);
+  std::int64_t t = 0;
+  for (; t + kMaxTokens <= n_tok; t += kMaxTokens) {
+    float_tile<kMaxTokens>(n, p, a + t * as, as, n_rows, out + t * ldy, ldy);
+  }
+  switch (n_tok - t) {
+    case 0:
+      break;
+    case 1:
+      float_tile<1>(n, p, a + t * as, as, n_rows, out + t * ldy, ldy);
+      break;
+    case 2:
+      float_tile<2>(n, p, a + t * as, as, n_rows, out + t * ldy, ldy);
+      break;
+    case 3:
+      float_tile<3>(n, p, a + t * as, as, n_rows, out + t * ldy, ldy);
+      break;
+    case 4:
+      float_tile<4>(n, p, a + t * as, as, n_rows, out + t * ldy, ldy);
+      break;
+    case 5:
+      float_tile<5>(n, p, a + t * as, as, n_rows, out + t * ldy, ldy);
+      break;
+    case 6:
+      float_tile<6>(n, p, a + t * as, as, n_rows, out + t * ldy, ldy);
+      break;
+    default:
+      float_tile<7>(n, p, a + t * as, as, n_rows, out + t * ldy, ldy);
+      break;
+  }
+}
+
+}  // namespace
+
+// Below these token counts packing a panel costs more than the GEMM saves over
+// the AVX2 dot kernels (bench_kernels, 4096 x 4096, 1 thread, Zen 4).
+constexpr int kIntMinTokens = 12;
+constexpr int kFloatMinTokens = 12;
+
+// Constant-initialized: no start-up code runs in this unit.
+constinit const GemmFns gemm_q4_0 = {kIntMinTokens,    act_bytes<DecQ4_0>, panel_bytes<DecQ4_0>,
+                                     prepare<DecQ4_0>, pack<DecQ4_0>,      run<DecQ4_0>};
+constinit const GemmFns gemm_q5_0 = {kIntMinTokens,    act_bytes<DecQ5_0>, panel_bytes<DecQ5_0>,
+                                     prepare<DecQ5_0>, pack<DecQ5_0>,      run<DecQ5_0>};
+constinit const GemmFns gemm_iq4_nl = {kIntMinTokens,          act_bytes<DecIQ4_NL>,
+                                       panel_bytes<DecIQ4_NL>, prepare<DecIQ4_NL>,
+                                       pack<DecIQ4_NL>,        run<DecIQ4_NL>};
+constinit const GemmFns gemm_q8_0 = {kIntMinTokens,    act_bytes<DecQ8_0>, panel_bytes<DecQ8_0>,
+                                     prepare<DecQ8_0>, pack<DecQ8_0>,      run<DecQ8_0>};
+constinit const GemmFns gemm_q4_k = {kIntMinTokens,    act_bytes<DecQ4_K>, panel_bytes<DecQ4_K>,
+                                     prepare<DecQ4_K>, pack<DecQ4_K>,      run<DecQ4_K>};
+constinit const GemmFns gemm_q6_k = {kIntMinTokens,    act_bytes<DecQ6_K>, panel_bytes<DecQ6_K>,
+                                     prepare<DecQ6_K>, pack<DecQ6_K>,      run<DecQ6_K>};
+constinit const GemmFns gemm_f32 = {kFloatMinTokens, float_act_bytes,    float_panel_bytes,
+                                    float_prepare,   float_pack<CvtF32>, float_run};
+constinit const GemmFns gemm_f16 = {kFloatMinTokens, float_act_bytes,    float_panel_bytes,
+                                    float_prepare,   float_pack<CvtF16>, float_run};
+constinit const GemmFns gemm_bf16 = {kFloatMinTokens, float_act_bytes,     float_panel_bytes,
+                                     float_prepare,   float_pack<CvtBF16>, float_run};
+
+}  // namespace seam::dot::avx512

@@ -1,0 +1,34 @@
+#include "compute/vec.h"
+
+#include "core/half.h"
+
+namespace seam::vec {
+namespace {
+
+float dot_f32_scalar(const float* a, const float* b, std::int64_t n) {
+  float s = 0.0f;
+  for (std::int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+void f32_to_f16_scalar(const float* src, std::uint16_t* dst, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) dst[i] = f32_to_fp16(src[i]);
+}
+
+void f16_to_f32_scalar(const std::uint16_t* src, float* dst, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) dst[i] = fp16_to_f32(src[i]);
+}
+
+constexpr VecFns kScalar = {dot_f32_scalar, f32_to_f16_scalar, f16_to_f32_scalar};
+constexpr VecFns kAvx2 = {avx2::dot_f32, avx2::f32_to_f16, avx2::f16_to_f32};
+
+}  // namespace
+
+const VecFns& vec_fns(CpuLevel level) { return level >= CpuLevel::Avx2 ? kAvx2 : kScalar; }
+
+const VecFns& vec_fns() {
+  static const VecFns& fns = vec_fns(active_cpu_level());
+  return fns;
+}
+
+}  // namespace seam::vec

@@ -1,0 +1,32 @@
+// Row primitives for the ops outside matmul (attention, the KV cache), per CPU
+// level like the dot kernels (dot.h): the SIMD bodies live in vec_avx2.cpp,
+// compiled with that level's flags, and are reached only through vec_fns().
+#pragma once
+
+#include <cstdint>
+
+#include "compute/cpu_level.h"
+
+namespace seam::vec {
+
+struct VecFns {
+  // sum_i a[i] * b[i], f32 accumulation (order differs per level).
+  float (*dot_f32)(const float* a, const float* b, std::int64_t n);
+  // dst[i] = binary16(src[i]), rounded to nearest even (NaN stays NaN).
+  void (*f32_to_f16)(const float* src, std::uint16_t* dst, std::int64_t n);
+  // dst[i] = src[i] widened (exact).
+  void (*f16_to_f32)(const std::uint16_t* src, float* dst, std::int64_t n);
+};
+
+// The functions of `level` (the highest present at or below it).
+const VecFns& vec_fns(CpuLevel level);
+// The functions of active_cpu_level().
+const VecFns& vec_fns();
+
+namespace avx2 {
+float dot_f32(const float* a, const float* b, std::int64_t n);
+void f32_to_f16(const float* src, std::uint16_t* dst, std::int64_t n);
+void f16_to_f32(const std::uint16_t* src, float* dst, std::int64_t n);
+}  // namespace avx2
+
+}  // namespace seam::vec

@@ -1,0 +1,96 @@
+// The row primitives of vec.h at every CPU level this machine runs, against
+// the scalar definitions.
+#include "compute/vec.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "core/half.h"
+
+namespace seam {
+namespace {
+
+class VecLevels : public ::testing::TestWithParam<CpuLevel> {
+ protected:
+  void SetUp() override {
+    if (GetParam() > detected_cpu_level()) {
+      GTEST_SKIP() << "this CPU runs up to " << cpu_level_name(detected_cpu_level());
+    }
+  }
+};
+
+// Any summation order of n products, each rounded once or fused, is within
+// gamma_n = n u / (1 - n u) of sum |a b| (u = 2^-24) of the exact sum.
+TEST_P(VecLevels, DotWithinTheSummationBound) {
+  const vec::VecFns& f = vec::vec_fns(GetParam());
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (std::int64_t n : {0, 1, 7, 8, 15, 16, 17, 64, 127, 1000}) {
+    std::vector<float> a(n), b(n);
+    for (float& v : a) v = normal(rng);
+    for (float& v : b) v = normal(rng);
+    double exact = 0, mag = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      exact += double{a[i]} * b[i];
+      mag += std::fabs(double{a[i]} * b[i]);
+    }
+    const double u = std::ldexp(1.0, -24), gamma = n * u / (1 - n * u);
+    EXPECT_NEAR(f.dot_f32(a.data(), b.data(), n), exact, gamma * mag + 1e-30) << "n " << n;
+  }
+}
+
+// Conversions are exact operations: the same bits as core/half.h's.
+TEST_P(VecLevels, HalfConversionsMatchCoreHalf) {
+  const vec::VecFns& f = vec::vec_fns(GetParam());
+  std::mt19937 rng(6);
+  std::uniform_int_distribution<std::uint32_t> bits;
+  std::vector<float> x(1003);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    // Finite values across the whole f32 range (overflow, subnormal and zero
+    // results included), plus infinities.
+    float v;
+    do {
+      const std::uint32_t b = bits(rng);
+      std::memcpy(&v, &b, 4);
+    } while (!std::isfinite(v));
+    if (v == 0.0f || i % 3 == 0) {
+      x[i] = v;
+    } else {
+      x[i] =
+          i % 3 == 1 ? v * 1e-30f : std::ldexp(v, -std::ilogb(v) + static_cast<int>(i % 40) - 30);
+    }
+  }
+  x[0] = std::numeric_limits<float>::infinity();
+  x[1] = -x[0];
+  x[2] = 65519.99f;  // just below the rounding boundary to inf
+  x[3] = 65520.0f;   // rounds to inf
+  std::vector<std::uint16_t> h(x.size());
+  f.f32_to_f16(x.data(), h.data(), static_cast<std::int64_t>(x.size()));
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    ASSERT_EQ(h[i], f32_to_fp16(x[i])) << "x " << x[i] << " i " << i;
+  }
+  std::vector<std::uint16_t> all(65536);
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::uint16_t>(i);
+  std::vector<float> y(all.size());
+  f.f16_to_f32(all.data(), y.data(), static_cast<std::int64_t>(all.size()));
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const float want = fp16_to_f32(all[i]);
+    if (std::isnan(want)) {
+      ASSERT_TRUE(std::isnan(y[i])) << i;
+    } else {
+      ASSERT_EQ(std::memcmp(&y[i], &want, 4), 0) << "h " << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Levels, VecLevels,
+                         ::testing::Values(CpuLevel::Scalar, CpuLevel::Avx2, CpuLevel::Avx512),
+                         [](const auto& info) { return std::string(cpu_level_name(info.param)); });
+
+}  // namespace
+}  // namespace seam
