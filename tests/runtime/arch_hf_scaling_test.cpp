@@ -32,7 +32,7 @@ struct HfCase {
 std::string hf_py() { return std::string(SEAM_SOURCE_DIR) + "/tools/hf.py"; }
 
 std::vector<float> flat_logits(const Model& m, const std::vector<Token>& ids, std::uint32_t n_ctx) {
-  auto s = m.session({n_ctx, 7, 1});
+  auto s = m.session({n_ctx, 7, 1, CacheType::F32});
   std::vector<float> out;
   for (const auto& row : decode_all(*s, ids, 0)) out.insert(out.end(), row.begin(), row.end());
   return out;

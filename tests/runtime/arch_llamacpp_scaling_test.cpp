@@ -36,7 +36,7 @@ TEST_P(LlamaCppScaling, LastLogitsMatch) {
   const std::vector<float> theirs = read_f32_file(out);
   ASSERT_EQ(theirs.size(), nv);
   // 64 cells: above every original context below, as llama.cpp's own context is.
-  auto s = model->session({64, 16, 1});
+  auto s = model->session({64, 16, 1, CacheType::F32});
   const auto rows = decode_all(*s, ids, 0);
   const double r = rel_diff(rows.back(), theirs);
   std::printf("[ %s ] seam vs llama.cpp, last position: relative difference %.3g\n", c.name.c_str(),

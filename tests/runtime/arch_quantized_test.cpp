@@ -42,7 +42,7 @@ TEST_P(QuantizedRecipe, Q8_0AndQ4KMMatchTheReference) {
     auto model = Model::load(out, lo);
     const std::vector<Token> ids = random_prompt(model->info().n_vocab, 16, 5);
     const std::vector<float> ref = reference_logits(out, ids, tag);
-    auto s = model->session({64, 512, 1});
+    auto s = model->session({64, 512, 1, CacheType::F32});
     auto got = decode_all(*s, ids, 0);
     const std::size_t nv = model->info().n_vocab;
     double worst = 0;

@@ -43,7 +43,7 @@ TEST_P(RopeScaling, LogitsMatchEveryPosition) {
   ASSERT_EQ(ref.size(), ids.size() * nv);
 
   // Prefill in chunks of 5 through the KV cache, as the other reference tests do.
-  auto s = model->session({c.n_ctx, 5, 1});
+  auto s = model->session({c.n_ctx, 5, 1, CacheType::F32});
   auto got = decode_all(*s, ids, 0);
   double worst = 0;
   for (std::size_t t = 0; t < ids.size(); ++t) {
@@ -135,7 +135,7 @@ TEST(RopeScalingChoice, LongRopeFollowsSessionContext) {
   const auto long_ref = ref_logits_ctx(path, ids, "scaling_choice_long", 33);
   ASSERT_GT(worst_rel(short_ref, long_ref, nv), 1e-3);
   for (const auto& [n_ctx, ref] : {std::pair{32u, &short_ref}, std::pair{33u, &long_ref}}) {
-    auto s = model->session({n_ctx, 16, 1});
+    auto s = model->session({n_ctx, 16, 1, CacheType::F32});
     auto got = decode_all(*s, ids, 0);
     std::vector<float> flat;
     for (const auto& row : got) flat.insert(flat.end(), row.begin(), row.end());

@@ -35,7 +35,7 @@ TEST(DefaultModel, LogitsMatchTheReferenceAtEveryPosition) {
   const auto ids =
       m->tokenize("In the beginning God created the heaven and the earth.", true, false);
   const auto ref = reference_logits(kPath, ids, "seam_kjv");
-  auto s = m->session({128, 512, 1});
+  auto s = m->session({128, 512, 1, CacheType::F32});
   auto got = decode_all(*s, ids, 0);
   const std::size_t nv = m->info().n_vocab;
   for (std::size_t t = 0; t < ids.size(); ++t) {
@@ -51,7 +51,7 @@ TEST(DefaultModel, GreedyOutputIsStable) {
   const std::vector<Token> golden = {325,  337, 2001, 299, 400,  299, 348, 1378, 261, 414,
                                      2001, 270, 292,  261, 414,  271, 438, 2001, 270, 292,
                                      261,  414, 271,  438, 2001, 270, 292, 261,  414, 271};
-  auto s = m->session({128, 512, 1});
+  auto s = m->session({128, 512, 1, CacheType::F32});
   auto last = decode_all(*s, prompt, 0).back();
   std::vector<Token> ours;
   for (std::size_t i = 0; i < golden.size(); ++i) {

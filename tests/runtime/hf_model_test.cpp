@@ -48,7 +48,8 @@ std::shared_ptr<const Model> load(const std::string& path) {
 }
 
 std::vector<std::vector<float>> logits_of(const Model& m, const std::vector<Token>& ids) {
-  auto s = m.session(SessionConfig{.n_ctx = 64, .n_batch = 64, .n_seq_max = 1});
+  auto s = m.session(
+      SessionConfig{.n_ctx = 64, .n_batch = 64, .n_seq_max = 1, .cache_type = CacheType::F32});
   return decode_all(*s, ids, 0);
 }
 

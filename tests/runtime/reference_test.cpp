@@ -66,7 +66,7 @@ TEST(RealModel, Stories260KGreedyMatchesReference) {
   auto model = stories();
   const std::vector<Token> prompt = model->tokenize("Once upon a time", true, false);
   ASSERT_EQ(prompt, (std::vector<Token>{1, 403, 407, 261, 378}));
-  auto s = model->session({256, 512, 1});
+  auto s = model->session({256, 512, 1, CacheType::F32});
   std::vector<Token> ours;
   auto rows = decode_all(*s, prompt, 0);
   std::vector<float> last = rows.back();

@@ -51,7 +51,7 @@ TEST_P(SharedRefmodel, LogitsAndGreedyMatch) {
   const std::size_t n_prompt = ids.size();
 
   // Our greedy continuation (argmax, lowest id on ties), decoded one token at a time.
-  auto s = model->session({64, 512, 1});
+  auto s = model->session({64, 512, 1, CacheType::F32});
   std::vector<float> last = decode_all(*s, ids, 0).back();
   for (int step = 0; step < 8; ++step) {
     const Token best =

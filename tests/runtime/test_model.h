@@ -90,7 +90,7 @@ inline double expect_logits_match(const Model& model, std::span<const Token> ids
   const std::size_t nv = model.info().n_vocab;
   EXPECT_EQ(ref.size(), ids.size() * nv);
   if (ref.size() != ids.size() * nv) return 1e30;
-  auto s = model.session({64, 5, 1});
+  auto s = model.session({64, 5, 1, CacheType::F32});
   auto got = decode_all(*s, ids, 0);
   double worst = 0;
   for (std::size_t t = 0; t < ids.size(); ++t) {
