@@ -10,6 +10,7 @@
 #include <span>
 #include <string_view>
 
+#include "compute/attention_scratch.h"
 #include "compute/matmul.h"
 #include "core/thread_pool.h"
 
@@ -109,6 +110,7 @@ class CpuBackend : public ComputeBackend {
  private:
   ThreadPool pool_;
   MatmulScratch scratch_;
+  AttentionScratch attn_scratch_;
 };
 
 }  // namespace seam
