@@ -187,12 +187,13 @@ TEST(AttentionTiled, PrefillAfterCachedDepthGqa3) {
 }
 
 TEST(AttentionTiled, DecodeOneRowSplitsTheCells) {
-  for (std::int32_t hd : {64, 24}) {
+  // 8 queries per kv head (K chunks transposed) and 2 (plain dot products).
+  for (const auto& [hd, kv] : {std::pair{64, 1}, std::pair{24, 4}}) {
     Problem p = sequence(700, 1, 0, 3);
     p.n_head = 8;
-    p.n_head_kv = 1;
+    p.n_head_kv = kv;
     p.head_dim = hd;
-    check(p, "decode_depth700_hd" + std::to_string(hd));
+    check(p, "decode_depth700_hd" + std::to_string(hd) + "_kv" + std::to_string(kv));
   }
 }
 
