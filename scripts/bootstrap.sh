@@ -10,6 +10,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
   libpcre2-dev libutf8proc-dev
   python3 python3-numpy
+  jq  # bench/compare.sh reads the JSON of both engines
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "commands.h"
+#include "generate_options.h"
 #include "seam/error.h"
 #include "seam/model.h"
 #include "seam/perplexity.h"
@@ -18,6 +19,7 @@ void add_perplexity_command(CLI::App& app, CommandList& list) {
     std::string file;
     std::uint32_t n_ctx = 0;
     int threads = 0;
+    std::string cache_type = "f16";
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand("perplexity", "Measure a model's perplexity on a text file");
@@ -27,6 +29,7 @@ void add_perplexity_command(CLI::App& app, CommandList& list) {
                   "Window length in tokens; the second half of each window is scored "
                   "(default: min(512, training context))");
   sub->add_option("-t,--threads", o->threads, "Compute threads (default: one per core)");
+  add_cache_type_option(sub, o->cache_type);
   list.emplace_back(sub, [o] {
     std::ifstream in(o->file, std::ios::binary);
     if (!in) throw Error(Errc::Io, "cannot read the text file " + o->file);
@@ -36,6 +39,7 @@ void add_perplexity_command(CLI::App& app, CommandList& list) {
     auto model = Model::load(o->model, lo);
     PerplexityOptions po;
     po.n_ctx = o->n_ctx;
+    po.cache_type = parse_cache_type(o->cache_type);
     const PerplexityResult r = perplexity(*model, text, po);
     std::printf(
         "perplexity: %.4f\nnll/token: %.6f\ntokens: %zu (scored %zu in %zu windows of %u)\n", r.ppl,

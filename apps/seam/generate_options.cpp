@@ -27,6 +27,20 @@ void add_model_options(CLI::App* sub, ModelOptions& o) {
   sub->add_option("-b,--batch-size", o.batch, "Most prompt tokens per forward pass (prefill)")
       ->capture_default_str()
       ->check(CLI::Range(1u, 65536u));
+  add_cache_type_option(sub, o.cache_type);
+}
+
+void add_cache_type_option(CLI::App* sub, std::string& type) {
+  sub->add_option("--cache-type", type,
+                  "How the KV cache stores keys and values: f16 (half the memory) or f32 "
+                  "(exactly as computed)")
+      ->capture_default_str();
+}
+
+CacheType parse_cache_type(const std::string& name) {
+  if (name == "f16") return CacheType::F16;
+  if (name == "f32") return CacheType::F32;
+  throw Error(Errc::InvalidArgument, "--cache-type must be f16 or f32, got '" + name + "'");
 }
 
 void add_sampling_options(CLI::App* sub, SamplingOptions& o, const std::string& n_predict_help) {
@@ -80,6 +94,7 @@ std::unique_ptr<Session> open_session(const Model& model, const ModelOptions& o)
   SessionConfig sc;
   sc.n_ctx = o.ctx ? o.ctx : model.info().n_ctx_train;
   sc.n_batch = o.batch;
+  sc.cache_type = parse_cache_type(o.cache_type);
   return model.session(sc);
 }
 
@@ -113,6 +128,7 @@ std::pair<Token, float> parse_bias(const std::string& s) {
 
 GenerateConfig make_generate_config(const SamplingOptions& o, const ModelOptions& m,
                                     std::uint32_t n_vocab) {
+  parse_cache_type(m.cache_type);  // refused before the model loads
   GenerateConfig gc;
   gc.max_tokens = o.n_predict;
   if (o.n_predict < -1)

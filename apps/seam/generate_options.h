@@ -21,6 +21,7 @@ struct ModelOptions {
   int threads = 0;
   std::uint32_t ctx = 0;  // 0: the model's training context
   std::uint32_t batch = 512;
+  std::string cache_type = "f16";  // --cache-type, checked by parse_cache_type
 };
 
 struct SamplingOptions {
@@ -43,6 +44,10 @@ struct SamplingOptions {
 };
 
 void add_model_options(CLI::App* sub, ModelOptions& o);
+// --cache-type f16|f32 (also used by perplexity and bench); parse_cache_type
+// turns it into a CacheType or throws Error(InvalidArgument) with a one-line reason.
+void add_cache_type_option(CLI::App* sub, std::string& type);
+CacheType parse_cache_type(const std::string& name);
 void add_sampling_options(CLI::App* sub, SamplingOptions& o, const std::string& n_predict_help);
 
 // Loads the model (-m or the bundled one) and opens a session sized by -c/-b.

@@ -13,6 +13,7 @@ struct PerplexityOptions {
   // Window length in tokens; 0 = min(512, the model's training context). A
   // text shorter than one window is scored as a single window of its length.
   std::uint32_t n_ctx = 0;
+  CacheType cache_type = CacheType::F16;  // how the session stores K and V
 };
 
 struct PerplexityResult {

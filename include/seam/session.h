@@ -25,10 +25,17 @@ struct Decode {
   bool logits = false;
 };
 
+// How the KV cache stores keys and values. F16 (the default) halves the cache's
+// memory and the bytes attention reads per token; each element is rounded to
+// 11 significant bits (relative error <= 2^-11), which moves logits by far less
+// than weight quantization does. F32 keeps them exactly as computed.
+enum class CacheType : std::uint8_t { F32, F16 };
+
 struct SessionConfig {
   std::uint32_t n_ctx = 4096;   // KV cells shared by all sequences
   std::uint32_t n_batch = 512;  // most tokens per forward pass; larger decodes are split
   std::uint32_t n_seq_max = 1;  // sequence ids are 0 .. n_seq_max-1 (at most 256)
+  CacheType cache_type = CacheType::F16;
 };
 
 class Session {

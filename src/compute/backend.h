@@ -5,11 +5,13 @@
 // CPU implementations. The forward pass never calls a kernel directly.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string_view>
 
 #include "compute/cpu_level.h"
+#include "compute/attention_scratch.h"
 #include "compute/matmul.h"
 #include "core/thread_pool.h"
 
@@ -30,6 +32,10 @@ struct RopeParams {
   float attn_factor = 1.0f;                 // cos and sin are multiplied by it (YaRN, LongRoPE)
 };
 
+// How the KV cache stores K and V rows.
+enum class KvType : std::uint8_t { F32, F16 };
+inline constexpr std::size_t kv_type_size(KvType t) { return t == KvType::F32 ? 4 : 2; }
+
 // Which KV cells each query row may see: row i attends to cells
 // cells[offsets[i] .. offsets[i+1]) (ascending positions).
 struct AttentionMask {
@@ -39,8 +45,9 @@ struct AttentionMask {
 
 struct AttentionArgs {
   const float* q = nullptr;  // [n_tokens][n_head * head_dim]
-  const float* k = nullptr;  // cache: [n_cells][n_head_kv * head_dim]
-  const float* v = nullptr;  // cache: [n_cells][n_head_kv * head_dim]
+  const void* k = nullptr;   // cache: [n_cells][n_head_kv * head_dim] of kv_type
+  const void* v = nullptr;   // cache: [n_cells][n_head_kv * head_dim] of kv_type
+  KvType kv_type = KvType::F32;
   float* out = nullptr;      // [n_tokens][n_head * head_dim]
   std::int64_t n_tokens = 0;
   std::int32_t n_head = 0;
@@ -106,6 +113,7 @@ class CpuBackend : public ComputeBackend {
  private:
   ThreadPool pool_;
   MatmulScratch scratch_;
+  AttentionScratch attn_scratch_;
 };
 
 }  // namespace seam

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <vector>
 
+#include "compute/attention.h"
 #include "compute/backend.h"
 #include "compute/ops.h"
 
@@ -34,16 +35,7 @@ void CpuBackend::rope(float* x, std::int64_t n_tokens, std::int32_t n_heads, std
   }
 }
 
-void CpuBackend::attention(const AttentionArgs& a) {
-  const std::size_t n_items = static_cast<std::size_t>(a.n_tokens) * a.n_head;
-  pool_.parallel_for(n_items, 1, [&](std::size_t begin, std::size_t end) {
-    thread_local std::vector<float> scores;
-    for (std::size_t item = begin; item < end; ++item) {
-      ops::attention_head(a, static_cast<std::int64_t>(item / a.n_head),
-                          static_cast<std::int32_t>(item % a.n_head), scores);
-    }
-  });
-}
+void CpuBackend::attention(const AttentionArgs& a) { attention_tiled(a, pool_, attn_scratch_); }
 
 void CpuBackend::gated_activation(const float* gate, const float* up, std::int64_t n,
                                   Activation act, float* out) {

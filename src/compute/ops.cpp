@@ -5,9 +5,11 @@
 #include <limits>
 #include <numbers>
 
-#if defined(__AVX2__) && defined(__FMA__)
+#if defined(__AVX2__) || defined(__F16C__)
 #include <immintrin.h>
 #endif
+
+#include "core/half.h"
 
 namespace seam::ops {
 
@@ -95,8 +97,44 @@ void rope_head(float* x, const RopeParams& p, const float* cs) {
   }
 }
 
+void f32_to_f16_row(const float* src, std::uint16_t* dst, std::int64_t n) {
+  std::int64_t i = 0;
+#if defined(__F16C__)
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
+  }
+#endif
+  for (; i < n; ++i) dst[i] = f32_to_fp16(src[i]);
+}
+
+void f16_to_f32_row(const std::uint16_t* src, float* dst, std::int64_t n) {
+  std::int64_t i = 0;
+#if defined(__F16C__)
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+  }
+#endif
+  for (; i < n; ++i) dst[i] = fp16_to_f32(src[i]);
+}
+
+namespace {
+
+// Row `cell` of kv head `kv_h` in a K or V cache, as floats (converted into
+// `buf` when the cache is F16).
+const float* kv_row(const void* base, KvType type, std::int64_t offset, std::int32_t hd,
+                    float* buf) {
+  if (type == KvType::F32) return static_cast<const float*>(base) + offset;
+  const std::uint16_t* h = static_cast<const std::uint16_t*>(base) + offset;
+  for (std::int32_t d = 0; d < hd; ++d) buf[d] = fp16_to_f32(h[d]);
+  return buf;
+}
+
+}  // namespace
+
 void attention_head(const AttentionArgs& a, std::int64_t t, std::int32_t h,
-                    std::vector<float>& scores) {
+                    std::vector<float>& scores, std::vector<float>& row) {
   const std::int32_t hd = a.head_dim;
   const std::int32_t kv_h = h / (a.n_head / a.n_head_kv);
   const std::int64_t kv_stride = static_cast<std::int64_t>(a.n_head_kv) * hd;
@@ -108,9 +146,11 @@ void attention_head(const AttentionArgs& a, std::int64_t t, std::int32_t h,
   std::fill(out, out + hd, 0.0f);
   if (n == 0) return;
   scores.resize(n);
+  row.resize(static_cast<std::size_t>(hd));
   float max_score = -std::numeric_limits<float>::infinity();
   for (std::size_t j = 0; j < n; ++j) {
-    const float* k = a.k + a.mask.cells[begin + j] * kv_stride + kv_h * hd;
+    const float* k =
+        kv_row(a.k, a.kv_type, a.mask.cells[begin + j] * kv_stride + kv_h * hd, hd, row.data());
     float s = dot_f32(q, k, hd) * a.scale;
     if (a.softcap > 0.0f) s = a.softcap * std::tanh(s / a.softcap);
     scores[j] = s;
@@ -123,7 +163,8 @@ void attention_head(const AttentionArgs& a, std::int64_t t, std::int32_t h,
   }
   const float inv = static_cast<float>(1.0 / sum);
   for (std::size_t j = 0; j < n; ++j) {
-    const float* v = a.v + a.mask.cells[begin + j] * kv_stride + kv_h * hd;
+    const float* v =
+        kv_row(a.v, a.kv_type, a.mask.cells[begin + j] * kv_stride + kv_h * hd, hd, row.data());
     const float p = scores[j] * inv;
     for (std::int32_t d = 0; d < hd; ++d) out[d] += p * v[d];
   }

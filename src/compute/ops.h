@@ -29,9 +29,15 @@ void yarn_corr_dims(std::int32_t n_rot, std::uint32_t n_ctx_orig, float freq_bas
 // Rotates one head's pairs by the angles: adjacent (2i, 2i+1), or neox (i, i + n_rot/2).
 void rope_head(float* x, const RopeParams& p, const float* cs);
 
-// One (token, head) of masked softmax attention; `scores` is scratch.
+// dst[i] = f16(src[i]) rounded to nearest even, and back (exact).
+void f32_to_f16_row(const float* src, std::uint16_t* dst, std::int64_t n);
+void f16_to_f32_row(const std::uint16_t* src, float* dst, std::int64_t n);
+
+// One (token, head) of masked softmax attention, two passes over the cells
+// (scores, then the weighted sum of V): the scalar reference the tiled kernel
+// (compute/attention.h) is tested against. `scores` and `row` are scratch.
 void attention_head(const AttentionArgs& a, std::int64_t t, std::int32_t h,
-                    std::vector<float>& scores);
+                    std::vector<float>& scores, std::vector<float>& row);
 
 // out = act(gate) * up; silu(x) = x / (1 + e^-x); gelu_tanh(x) = x/2 (1 + tanh(sqrt(2/pi)(x +
 // 0.044715 x^3)))

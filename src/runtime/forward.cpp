@@ -131,14 +131,11 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
       }
     }
 
-    float* kc = kv.k(l);
-    float* vc = kv.v(l);
-    for (std::int64_t t = 0; t < T; ++t) {
-      std::memcpy(kc + cells[t] * KW, s.k.data() + t * KW, KW * sizeof(float));
-      std::memcpy(vc + cells[t] * KW, s.v.data() + t * KW, KW * sizeof(float));
-    }
-    att.k = kc;
-    att.v = vc;
+    for (std::int64_t t = 0; t < T; ++t)
+      kv.store(l, cells[t], s.k.data() + t * KW, s.v.data() + t * KW);
+    att.k = kv.k(l);
+    att.v = kv.v(l);
+    att.kv_type = kv.type();
     be.attention(att);
     be.matmul(L.wo, s.attn.data(), T, s.h.data(), E);
     if (r.post_norms) be.rms_norm(s.h.data(), L.post_attn_norm, T, E, hp.norm_eps, s.h.data());

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <bitset>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <span>
@@ -21,15 +22,19 @@ inline constexpr std::uint32_t kMaxSequences = 256;
 class KvCache {
  public:
   KvCache(std::uint32_t n_cells, std::uint32_t n_seq_max, std::uint32_t n_layer,
-          std::uint32_t kv_width);
+          std::uint32_t kv_width, KvType type = KvType::F32);
 
   std::uint32_t n_cells() const { return static_cast<std::uint32_t>(cells_.size()); }
   std::uint32_t n_seq_max() const { return static_cast<std::uint32_t>(seqs_.size()); }
   std::uint32_t free_cells() const { return static_cast<std::uint32_t>(free_.size()); }
 
-  float* k(std::uint32_t layer) { return k_[layer].data(); }  // [n_cells][kv_width]
-  float* v(std::uint32_t layer) { return v_[layer].data(); }
+  KvType type() const { return type_; }
+  const void* k(std::uint32_t layer) const { return k_[layer].data(); }  // [n_cells][kv_width]
+  const void* v(std::uint32_t layer) const { return v_[layer].data(); }
   std::uint32_t kv_width() const { return kv_width_; }
+  // Stores one row of K and of V (kv_width floats each) in `cell` of `layer`,
+  // converted to the cache's type.
+  void store(std::uint32_t layer, std::uint32_t cell, const float* k, const float* v);
 
   // Positions held by a sequence, ascending, mapped to their cells.
   const std::map<std::int32_t, std::uint32_t>& seq_cells(std::uint32_t seq) const {
@@ -69,10 +74,11 @@ class KvCache {
   void release(std::uint32_t cell, std::uint32_t seq);
 
   std::uint32_t kv_width_;
+  KvType type_;
   std::vector<Cell> cells_;
   std::vector<std::uint32_t> free_;                          // stack of free cell indices
   std::vector<std::map<std::int32_t, std::uint32_t>> seqs_;  // per sequence: pos -> cell
-  std::vector<std::vector<float>> k_, v_;                    // per layer
+  std::vector<std::vector<std::byte>> k_, v_;  // per layer: [n_cells][kv_width] of type_
 };
 
 }  // namespace seam

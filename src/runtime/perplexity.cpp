@@ -39,6 +39,7 @@ PerplexityResult perplexity(const Model& model, std::string_view text,
   SessionConfig cfg;
   cfg.n_ctx = n_ctx;
   cfg.n_batch = std::min<std::uint32_t>(n_ctx, 512);
+  cfg.cache_type = options.cache_type;
   auto session = model.session(cfg);
   const std::size_t n_vocab = model.info().n_vocab;
 

@@ -18,7 +18,8 @@ class SessionImpl final : public Session {
         cfg_(cfg),
         backend_(std::move(be)),
         kv_(cfg.n_ctx, cfg.n_seq_max, m_.spec.hp.n_layer,
-            m_.spec.hp.n_head_kv * m_.spec.hp.head_dim),
+            m_.spec.hp.n_head_kv * m_.spec.hp.head_dim,
+            cfg.cache_type == CacheType::F32 ? KvType::F32 : KvType::F16),
         scratch_(m_.spec.hp, cfg.n_batch) {}
 
   void decode(std::span<const Decode> batch) override {
@@ -180,6 +181,9 @@ std::unique_ptr<Session> make_session(const Model& model, const SessionConfig& c
     throw Error(Errc::InvalidArgument, "n_seq_max " + std::to_string(config.n_seq_max) +
                                            " exceeds the maximum of " +
                                            std::to_string(kMaxSequences));
+  }
+  if (config.cache_type != CacheType::F32 && config.cache_type != CacheType::F16) {
+    throw Error(Errc::InvalidArgument, "unknown KV cache type; use CacheType::F32 or F16");
   }
   if (config.n_ctx > (1u << 24)) {
     throw Error(Errc::InvalidArgument, "n_ctx " + std::to_string(config.n_ctx) + " is too large");

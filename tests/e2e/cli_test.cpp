@@ -136,7 +136,7 @@ TEST(RunCli, RejectsNonsenseWithOneLine) {
       {"--min-p", "2"},          {"--typical", "0"},      {"--repeat-penalty", "0"},
       {"--repeat-last-n", "-5"}, {"--logit-bias", "abc"}, {"--logit-bias", "99999=1"},
       {"--samplers", "nope"},    {"--timeout", "-1"},     {"-n", "-7"},
-      {"--logprobs", "2"},
+      {"--logprobs", "2"},       {"--cache-type", "q2"},
   };
   for (const auto& extra : bad) {
     std::vector<std::string> args = {"run", "-m", kModel, "-p", "Hi"};

@@ -52,14 +52,15 @@ inline constexpr double kPeerQuantTol = 5e-3;
 
 // The session of every exactness test (logits against tools/reference.py or
 // llama.cpp within a bound derived from float32 accumulation): F32 K/V. The
-// bounds assume the cache stores K and V unrounded; where SessionConfig gains
-// a cache type, pin F32 here.
+// bounds assume the cache stores K and V unrounded, so the cache is F32 (the
+// default F16 cache is bounded against it in kv_cache_type_test.cpp).
 inline SessionConfig exact_config(std::uint32_t n_ctx, std::uint32_t n_batch,
                                   std::uint32_t n_seq_max = 1) {
   SessionConfig c;
   c.n_ctx = n_ctx;
   c.n_batch = n_batch;
   c.n_seq_max = n_seq_max;
+  c.cache_type = CacheType::F32;
   return c;
 }
 

@@ -1,0 +1,113 @@
+// Attention alone at SmolLM-135M's head shape (9 query heads, 3 KV heads,
+// head_dim 64) over D cached cells: the per-(token, head) two-pass reference
+// (what CpuBackend ran before the tiled kernel) against the tiled online
+// softmax over F32 and F16 caches. Reported as query rows per second of wall time.
+//
+//   bench_kernels --benchmark_filter=Attention
+//   SEAM_BENCH_THREADS=1 bench_kernels --benchmark_filter=Attention
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "compute/attention.h"
+#include "compute/ops.h"
+#include "core/half.h"
+#include "core/thread_pool.h"
+
+namespace seam {
+namespace {
+
+constexpr std::int32_t kHeads = 9, kKvHeads = 3, kHeadDim = 64;
+
+int bench_threads() {
+  const char* t = std::getenv("SEAM_BENCH_THREADS");
+  return t ? std::atoi(t) : 0;
+}
+
+struct Setup {
+  std::vector<float> q, k, v, out;
+  std::vector<std::uint16_t> k16, v16;
+  std::vector<std::uint32_t> offsets, cells;
+  AttentionArgs args(KvType type) {
+    AttentionArgs a;
+    a.q = q.data();
+    a.k = type == KvType::F32 ? static_cast<const void*>(k.data()) : k16.data();
+    a.v = type == KvType::F32 ? static_cast<const void*>(v.data()) : v16.data();
+    a.kv_type = type;
+    a.out = out.data();
+    a.n_tokens = static_cast<std::int64_t>(offsets.size() - 1);
+    a.n_head = kHeads;
+    a.n_head_kv = kKvHeads;
+    a.head_dim = kHeadDim;
+    a.scale = 0.125f;
+    a.mask = {offsets, cells};
+    return a;
+  }
+};
+
+// `depth` cached cells, then `n` causal rows.
+Setup make(std::int64_t depth, std::int64_t n) {
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  Setup s;
+  const std::size_t cells = static_cast<std::size_t>(depth + n);
+  s.q.resize(static_cast<std::size_t>(n) * kHeads * kHeadDim);
+  s.out.resize(s.q.size());
+  s.k.resize(cells * kKvHeads * kHeadDim);
+  s.v.resize(s.k.size());
+  for (float& x : s.q) x = nd(rng);
+  for (float& x : s.k) x = nd(rng);
+  for (float& x : s.v) x = nd(rng);
+  for (float x : s.k) s.k16.push_back(f32_to_fp16(x));
+  for (float x : s.v) s.v16.push_back(f32_to_fp16(x));
+  s.offsets.push_back(0);
+  for (std::int64_t t = 0; t < n; ++t) {
+    for (std::int64_t c = 0; c <= depth + t; ++c) s.cells.push_back(static_cast<std::uint32_t>(c));
+    s.offsets.push_back(static_cast<std::uint32_t>(s.cells.size()));
+  }
+  return s;
+}
+
+void BM_AttentionReference(benchmark::State& st) {
+  Setup s = make(st.range(0), st.range(1));
+  const AttentionArgs a = s.args(KvType::F32);
+  ThreadPool pool(bench_threads());
+  for (auto _ : st) {
+    pool.parallel_for(static_cast<std::size_t>(a.n_tokens) * kHeads, 1,
+                      [&](std::size_t b, std::size_t e) {
+                        thread_local std::vector<float> scores, row;
+                        for (std::size_t i = b; i < e; ++i)
+                          ops::attention_head(a, static_cast<std::int64_t>(i / kHeads),
+                                              static_cast<std::int32_t>(i % kHeads), scores, row);
+                      });
+    benchmark::DoNotOptimize(s.out.data());
+  }
+  st.SetItemsProcessed(st.iterations() * a.n_tokens);
+}
+
+void tiled(benchmark::State& st, KvType type) {
+  Setup s = make(st.range(0), st.range(1));
+  const AttentionArgs a = s.args(type);
+  ThreadPool pool(bench_threads());
+  AttentionScratch scratch;
+  for (auto _ : st) {
+    attention_tiled(a, pool, scratch);
+    benchmark::DoNotOptimize(s.out.data());
+  }
+  st.SetItemsProcessed(st.iterations() * a.n_tokens);
+}
+
+void BM_AttentionTiledF32(benchmark::State& st) { tiled(st, KvType::F32); }
+void BM_AttentionTiledF16(benchmark::State& st) { tiled(st, KvType::F16); }
+
+// {depth, rows}: decode at 4096, prefill of 64 rows at 0 and 4096.
+#define SHAPES \
+  ->Args({4096, 1})->Args({0, 64})->Args({4096, 64})->Unit(benchmark::kMillisecond)->UseRealTime()
+BENCHMARK(BM_AttentionReference) SHAPES;
+BENCHMARK(BM_AttentionTiledF32) SHAPES;
+BENCHMARK(BM_AttentionTiledF16) SHAPES;
+
+}  // namespace
+}  // namespace seam

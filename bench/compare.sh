@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# bench/compare.sh: seam against llama.cpp on the same GGUF files, one engine
+# after the other, and the ratio of their speeds (docs/performance.md).
+#
+# It makes the benchmark files once into a cache folder (random weights in real
+# shapes, by ../shared/tools/mkgguf.py; Q4_K_M by `seam quantize --mix q4_k_m`
+# from the F16 file), then for every file, thread count and depth runs
+# `seam bench` and the peer's `llamacpp-cbench` with the same method
+# (llama-bench's: pp = one decode of P random tokens, tg = N one-token
+# decodes, D tokens already cached, R timed runs after a warm-up).
+#
+#   bench/compare.sh [--smoke] [--shapes "small 1b"] [--types "F16 Q8_0 Q4_0 Q4_K_M"]
+#                    [-t 1,2] [-d 0,4096] [-p 512] [-n 128] [-r 3] [--cache-type f16]
+#                    [--cache DIR] [--seam BIN] [--peer DIR] [--python PY] [--membw GBPS]
+#
+# --smoke: a tiny model, seconds in all (the test suite runs it). Without the
+# peer (../peer, or $LLAMACPP_PEER_DIR) only seam's figures are printed.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+shapes="small 1b"
+types="F16 Q8_0 Q4_0 Q4_K_M"
+threads="1,2"
+depths="0,4096"
+pp=512
+tg=128
+reps=3
+cache_type=f16
+cache="${SEAM_BENCH_CACHE:-$HOME/.cache/seam-bench}"
+seam="$root/build/seam"
+peer="${LLAMACPP_PEER_DIR:-$root/../peer}"
+tools="$root/../shared/tools"
+python=/usr/bin/python3
+membw=()
+smoke=0
+
+die() { echo "compare.sh: $*" >&2; exit 1; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --smoke) smoke=1; shift ;;
+    --shapes) shapes="$2"; shift 2 ;;
+    --types) types="$2"; shift 2 ;;
+    -t) threads="$2"; shift 2 ;;
+    -d) depths="$2"; shift 2 ;;
+    -p) pp="$2"; shift 2 ;;
+    -n) tg="$2"; shift 2 ;;
+    -r) reps="$2"; shift 2 ;;
+    --cache-type) cache_type="$2"; shift 2 ;;
+    --cache) cache="$2"; shift 2 ;;
+    --seam) seam="$2"; shift 2 ;;
+    --peer) peer="$2"; shift 2 ;;
+    --tools) tools="$2"; shift 2 ;;
+    --python) python="$2"; shift 2 ;;
+    --membw) membw=(--membw "$2"); shift 2 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown option '$1' (see --help)" ;;
+  esac
+done
+if [ "$smoke" = 1 ]; then
+  shapes="smoke"; types="F16 Q4_0 Q4_K_M"; threads="1"; depths="0,16"; pp=16; tg=4; reps=1
+  [ ${#membw[@]} -gt 0 ] || membw=(--membw 10)
+fi
+
+[ -x "$seam" ] || die "no seam binary at $seam (build it, or pass --seam)"
+[ -f "$tools/mkgguf.py" ] || die "no $tools/mkgguf.py (pass --tools DIR)"
+cbench="$peer/bin/llamacpp-cbench"
+if [ ! -x "$cbench" ]; then
+  echo "compare.sh: no llama.cpp peer at $cbench: seam only (see ../shared/peers/README.md)" >&2
+  cbench=""
+fi
+mkdir -p "$cache"
+
+# mkgguf.py shape per name; the context is raised so depth + pp fits.
+shape_args() {
+  case "$1" in
+    smoke) echo "--arch llama --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 512 --ctx 256 --tied" ;;
+    small) echo "--preset small --ctx 8192" ;;  # SmolLM-135M
+    1b) echo "--preset 1b --ctx 8192" ;;        # Llama-3.2-1B
+    *) die "unknown shape '$1' (smoke, small, 1b)" ;;
+  esac
+}
+
+# Makes $cache/<shape>-<type>.gguf unless it is there; prints its path.
+model_file() {
+  local shape=$1 type=$2 out="$cache/$1-$2.gguf"
+  if [ ! -f "$out" ]; then
+    if [ "$type" = Q4_K_M ]; then
+      local src; src=$(model_file "$shape" F16)
+      echo "compare.sh: quantizing $out" >&2
+      "$seam" quantize "$src" "$out.tmp" --mix q4_k_m --no-eval >&2
+    else
+      echo "compare.sh: generating $out" >&2
+      # shellcheck disable=SC2046
+      "$python" "$tools/mkgguf.py" $(shape_args "$shape") --dtype "$type" --seed 1 -o "$out.tmp" >/dev/null
+    fi
+    mv "$out.tmp" "$out"
+  fi
+  echo "$out"
+}
+
+results=$(mktemp)
+trap 'rm -f "$results"' EXIT
+for shape in $shapes; do
+  for type in $types; do
+    file=$(model_file "$shape" "$type")
+    for t in ${threads//,/ }; do
+      echo "compare.sh: $shape $type, $t thread(s): seam" >&2
+      "$seam" bench -m "$file" -p "$pp" -n "$tg" -d "$depths" -t "$t" -r "$reps" \
+        --cache-type "$cache_type" "${membw[@]}" --json |
+        jq -c --arg f "$shape-$type" '{engine: "seam", file: $f, bench: .}' >>"$results"
+      if [ -n "$cbench" ]; then
+        for d in ${depths//,/ }; do
+          echo "compare.sh: $shape $type, $t thread(s), depth $d: llama.cpp" >&2
+          "$cbench" "$file" --threads "$t" --pp "$pp" --tg "$tg" --reps "$reps" --depth "$d" |
+            tail -n 1 | jq -c --arg f "$shape-$type" '{engine: "llama.cpp", file: $f, bench: .}' >>"$results"
+        done
+      fi
+    done
+  done
+done
+
+# One row per file, thread count and depth.
+jq -rs '
+  def r2: (. * 100 | round) / 100;
+  def fmt: if . == null then "n/a" else (r2 | tostring) end;
+  def ratio(a; b): if a == null or b == null or b == 0 then "n/a" else ((a / b) * 100 | round / 100 | tostring) + "×" end;
+  ( [ .[] | select(.engine == "seam") | .file as $f | .bench as $b | $b.results[]
+      | {file: $f, threads, depth, kind: (.test[0:2]), tps, bw_pct, cpu: $b.cpu_level} ] ) as $s
+  | ( [ .[] | select(.engine == "llama.cpp") | {file, threads: .bench.threads, depth: .bench.depth,
+        pp: .bench.pp_tps, tg: .bench.tg_tps} ] ) as $p
+  | [ $s[] | {file, threads, depth, cpu} ] | unique | sort_by(.file, .threads, .depth)
+  | ("| file | cpu | threads | depth | seam pp | llama.cpp pp | pp ratio | seam tg | llama.cpp tg | tg ratio | seam tg % bw |",
+     "|---|---|---|---|---|---|---|---|---|---|---|"),
+    (.[] | . as $k
+      | ([$s[] | select(.file == $k.file and .threads == $k.threads and .depth == $k.depth)]) as $mine
+      | ($mine | map(select(.kind == "pp")) | .[0].tps) as $spp
+      | ($mine | map(select(.kind == "tg")) | .[0]) as $stg
+      | ([$p[] | select(.file == $k.file and .threads == $k.threads and .depth == $k.depth)] | .[0]) as $peer
+      | ($peer.pp // null) as $ppp | ($peer.tg // null) as $ptg
+      | "| \($k.file) | \($k.cpu) | \($k.threads) | \($k.depth) | \($spp | fmt) | \(if $ppp == null or $ppp == 0 then "n/a" else ($ppp | fmt) end) | \(ratio($spp; $ppp)) | \($stg.tps | fmt) | \(if $ptg == null or $ptg == 0 then "n/a" else ($ptg | fmt) end) | \(ratio($stg.tps; $ptg)) | \(if $stg.bw_pct == null then "n/a" else ($stg.bw_pct | round | tostring) + "%" end) |")
+' "$results"

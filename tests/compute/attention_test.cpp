@@ -1,0 +1,258 @@
+// The tiled online-softmax attention against the two-pass scalar reference
+// (ops::attention_head) on random data: every mask shape the KV cache makes
+// (causal, with cached depth, sliding windows, several sequences sharing
+// cells, rows that see nothing, cells in any order), GQA ratios, odd head
+// sizes, soft-capping, F32 and F16 caches, 1 to 4 threads.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "compute/attention.h"
+#include "compute/ops.h"
+#include "core/half.h"
+
+namespace seam {
+namespace {
+
+constexpr double kU32 = 1.0 / 16777216.0;  // 2^-24: float's unit roundoff
+
+struct Problem {
+  std::int32_t n_head = 4, n_head_kv = 2, head_dim = 32;
+  float softcap = 0.0f;
+  std::uint32_t n_cells = 0;
+  std::vector<std::vector<std::uint32_t>> rows;  // the cells each query row sees
+};
+
+struct Data {
+  std::vector<float> q, k, v;  // q [T][n_head*hd]; k, v [n_cells][n_head_kv*hd]
+  std::vector<std::uint16_t> k16, v16;
+  std::vector<std::uint32_t> offsets, cells;
+};
+
+Data make_data(const Problem& p, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  Data d;
+  const std::size_t T = p.rows.size();
+  d.q.resize(T * p.n_head * p.head_dim);
+  d.k.resize(std::size_t{p.n_cells} * p.n_head_kv * p.head_dim);
+  d.v.resize(d.k.size());
+  for (float& x : d.q) x = nd(rng);
+  for (float& x : d.k) x = nd(rng);
+  for (float& x : d.v) x = nd(rng);
+  for (float x : d.k) d.k16.push_back(f32_to_fp16(x));
+  for (float x : d.v) d.v16.push_back(f32_to_fp16(x));
+  d.offsets.push_back(0);
+  for (const auto& r : p.rows) {
+    d.cells.insert(d.cells.end(), r.begin(), r.end());
+    d.offsets.push_back(static_cast<std::uint32_t>(d.cells.size()));
+  }
+  return d;
+}
+
+AttentionArgs args(const Problem& p, const Data& d, KvType type, float* out) {
+  AttentionArgs a;
+  a.q = d.q.data();
+  a.k = type == KvType::F32 ? static_cast<const void*>(d.k.data()) : d.k16.data();
+  a.v = type == KvType::F32 ? static_cast<const void*>(d.v.data()) : d.v16.data();
+  a.kv_type = type;
+  a.out = out;
+  a.n_tokens = static_cast<std::int64_t>(p.rows.size());
+  a.n_head = p.n_head;
+  a.n_head_kv = p.n_head_kv;
+  a.head_dim = p.head_dim;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(p.head_dim));
+  a.softcap = p.softcap;
+  a.mask = {d.offsets, d.cells};
+  return a;
+}
+
+std::vector<float> reference(const Problem& p, const Data& d, KvType type) {
+  std::vector<float> out(p.rows.size() * p.n_head * p.head_dim, 123.0f);
+  const AttentionArgs a = args(p, d, type, out.data());
+  std::vector<float> scores, row;
+  for (std::int64_t t = 0; t < a.n_tokens; ++t)
+    for (std::int32_t h = 0; h < p.n_head; ++h) ops::attention_head(a, t, h, scores, row);
+  return out;
+}
+
+std::vector<float> tiled(const Problem& p, const Data& d, KvType type, int threads) {
+  std::vector<float> out(p.rows.size() * p.n_head * p.head_dim, 123.0f);
+  ThreadPool pool(threads);
+  AttentionScratch scratch;
+  attention_tiled(args(p, d, type, out.data()), pool, scratch);
+  return out;
+}
+
+// The largest |scale q.k| summed term by term (A in the bounds below), the
+// longest row and the largest |v|.
+struct Sizes {
+  double a_max = 0, v_max = 0;
+  std::size_t n_max = 0;
+};
+
+Sizes sizes(const Problem& p, const Data& d) {
+  Sizes s;
+  const std::int32_t hd = p.head_dim, rep = p.n_head / p.n_head_kv;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+  for (std::size_t t = 0; t < p.rows.size(); ++t) {
+    s.n_max = std::max(s.n_max, p.rows[t].size());
+    for (std::int32_t h = 0; h < p.n_head; ++h) {
+      for (std::uint32_t c : p.rows[t]) {
+        double sum = 0;
+        for (std::int32_t i = 0; i < hd; ++i)
+          sum += std::abs(d.q[(t * p.n_head + h) * hd + i] *
+                          d.k[(c * p.n_head_kv + h / rep) * hd + i]);
+        s.a_max = std::max(s.a_max, sum * scale);
+      }
+    }
+  }
+  for (float x : d.v) s.v_max = std::max(s.v_max, static_cast<double>(std::abs(x)));
+  return s;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    m = std::max(m, std::abs(static_cast<double>(a[i]) - b[i]));
+  return m;
+}
+
+// One sequence: `depth` cached cells, then `n` new rows at the next positions;
+// cells are numbered in a shuffled order (the cache hands them out so after
+// evictions). window > 0: a row sees only its last `window` positions.
+Problem sequence(std::uint32_t depth, std::uint32_t n, std::uint32_t window, unsigned seed) {
+  Problem p;
+  p.n_cells = depth + n + 5;
+  std::vector<std::uint32_t> cell_of(p.n_cells);
+  std::iota(cell_of.begin(), cell_of.end(), 0u);
+  std::shuffle(cell_of.begin(), cell_of.end(), std::mt19937(seed));
+  for (std::uint32_t t = 0; t < n; ++t) {
+    const std::uint32_t pos = depth + t;
+    const std::uint32_t first = window > 0 && pos + 1 > window ? pos + 1 - window : 0;
+    std::vector<std::uint32_t> row;
+    for (std::uint32_t q = first; q <= pos; ++q) row.push_back(cell_of[q]);
+    p.rows.push_back(row);
+  }
+  return p;
+}
+
+void check(const Problem& p, const std::string& name) {
+  const Data d = make_data(p, 7);
+  const Sizes s = sizes(p, d);
+  // Same cache data, two summation orders: each score carries at most hd
+  // roundings (|ds| <= hd u A), a softmax weight moves by at most 2 max|ds|
+  // plus the rounding of its exp (a few ulp) and of a sum of n terms, and the
+  // output is a convex combination of V: |d out| <= max|v| u (2 hd A + 2 n + 16).
+  // (With a soft cap, tanh is 1-Lipschitz in the score, so the same bound holds.)
+  const double bound = s.v_max * kU32 * (2.0 * p.head_dim * s.a_max + 2.0 * s.n_max + 16.0);
+  // F16 against F32 data: each element of K and V moves by at most 2^-11 of
+  // itself, so the output moves by at most max|v| 2^-11 (1 + 2 A) on top.
+  const double bound16 = bound + s.v_max * (1.0 / 2048.0) * (1.0 + 2.0 * s.a_max);
+  const auto ref32 = reference(p, d, KvType::F32);
+  const auto ref16 = reference(p, d, KvType::F16);
+  double worst = 0, worst16 = 0;
+  for (int threads = 1; threads <= 4; ++threads) {
+    for (KvType type : {KvType::F32, KvType::F16}) {
+      const auto got = tiled(p, d, type, threads);
+      const double diff = max_abs_diff(got, type == KvType::F32 ? ref32 : ref16);
+      EXPECT_LE(diff, bound) << name << " threads " << threads << " f16 " << (type == KvType::F16);
+      worst = std::max(worst, diff);
+      if (type == KvType::F16) {
+        const double diff16 = max_abs_diff(got, ref32);
+        EXPECT_LE(diff16, bound16) << name << " threads " << threads;
+        worst16 = std::max(worst16, diff16);
+      }
+    }
+  }
+  std::printf("[ %s ] tiled vs reference %.3g (bound %.3g); F16 vs F32 %.3g (bound %.3g)\n",
+              name.c_str(), worst, bound, worst16, bound16);
+}
+
+TEST(AttentionTiled, PrefillFromEmptyCache) {
+  Problem p = sequence(0, 37, 0, 1);
+  check(p, "prefill37");
+}
+
+TEST(AttentionTiled, PrefillAfterCachedDepthGqa3) {
+  Problem p = sequence(150, 21, 0, 2);
+  p.n_head = 6;
+  p.n_head_kv = 2;
+  p.head_dim = 40;
+  check(p, "depth150_gqa3_hd40");
+}
+
+TEST(AttentionTiled, DecodeOneRowSplitsTheCells) {
+  // 8 queries per kv head (K chunks transposed) and 2 (plain dot products).
+  for (const auto& [hd, kv] : {std::pair{64, 1}, std::pair{24, 4}}) {
+    Problem p = sequence(700, 1, 0, 3);
+    p.n_head = 8;
+    p.n_head_kv = kv;
+    p.head_dim = hd;
+    check(p, "decode_depth700_hd" + std::to_string(hd) + "_kv" + std::to_string(kv));
+  }
+}
+
+TEST(AttentionTiled, SlidingWindowAndSoftcap) {
+  Problem p = sequence(40, 45, 16, 4);
+  p.softcap = 5.0f;
+  p.n_head = 2;
+  p.n_head_kv = 2;
+  p.head_dim = 16;
+  check(p, "swa16_softcap");
+  Problem one = sequence(0, 20, 1, 5);  // a window of one cell: each row sees itself
+  check(one, "swa1");
+}
+
+TEST(AttentionTiled, SeveralSequencesSharedCellsAndEmptyRows) {
+  Problem p;
+  p.n_cells = 64;
+  p.head_dim = 8;
+  // seq 0 holds cells 0..9; seq 1 forked from it at 6 and holds 20..24 after;
+  // rows of both interleave, one row sees nothing, one sees cells out of order.
+  std::vector<std::uint32_t> s0, s1;
+  for (std::uint32_t c = 0; c < 10; ++c) s0.push_back(c);
+  for (std::uint32_t c = 0; c < 6; ++c) s1.push_back(c);
+  for (std::uint32_t c = 20; c < 25; ++c) s1.push_back(c);
+  p.rows = {s0, s1,   {}, std::vector<std::uint32_t>(s0.begin(), s0.begin() + 3), {30, 2, 31, 1},
+            s1, {40}, {}};
+  check(p, "mixed_sequences");
+}
+
+TEST(AttentionTiled, RowsSeeingNothingGiveZeros) {
+  Problem p;
+  p.n_cells = 4;
+  p.rows = {{}, {}};
+  const Data d = make_data(p, 1);
+  for (int threads : {1, 3}) {
+    const auto got = tiled(p, d, KvType::F16, threads);
+    for (float x : got) EXPECT_EQ(x, 0.0f);
+  }
+}
+
+TEST(HalfRows, ConvertLikeTheScalarHalfFunctions) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> ud(-70000.0f, 70000.0f);
+  std::vector<float> x(37);
+  for (float& v : x) v = ud(rng) * (rng() % 2 ? 1.0f : 1e-6f);
+  x[0] = 0.0f;
+  x[1] = -0.0f;
+  x[2] = 1e-8f;  // F16 subnormal range
+  std::vector<std::uint16_t> h(x.size());
+  std::vector<float> back(x.size());
+  ops::f32_to_f16_row(x.data(), h.data(), static_cast<std::int64_t>(x.size()));
+  ops::f16_to_f32_row(h.data(), back.data(), static_cast<std::int64_t>(x.size()));
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(h[i], f32_to_fp16(x[i])) << i;  // bit patterns, not floats computed two ways
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(back[i]),
+              std::bit_cast<std::uint32_t>(fp16_to_f32(h[i])))
+        << i;
+  }
+}
+
+}  // namespace
+}  // namespace seam

@@ -1,0 +1,115 @@
+// End-to-end tests of `seam bench` on the real stories260K checkpoint: the
+// shape of what it reports (never its speed) and its refusals.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Output {
+  int rc = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+Output seam_bench(const std::vector<std::string>& args) {
+  const fs::path dir = fs::path(SEAM_SCRATCH_DIR) / "bench" / std::to_string(::getpid());
+  fs::create_directories(dir);
+  std::string cmd = std::string("'") + SEAM_BINARY + "' bench";
+  for (const auto& a : args) cmd += " '" + a + "'";
+  cmd += " > '" + (dir / "out").string() + "' 2> '" + (dir / "err").string() + "' < /dev/null";
+  const int status = std::system(cmd.c_str());
+  Output o;
+  o.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  o.out = slurp(dir / "out");
+  o.err = slurp(dir / "err");
+  return o;
+}
+
+const std::string kModel = std::string(SEAM_SHARED_DIR) + "/models/stories260K.gguf";
+
+TEST(BenchCli, JsonHasOneResultPerThreadsDepthAndTest) {
+  // --membw skips the bandwidth probe: the test stays fast and the bound is known.
+  const Output o = seam_bench({"-m", kModel, "-p", "16", "-n", "4", "-d", "0,20", "-t", "1,2", "-r",
+                               "2", "--membw", "10", "--json"});
+  ASSERT_EQ(o.rc, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j["architecture"], "llama");
+  EXPECT_GT(j["size_bytes"].get<double>(), 0);
+  EXPECT_GT(j["peak_rss_mib"].get<double>(), 0);
+  EXPECT_EQ(j["membw_gbps"]["2"], 10.0);
+  ASSERT_EQ(j["results"].size(), 8u);
+  std::size_t i = 0;
+  for (int t : {1, 2}) {
+    for (int d : {0, 20}) {
+      for (const char* test : {"pp16", "tg4"}) {
+        const auto& r = j["results"][i++];
+        SCOPED_TRACE(r.dump());
+        EXPECT_EQ(r["threads"], t);
+        EXPECT_EQ(r["depth"], d);
+        EXPECT_EQ(r["test"], test);
+        EXPECT_GT(r["tps"].get<double>(), 0);
+        EXPECT_GE(r["tps_sd"].get<double>(), 0);
+        const bool tg = std::string(test).starts_with("tg");
+        ASSERT_EQ(r.contains("bw_pct"), tg);
+        if (tg) {
+          // % of the bound = tok/s * bytes per token / bandwidth, as documented.
+          const double expect =
+              100.0 * r["tps"].get<double>() * j["size_bytes"].get<double>() / 10e9;
+          EXPECT_NEAR(r["bw_pct"].get<double>(), expect, 1e-9 * expect + 1e-12);
+        }
+      }
+    }
+  }
+}
+
+TEST(BenchCli, TableNamesTheModelTheTestsAndPeakRss) {
+  const Output o = seam_bench(
+      {"-m", kModel, "-p", "8", "-n", "2", "-d", "0,8", "-t", "1", "-r", "1", "--membw", "10"});
+  ASSERT_EQ(o.rc, 0) << o.err;
+  EXPECT_NE(o.out.find("| pp8 "), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("| tg2 @ d8 "), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("peak RSS: "), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("bandwidth bound: 10.0 GB/s with 1 thread (--membw)"), std::string::npos);
+}
+
+TEST(BenchCli, RejectsNonsenseWithOneLine) {
+  const std::vector<std::vector<std::string>> bad = {
+      {"-d", "abc"},          {"-d", "1,,2"},   {"-t", "0"},
+      {"-t", "2x"},           {"-r", "0"},      {"-p", "-1"},
+      {"-p", "0", "-n", "0"}, {"--membw", "0"}, {"--membw", "-3"},
+      {"--cache-type", "q2"},
+  };
+  for (const auto& extra : bad) {
+    // Every refusal comes before the model loads or bandwidth is measured.
+    std::vector<std::string> args = {"-m", kModel};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Output o = seam_bench(args);
+    SCOPED_TRACE(extra[0] + " " + extra[1]);
+    EXPECT_NE(o.rc, 0);
+    EXPECT_TRUE(o.out.empty()) << o.out;
+    ASSERT_FALSE(o.err.empty());
+    EXPECT_EQ(o.err.find('\n'), o.err.size() - 1) << o.err;
+  }
+  const Output missing = seam_bench({"-m", "/nonexistent.gguf", "-r", "1", "--membw", "10"});
+  EXPECT_NE(missing.rc, 0);
+  EXPECT_TRUE(missing.out.empty());
+}
+
+}  // namespace
