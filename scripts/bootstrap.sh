@@ -8,7 +8,8 @@ packages=(
   cmake ninja-build g++ pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
-  libpcre2-dev libutf8proc-dev
+  libpcre2-dev libutf8proc-dev libedit-dev
+  tmux
   python3 python3-numpy
 )
 missing=()

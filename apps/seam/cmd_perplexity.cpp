@@ -6,6 +6,7 @@
 #include <string>
 
 #include "commands.h"
+#include "generate_options.h"
 #include "seam/error.h"
 #include "seam/model.h"
 #include "seam/perplexity.h"
@@ -23,19 +24,20 @@ void add_perplexity_command(CLI::App& app, CommandList& list) {
   CLI::App* sub = app.add_subcommand("perplexity", "Measure a model's perplexity on a text file");
   sub->add_option("-m,--model", o->model, "GGUF file or Hugging Face model directory")->required();
   sub->add_option("-f,--file", o->file, "Text file to score")->required();
-  sub->add_option("-c,--ctx", o->n_ctx,
+  sub->add_option("-c,--ctx,--ctx-size", o->n_ctx,
                   "Window length in tokens; the second half of each window is scored "
                   "(default: min(512, training context))");
-  sub->add_option("-t,--threads", o->threads, "Compute threads (default: one per core)");
+  add_threads_option(sub, o->threads);
   list.emplace_back(sub, [o] {
     std::ifstream in(o->file, std::ios::binary);
     if (!in) throw Error(Errc::Io, "cannot read the text file " + o->file);
     const std::string text((std::istreambuf_iterator<char>(in)), {});
     LoadOptions lo;
-    lo.n_threads = o->threads;
+    lo.n_threads = resolve_threads(o->threads);
     auto model = Model::load(o->model, lo);
     PerplexityOptions po;
     po.n_ctx = o->n_ctx;
+    if (po.n_ctx) warn_context_beyond_training(*model, po.n_ctx);
     const PerplexityResult r = perplexity(*model, text, po);
     std::printf(
         "perplexity: %.4f\nnll/token: %.6f\ntokens: %zu (scored %zu in %zu windows of %u)\n", r.ppl,

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "commands.h"
+#include "generate_options.h"
 #include "seam/error.h"
 #include "seam/model.h"
 #include "seam/perplexity.h"
@@ -54,7 +55,7 @@ void add_quantize_command(CLI::App& app, CommandList& list) {
   sub->add_option("--eval-text", o->eval_text,
                   "Text file for the perplexity check (default: a built-in KJV passage)");
   sub->add_flag("--no-eval", o->no_eval, "Skip the perplexity check");
-  sub->add_option("-t,--threads", o->threads, "Threads (default: one per core)");
+  add_threads_option(sub, o->threads);
   list.emplace_back(sub, [o] {
     // Read the text first: a bad path should fail before minutes of quantizing.
     std::string text = kEvalText;
@@ -66,7 +67,7 @@ void add_quantize_command(CLI::App& app, CommandList& list) {
     QuantizeOptions qo;
     qo.type = o->type;
     qo.mix = o->mix;
-    qo.n_threads = o->threads;
+    qo.n_threads = resolve_threads(o->threads);
     const QuantizeReport r = quantize_model(o->in, o->out, qo);
     for (const QuantizedTensor& t : r.tensors) {
       if (!t.note.empty()) std::fprintf(stderr, "%s: %s\n", t.name.c_str(), t.note.c_str());
@@ -76,7 +77,7 @@ void add_quantize_command(CLI::App& app, CommandList& list) {
                  static_cast<double>(r.bytes_out) / 1048576.0, r.file_type);
     if (o->no_eval) return 0;
     LoadOptions lo;
-    lo.n_threads = o->threads;
+    lo.n_threads = qo.n_threads;
     for (const std::string* path : {&o->in, &o->out}) {
       try {
         auto model = Model::load(*path, lo);
