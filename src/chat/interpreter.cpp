@@ -37,7 +37,7 @@ constexpr std::size_t kMaxRange = 1'000'000;
 // conversation and produce kilobytes; nested loops or a doubled string can ask
 // for hours or terabytes. Past these limits the render fails with a template
 // error instead.
-constexpr std::uint64_t kMaxSteps = 2'000'000;
+constexpr std::uint64_t kMaxSteps = 1'000'000;
 constexpr std::size_t kMaxString = std::size_t{16} << 20;  // bytes, any string or the output
 
 void check_size(double bytes) {

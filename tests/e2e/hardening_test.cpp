@@ -7,8 +7,10 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -196,6 +198,10 @@ TEST(Hardening, ThreadCountsAreCheckedEverywhere) {
   EXPECT_EQ(p.rc, 0) << p.err;
   EXPECT_TRUE(contains(p.err, "warning: --threads 100000")) << p.err;
   EXPECT_TRUE(contains(p.out, "perplexity:")) << p.out;
+  // 2.9: not a terminal: no progress line, one final line.
+  EXPECT_TRUE(std::regex_search(p.err, std::regex(R"(seam: scored \d+ windows of 8 tokens in)")))
+      << p.err;
+  EXPECT_FALSE(contains(p.err, "\r")) << p.err;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const Output r =
       seam({"run", "-m", kModel, "-p", "hi", "-n", "2", "-t", std::to_string(cores + 1)});
@@ -303,6 +309,85 @@ TEST(Hardening, SeedsAreRandomByDefaultAndPrinted) {
   const Output bad = seam({"run", "-m", kModel, "-p", "hi", "-s", "-2"});
   EXPECT_EQ(bad.rc, 1);
   EXPECT_TRUE(contains(bad.err, "-1 for a random seed")) << bad.err;
+}
+
+// --- 2.7: seam quantize ------------------------------------------------------------
+
+TEST(Hardening, QuantizeTakesLlamaCppTypesAndWritesNothingOnFailure) {
+  const fs::path out = scratch("q.gguf");
+  fs::remove(out);
+  const Output none = seam({"quantize", kModel, out.string()});
+  EXPECT_EQ(none.rc, 1);
+  EXPECT_TRUE(contains(none.err, "give the weight type: --type Q8_0")) << none.err;
+  // llama-quantize's positional form, and its file-type names.
+  const Output pos = seam({"quantize", kModel, out.string(), "Q4_0", "--no-eval"});
+  EXPECT_EQ(pos.rc, 0) << pos.err;
+  EXPECT_TRUE(fs::exists(out));
+  fs::remove(out);
+  const Output km = seam({"quantize", kModel, out.string(), "--type", "Q4_K_M", "--no-eval"});
+  EXPECT_EQ(km.rc, 0) << km.err;
+  EXPECT_TRUE(contains(km.err, "file type 15")) << km.err;  // llama.cpp's MOSTLY_Q4_K_M
+  fs::remove(out);
+  const Output s = seam({"quantize", kModel, out.string(), "--type", "Q5_K_M"});
+  EXPECT_EQ(s.rc, 1);
+  EXPECT_TRUE(contains(s.err, "Q5_K_M mix is not implemented")) << s.err;
+  // OUT a directory: said so, before any work.
+  const Output dir = seam({"quantize", kModel, scratch("").string(), "--type", "Q4_0"});
+  EXPECT_EQ(dir.rc, 1);
+  EXPECT_TRUE(contains(dir.err, "is a directory; give a file name")) << dir.err;
+  // An empty --eval-text, and a vocab-only input whose output cannot run: nothing written.
+  const fs::path empty = scratch("empty.txt");
+  std::ofstream(empty) << "\n";
+  const Output e =
+      seam({"quantize", kModel, out.string(), "--type", "Q4_0", "--eval-text", empty.string()});
+  EXPECT_EQ(e.rc, 1);
+  EXPECT_TRUE(contains(e.err, "is empty")) << e.err;
+  EXPECT_FALSE(fs::exists(out));
+  const std::string vocab = std::string(SEAM_SHARED_DIR) + "/tokenizers/llama2-vocab.gguf";
+  if (fs::exists(vocab)) {
+    const Output v = seam({"quantize", vocab, out.string(), "--type", "Q8_0"});
+    EXPECT_EQ(v.rc, 1) << v.err;
+    EXPECT_FALSE(fs::exists(out)) << v.err;
+    EXPECT_FALSE(fs::exists(out.string() + ".seam-partial"));
+  }
+}
+
+// --- 2.8 and 3.6: the context and the training length ------------------------------
+
+// stories260K with the u32 value of metadata key `key` replaced.
+std::string patched_model(const std::string& key, std::uint32_t value) {
+  std::ifstream in(kModel, std::ios::binary);
+  std::string bytes(std::istreambuf_iterator<char>(in), {});
+  const auto at = bytes.find(key);
+  EXPECT_NE(at, std::string::npos) << key;
+  std::memcpy(bytes.data() + at + key.size() + 4, &value, 4);  // after the u32 type tag
+  const fs::path p = scratch(key + ".gguf");
+  std::ofstream(p, std::ios::binary) << bytes;
+  return p.string();
+}
+
+TEST(Hardening, ContextBeyondTrainingWarnsAndTheDefaultIsCapped) {
+  const Output o = seam({"run", "-m", kModel, "-p", "hi", "-n", "2", "-c", "4096"});
+  EXPECT_EQ(o.rc, 0) << o.err;
+  EXPECT_TRUE(contains(o.err,
+                       "warning: the context (4096 tokens) is longer than the 512 the "
+                       "model was trained on (RoPE scaling: none)"))
+      << o.err;
+  const fs::path text = scratch("ppl.txt");
+  std::ofstream(text) << "Once upon a time there was a cat. The cat sat on the mat.";
+  const Output p = seam({"perplexity", "-m", kModel, "-f", text.string(), "-c", "100000"});
+  EXPECT_TRUE(contains(p.err, "warning: the context (100000 tokens)")) << p.err;
+  // A file that claims 8 M tokens of training context: the default session is 4096 cells.
+  const std::string huge = patched_model("llama.context_length", 8'323'584);
+  const Output h = seam({"run", "-m", huge, "-p", "hi", "-n", "2", "--json"});
+  EXPECT_EQ(h.rc, 0) << h.err;
+  EXPECT_FALSE(contains(h.err, "warning")) << h.err;
+  // A layer count the tensor table cannot hold: inspect reports it at once.
+  const std::string layers = patched_model("llama.block_count", 8'323'077);
+  const Output i = seam({"inspect", layers});
+  EXPECT_EQ(i.rc, 0) << i.err;
+  EXPECT_TRUE(contains(i.out, "cannot run this model: 'llama.block_count' = 8323077 layers"))
+      << i.out;
 }
 
 // --- 2.10: prompts from files and stdin, SEAM_MODEL, the TTY chat --------------------
