@@ -9,3 +9,5 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   return 0;
 }
+
+std::vector<std::string> seam_fuzz_seeds() { return seam::fuzz::template_seeds(); }

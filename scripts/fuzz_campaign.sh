@@ -5,13 +5,13 @@
 # any crash, leak or timeout are in build-fuzz/campaign/<target>.log; record
 # them in docs/reliability.md, and add each crash as a regression test.
 #
-#   scripts/fuzz_campaign.sh [SECONDS] [TARGET ...]    (targets: gguf template)
+#   scripts/fuzz_campaign.sh [SECONDS] [TARGET ...]    (targets: gguf template tool_call)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-600}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(gguf template)
+[ ${#targets[@]} -eq 0 ] && targets=(gguf template tool_call)
 
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
   -DSEAM_LIBFUZZER=ON -DSEAM_SANITIZE=ON -DSEAM_NATIVE=OFF -DSEAM_BUILD_TESTS=OFF \

@@ -1,9 +1,10 @@
-// Standalone driver for chat-template fuzzing in builds without libFuzzer
-// (g++): mutates the seeds (plus any files named on the command line) and
-// feeds each mutation to LLVMFuzzerTestOneInput.
+// Standalone driver for the text fuzz targets (templates, tool calls) in
+// builds without libFuzzer (g++): mutates the target's seeds (plus any files
+// named on the command line) and feeds each mutation to LLVMFuzzerTestOneInput.
+// Each target's .cpp defines the entry point and seam_fuzz_seeds().
 //
-//   template_fuzz [--iterations N] [--seed S] [input ...]
-//   template_fuzz --dump-seeds DIR   (writes the seeds, e.g. as a libFuzzer corpus)
+//   <target>_fuzz [--iterations N] [--seed S] [input ...]
+//   <target>_fuzz --dump-seeds DIR   (writes the seeds, e.g. as a libFuzzer corpus)
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -11,13 +12,13 @@
 #include <string>
 
 #include "fuzz/gguf_fuzz.h"  // the byte Mutator
-#include "fuzz/template_fuzz.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
+std::vector<std::string> seam_fuzz_seeds();
 
 int main(int argc, char** argv) {
   std::uint64_t iterations = 100000, seed = 1;
-  std::vector<std::string> seeds = seam::fuzz::template_seeds();
+  std::vector<std::string> seeds = seam_fuzz_seeds();
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if ((a == "--iterations" || a == "--seed") && i + 1 < argc) {
@@ -25,7 +26,7 @@ int main(int argc, char** argv) {
     } else if (a == "--dump-seeds" && i + 1 < argc) {
       const std::string dir = argv[++i];
       for (std::size_t k = 0; k < seeds.size(); ++k) {
-        const std::string path = dir + "/seed" + std::to_string(k) + ".jinja";
+        const std::string path = dir + "/seed" + std::to_string(k);
         std::ofstream out(path, std::ios::binary);
         out << seeds[k];
         if (!out) {
@@ -54,7 +55,7 @@ int main(int argc, char** argv) {
                                  reinterpret_cast<const std::byte*>(s.data()) + s.size()});
     LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t*>(input.data()), input.size());
   }
-  std::fprintf(stderr, "template_fuzz: %llu inputs, no crash\n",
+  std::fprintf(stderr, "%s: %llu inputs, no crash\n", argv[0],
                static_cast<unsigned long long>(iterations));
   return 0;
 }
