@@ -25,7 +25,8 @@ namespace {
 
 void add_model_options(CLI::App* sub, ModelOptions& o) {
   sub->add_option("-m,--model", o.model,
-                  "GGUF model file or Hugging Face model directory (default: the bundled model, " +
+                  "GGUF model file or Hugging Face model directory (default: $SEAM_MODEL, else the "
+                  "bundled model, " +
                       std::string(kDefaultModelName) + ")");
   add_threads_option(sub, o.threads);
   sub->add_option("-c,--ctx-size", o.ctx,
