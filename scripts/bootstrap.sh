@@ -5,10 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(
-  cmake ninja-build g++ pkg-config git
+  cmake ninja-build g++ clang pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
-  libpcre2-dev libutf8proc-dev
+  libpcre2-dev libutf8proc-dev libedit-dev
+  tmux
   python3 python3-numpy
   jq  # bench/compare.sh reads the JSON of both engines
 )

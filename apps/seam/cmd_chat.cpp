@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +17,7 @@
 
 #include "commands.h"
 #include "generate_options.h"
+#include "line_reader.h"
 #include "seam/chat.h"
 #include "seam/error.h"
 #include "seam/generate.h"
@@ -62,9 +64,15 @@ std::vector<std::string> turn_end_stops(const Model& model, const std::string& s
   return out;
 }
 
-std::string trim_line(std::string s) {
-  while (!s.empty() && (s.back() == '\r' || s.back() == '\n')) s.pop_back();
-  return s;
+constexpr const char* kHelp =
+    "commands: /help, /reset (or /clear) starts over, /system TEXT sets the system message, "
+    "/save FILE writes the conversation as JSON, /bye (or /quit, /exit) leaves.\n"
+    "multi-line input: end a line with \\ to go on, or put the text between two \"\"\" lines.";
+
+using Json = nlohmann::ordered_json;
+
+bool has_system(const Json& messages) {
+  return !messages.empty() && messages[0]["role"] == "system";
 }
 
 }  // namespace
@@ -75,14 +83,19 @@ void add_chat_command(CLI::App& app, CommandList& list) {
     SamplingOptions sampling;
     std::string system;
     std::string template_arg;
+    bool conversation = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand(
       "chat",
       "Chat with a model in the terminal (or over a pipe: each stdin line is a user turn). "
-      "Commands: /reset, /system TEXT, /save FILE, /quit. Ctrl-C stops the current answer.");
+      "Commands: /help, /reset, /system TEXT, /save FILE, /bye. Ctrl-C stops the current answer; "
+      "on a terminal, lines can be edited and recalled (Up arrow).");
   add_model_options(sub, o->model);
-  sub->add_option("--system", o->system, "System message that opens the conversation");
+  sub->add_option("--system,--system-prompt", o->system,
+                  "System message that opens the conversation (llama.cpp: -sys)");
+  sub->add_flag("--conversation", o->conversation,
+                "llama.cpp's -cnv; accepted: seam chat is always a conversation");
   sub->add_option("--template", o->template_arg,
                   "Chat template: a built-in name (chatml, llama3, gemma) or a Jinja file "
                   "(default: the model's own, else chatml)");
@@ -97,8 +110,14 @@ void add_chat_command(CLI::App& app, CommandList& list) {
     gc.cancel = &cancel_flag();
     gc.on_prefill = prefill_progress(o->model.batch);
     auto session = open_session(*model, o->model);
+    const std::uint32_t n_ctx = session->n_ctx();
+    // Room left for an answer when deciding whether old turns must go.
+    const std::size_t reserve =
+        o->sampling.n_predict > 0
+            ? std::min<std::size_t>(static_cast<std::size_t>(o->sampling.n_predict), n_ctx / 2)
+            : n_ctx / 4;
 
-    nlohmann::ordered_json context;
+    Json context;
     std::string bos_text;
     if (auto b = model->bos()) {
       bos_text = model->detok(*b, Detok::Text);
@@ -107,86 +126,126 @@ void add_chat_command(CLI::App& app, CommandList& list) {
     if (auto e = model->eos()) context["eos_token"] = model->detok(*e, Detok::Text);
     context["add_generation_prompt"] = true;
 
-    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-    auto set_system = [&](const std::string& text) {
-      if (!messages.empty() && messages[0]["role"] == "system") messages.erase(0);
-      if (!text.empty())
-        messages.insert(messages.begin(),
-                        nlohmann::ordered_json{{"role", "system"}, {"content", text}});
+    auto render = [&](const Json& msgs) {
+      context["messages"] = msgs;
+      const std::string text = render_chat_template(tmpl.source, context);
+      const bool add_bos = !bos_text.empty() && text.rfind(bos_text, 0) != 0;
+      return model->tokenize(text, add_bos, true);
     };
-    set_system(o->system);
+    // The conversation with `text` as its system message, checked by rendering
+    // it: a template without a system role refuses here, not at the next turn.
+    auto with_system = [&](const Json& msgs, const std::string& text) {
+      Json out = msgs;
+      if (has_system(out)) out.erase(0);
+      if (!text.empty()) out.insert(out.begin(), Json{{"role", "system"}, {"content", text}});
+      Json probe = out;
+      probe.push_back({{"role", "user"}, {"content", "hi"}});
+      render(probe);
+      return out;
+    };
+    // The prompt for `msgs`, dropping the oldest turns (never the system
+    // message or the newest user message) until an answer has room.
+    auto fit = [&](Json& msgs) {
+      std::size_t dropped = 0;
+      for (;;) {
+        std::vector<Token> prompt = render(msgs);
+        const std::size_t first = has_system(msgs) ? 1 : 0;
+        if (prompt.size() + reserve <= n_ctx || msgs.size() - first <= 1) {
+          check_prompt_fits(prompt.size(), n_ctx);
+          if (dropped)
+            std::fprintf(stderr,
+                         "seam: the context (%u tokens) is full: dropped the %zu oldest "
+                         "messages%s\n",
+                         n_ctx, dropped, first ? " (the system message is kept)" : "");
+          return prompt;
+        }
+        // One turn: the oldest message and whatever follows up to the next user message.
+        do {
+          msgs.erase(first);
+          ++dropped;
+        } while (msgs.size() - first > 1 && msgs[first]["role"] != "user");
+      }
+    };
+
+    Json messages = Json::array();
+    try {
+      messages = with_system(messages, o->system);
+    } catch (const Error& e) {
+      throw Error(e.code(), "--system: " + std::string(e.what()));
+    }
 
     install_sigint_handler();
-
-    const bool tty = isatty(STDIN_FILENO);
-    if (tty)
-      std::fprintf(stderr, "seam chat: %s, template %s. /reset, /system TEXT, /save FILE, /quit\n",
-                   model->info().name.c_str(), tmpl.name.c_str());
-    std::string line;
-    for (;;) {
-      if (tty) std::fputs("> ", stderr);
-      if (!std::getline(std::cin, line)) break;
-      line = trim_line(line);
+    LineReader reader;
+    if (reader.interactive())
+      std::fprintf(stderr, "seam chat: %s, template %s, seed %llu. /help lists the commands\n",
+                   model->info().name.c_str(), tmpl.name.c_str(),
+                   static_cast<unsigned long long>(gc.sampler.seed));
+    while (auto entry = reader.read()) {
+      std::string line = *entry;
+      while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.pop_back();
       if (line.empty()) continue;
       if (line[0] == '/') {
         const auto sp = line.find(' ');
         const std::string cmd = line.substr(0, sp);
         const std::string arg = sp == std::string::npos ? "" : line.substr(sp + 1);
-        if (cmd == "/quit" || cmd == "/exit") break;
-        if (cmd == "/reset") {
-          const bool had_system = !messages.empty() && messages[0]["role"] == "system";
-          nlohmann::ordered_json sys = had_system ? messages[0] : nlohmann::ordered_json();
-          messages = nlohmann::ordered_json::array();
-          if (had_system) messages.push_back(sys);
+        if (cmd == "/quit" || cmd == "/exit" || cmd == "/bye") break;
+        if (cmd == "/help") {
+          std::fprintf(stderr, "%s\n", kHelp);
+        } else if (cmd == "/reset" || cmd == "/clear") {
+          Json kept = Json::array();
+          if (has_system(messages)) kept.push_back(messages[0]);
+          messages = std::move(kept);
           session->clear_seq(gc.seq);
           std::fprintf(stderr, "seam: conversation reset\n");
         } else if (cmd == "/system") {
-          set_system(arg);
-          std::fprintf(stderr, "seam: system message %s\n", arg.empty() ? "removed" : "set");
+          try {
+            messages = with_system(messages, arg);
+            std::fprintf(stderr, "seam: system message %s\n", arg.empty() ? "removed" : "set");
+          } catch (const Error& e) {
+            std::fprintf(stderr, "seam: error: /system: %s; the system message is unchanged\n",
+                         e.what());
+          }
         } else if (cmd == "/save") {
           if (arg.empty()) {
             std::fprintf(stderr, "seam: /save needs a file name\n");
             continue;
           }
           std::ofstream f(arg, std::ios::binary | std::ios::trunc);
-          f << nlohmann::ordered_json{{"messages", messages}}.dump(
-                   2, ' ', false, nlohmann::json::error_handler_t::replace)
+          f << Json{{"messages", messages}}.dump(2, ' ', false,
+                                                 nlohmann::json::error_handler_t::replace)
             << '\n';
+          f.flush();
           if (!f.good()) {
             std::fprintf(stderr, "seam: cannot write '%s'\n", arg.c_str());
           } else {
             std::fprintf(stderr, "seam: saved %zu messages to %s\n", messages.size(), arg.c_str());
           }
         } else {
-          std::fprintf(stderr,
-                       "seam: unknown command %s (try /reset, /system TEXT, /save FILE, /quit)\n",
-                       cmd.c_str());
+          std::fprintf(stderr, "seam: unknown command %s (/help lists them)\n", cmd.c_str());
         }
         continue;
       }
-      messages.push_back({{"role", "user"}, {"content", line}});
-      context["messages"] = messages;
-      const std::string text = render_chat_template(tmpl.source, context);
-      const bool add_bos = !bos_text.empty() && text.rfind(bos_text, 0) != 0;
-      const std::vector<Token> prompt = model->tokenize(text, add_bos, true);
-      cancel_flag().store(false);
-      generating().store(true);
+      // A turn works on a copy: if anything fails, the conversation is as it was.
+      Json work = messages;
+      work.push_back({{"role", "user"}, {"content", line}});
       GenerateResult r;
       try {
-        r = generate(*model, *session, prompt, gc, [](std::string_view piece) {
-          std::fwrite(piece.data(), 1, piece.size(), stdout);
-          std::fflush(stdout);
-        });
+        const std::vector<Token> prompt = fit(work);
+        cancel_flag().store(false);
+        generating().store(true);
+        r = generate(*model, *session, prompt, gc,
+                     [](std::string_view piece) { write_stdout(piece); });
+        generating().store(false);
       } catch (const Error& e) {
         generating().store(false);
-        if (e.code() != Errc::ContextFull) throw;
-        messages.erase(messages.size() - 1);
-        std::fprintf(stderr, "seam: %s; the turn was dropped (/reset starts over)\n", e.what());
+        if (e.code() == Errc::Io) throw;  // stdout is gone: nothing left to talk to
+        if (session->corrupted()) session = open_session(*model, o->model);
+        std::fprintf(stderr, "seam: error: %s; the turn was dropped, the conversation goes on\n",
+                     e.what());
         continue;
       }
-      generating().store(false);
-      std::fputc('\n', stdout);
-      std::fflush(stdout);
+      write_stdout("\n");
+      messages = std::move(work);
       messages.push_back({{"role", "assistant"}, {"content", r.text}});
       std::fprintf(stderr,
                    "[%zu prompt tokens, %zu cached, %zu generated, %s; ttft %.1f ms, "

@@ -1,4 +1,7 @@
 // seam perplexity: how well a model predicts a text file.
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -25,22 +28,40 @@ void add_perplexity_command(CLI::App& app, CommandList& list) {
   CLI::App* sub = app.add_subcommand("perplexity", "Measure a model's perplexity on a text file");
   sub->add_option("-m,--model", o->model, "GGUF file or Hugging Face model directory")->required();
   sub->add_option("-f,--file", o->file, "Text file to score")->required();
-  sub->add_option("-c,--ctx", o->n_ctx,
+  sub->add_option("-c,--ctx,--ctx-size", o->n_ctx,
                   "Window length in tokens; the second half of each window is scored "
                   "(default: min(512, training context))");
-  sub->add_option("-t,--threads", o->threads, "Compute threads (default: one per core)");
+  add_threads_option(sub, o->threads);
   add_cache_type_option(sub, o->cache_type);
   list.emplace_back(sub, [o] {
     std::ifstream in(o->file, std::ios::binary);
     if (!in) throw Error(Errc::Io, "cannot read the text file " + o->file);
     const std::string text((std::istreambuf_iterator<char>(in)), {});
     LoadOptions lo;
-    lo.n_threads = o->threads;
+    lo.n_threads = resolve_threads(o->threads);
     auto model = Model::load(o->model, lo);
     PerplexityOptions po;
     po.n_ctx = o->n_ctx;
     po.cache_type = parse_cache_type(o->cache_type);
+    if (po.n_ctx) warn_context_beyond_training(*model, po.n_ctx);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto seconds = [&t0] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    if (isatty(STDERR_FILENO)) {
+      po.on_window = [&seconds](std::size_t done, std::size_t total, double ppl) {
+        const double eta =
+            seconds() / static_cast<double>(done) * static_cast<double>(total - done);
+        std::fprintf(stderr,
+                     "\r\033[Kseam: perplexity: window %zu/%zu, ppl so far %.4f, ETA %.0f s", done,
+                     total, ppl, eta);
+        std::fflush(stderr);
+      };
+    }
     const PerplexityResult r = perplexity(*model, text, po);
+    if (isatty(STDERR_FILENO)) std::fputs("\r\033[K", stderr);
+    std::fprintf(stderr, "seam: scored %zu windows of %u tokens in %.1f s\n", r.n_windows, r.n_ctx,
+                 seconds());
     std::printf(
         "perplexity: %.4f\nnll/token: %.6f\ntokens: %zu (scored %zu in %zu windows of %u)\n", r.ppl,
         r.nll_per_token, r.n_tokens, r.n_scored, r.n_windows, r.n_ctx);

@@ -3,6 +3,9 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
 #include <memory>
 #include <string>
 
@@ -20,8 +23,8 @@ nlohmann::ordered_json alternative_json(const Model& model, Token t, float logpr
   return {{"token", t}, {"text", model.detok(t, Detok::Text)}, {"logprob", logprob}};
 }
 
-nlohmann::ordered_json result_json(const Model& model, const GenerateResult& r,
-                                   bool with_logprobs) {
+nlohmann::ordered_json result_json(const Model& model, const GenerateResult& r, bool with_logprobs,
+                                   std::uint64_t seed) {
   nlohmann::ordered_json j;
   j["text"] = r.text;
   j["tokens"] = r.tokens;
@@ -49,6 +52,8 @@ nlohmann::ordered_json result_json(const Model& model, const GenerateResult& r,
     }
     j["logprobs"] = std::move(lps);
   }
+  j["model"] = model.info().name;
+  j["seed"] = seed;  // -s SEED repeats the run
   return j;
 }
 
@@ -59,6 +64,8 @@ void add_run_command(CLI::App& app, CommandList& list) {
     ModelOptions model;
     SamplingOptions sampling;
     std::string prompt;
+    std::string prompt_file;
+    bool conversation = false;
     bool parse_special = false;
     bool json = false;
     int logprobs = -1;
@@ -66,7 +73,12 @@ void add_run_command(CLI::App& app, CommandList& list) {
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand("run", "Generate a continuation of a prompt");
   add_model_options(sub, o->model);
-  sub->add_option("-p,--prompt", o->prompt, "Prompt text; \"\" means BOS only")->required();
+  auto* p = sub->add_option("-p,--prompt", o->prompt,
+                            "Prompt text; \"\" means BOS only, - reads it from stdin");
+  auto* f = sub->add_option("-f,--file", o->prompt_file, "Read the prompt from this file");
+  p->excludes(f);
+  sub->add_flag("--conversation", o->conversation,
+                "llama.cpp's -cnv; seam run completes one prompt: use `seam chat` instead");
   add_sampling_options(sub, o->sampling, "Most tokens to generate (-1: until end of generation)");
   sub->add_flag("--parse-special", o->parse_special,
                 "Recognise special-token text such as <|im_end|> in the prompt");
@@ -76,7 +88,20 @@ void add_run_command(CLI::App& app, CommandList& list) {
                   "With --json: per-token log-probabilities (log-softmax of the raw logits) and "
                   "the N most likely alternatives")
       ->check(CLI::Range(0, 100));
-  list.emplace_back(sub, [o] {
+  list.emplace_back(sub, [o, p, f] {
+    if (o->conversation)
+      throw Error(Errc::InvalidArgument,
+                  "seam run completes one prompt; for a conversation (-cnv) use 'seam chat'");
+    if (p->count() == 0 && f->count() == 0)
+      throw Error(Errc::InvalidArgument, "give a prompt: -p TEXT, -p - (stdin) or -f FILE");
+    std::string prompt_text = o->prompt;
+    if (f->count()) {
+      std::ifstream in(o->prompt_file, std::ios::binary);
+      if (!in) throw Error(Errc::Io, "cannot read the prompt file '" + o->prompt_file + "'");
+      prompt_text.assign(std::istreambuf_iterator<char>(in), {});
+    } else if (prompt_text == "-") {
+      prompt_text.assign(std::istreambuf_iterator<char>(std::cin), {});
+    }
     if (o->logprobs >= 0 && !o->json)
       throw Error(Errc::InvalidArgument, "--logprobs needs --json (logprobs are printed as JSON)");
     // Reject bad values before the (slow) model load; the ids are checked again below.
@@ -84,15 +109,11 @@ void add_run_command(CLI::App& app, CommandList& list) {
     auto model = load_model(o->model);
     gc = make_generate_config(o->sampling, o->model, model->info().n_vocab);
     gc.logprobs = o->logprobs;
-    const std::vector<Token> prompt = model->tokenize(o->prompt, true, o->parse_special);
+    const std::vector<Token> prompt = model->tokenize(prompt_text, true, o->parse_special);
     auto session = open_session(*model, o->model);
+    check_prompt_fits(prompt.size(), session->n_ctx());
     TextSink sink;
-    if (!o->json) {
-      sink = [](std::string_view text) {
-        std::fwrite(text.data(), 1, text.size(), stdout);
-        std::fflush(stdout);
-      };
-    }
+    if (!o->json) sink = [](std::string_view text) { write_stdout(text); };
     gc.cancel = &cancel_flag();
     gc.on_prefill = prefill_progress(o->model.batch);
     install_sigint_handler();
@@ -100,18 +121,17 @@ void add_run_command(CLI::App& app, CommandList& list) {
     const GenerateResult r = generate(*model, *session, prompt, gc, sink);
     generating().store(false);
     if (o->json) {
-      const std::string out = result_json(*model, r, o->logprobs >= 0)
-                                  .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-      std::fwrite(out.data(), 1, out.size(), stdout);
+      write_stdout(result_json(*model, r, o->logprobs >= 0, gc.sampler.seed)
+                       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     }
-    std::fputc('\n', stdout);
-    std::fflush(stdout);
+    write_stdout("\n");
     std::fprintf(stderr,
-                 "seam: %zu prompt tokens (%zu cached), %zu generated (%s); ttft %.1f ms, "
-                 "prefill %.1f tok/s, decode %.1f tok/s\n",
-                 r.prompt_tokens, r.cached_prompt_tokens, r.completion_tokens,
-                 std::string(finish_reason_name(r.finish)).c_str(), r.ttft_ms,
-                 r.prefill_tokens_per_s, r.decode_tokens_per_s);
+                 "seam: %s: %zu prompt tokens (%zu cached), %zu generated (%s); ttft %.1f ms, "
+                 "prefill %.1f tok/s, decode %.1f tok/s; seed %llu\n",
+                 model->info().name.c_str(), r.prompt_tokens, r.cached_prompt_tokens,
+                 r.completion_tokens, std::string(finish_reason_name(r.finish)).c_str(), r.ttft_ms,
+                 r.prefill_tokens_per_s, r.decode_tokens_per_s,
+                 static_cast<unsigned long long>(gc.sampler.seed));
     // Ctrl-C: what was generated is printed, and the status says it was cut short.
     return r.finish == FinishReason::Cancelled ? 130 : 0;
   });

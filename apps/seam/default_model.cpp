@@ -12,9 +12,16 @@ namespace seam::cli {
 
 std::string default_model_path() {
   namespace fs = std::filesystem;
-  std::vector<fs::path> candidates;
-  if (const char* env = std::getenv("SEAM_MODEL"); env && *env) candidates.emplace_back(env);
   std::error_code ec;
+  // A SEAM_MODEL that names nothing is a mistake to report, not a cue to run
+  // some other model.
+  if (const char* env = std::getenv("SEAM_MODEL"); env && *env) {
+    if (fs::exists(env, ec)) return env;
+    throw Error(Errc::Io, std::string("SEAM_MODEL is set to '") + env +
+                              "', which does not exist; point it at a model file or directory, "
+                              "unset it, or pass -m");
+  }
+  std::vector<fs::path> candidates;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
     candidates.push_back(exe.parent_path() / kDefaultModelName);

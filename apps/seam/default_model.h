@@ -7,7 +7,8 @@ namespace seam::cli {
 
 inline constexpr const char* kDefaultModelName = "seam-kjv.gguf";
 
-// The first of: $SEAM_MODEL; next to the binary; <prefix>/share/seam/ beside
+// $SEAM_MODEL when it is set (an error when it names nothing); else the first
+// of: next to the binary; <prefix>/share/seam/ beside
 // it; the source tree's models/ folder. Throws a seam::Error saying where it
 // looked when none exists.
 std::string default_model_path();

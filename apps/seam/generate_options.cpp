@@ -3,30 +3,40 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <iostream>
 #include <limits>
+#include <random>
+#include <thread>
 
 #include "default_model.h"
 #include "seam/error.h"
 
 namespace seam::cli {
 
+namespace {
+[[noreturn]] void bad(const std::string& what) { throw Error(Errc::InvalidArgument, what); }
+}  // namespace
+
 void add_model_options(CLI::App* sub, ModelOptions& o) {
   sub->add_option("-m,--model", o.model,
-                  "GGUF model file or Hugging Face model directory (default: the bundled model, " +
+                  "GGUF model file or Hugging Face model directory (default: $SEAM_MODEL, else the "
+                  "bundled model, " +
                       std::string(kDefaultModelName) + ")");
-  sub->add_option("-t,--threads", o.threads, "Compute threads; 0 = one per core")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 1024));
+  add_threads_option(sub, o.threads);
   sub->add_option("-c,--ctx-size", o.ctx,
-                  "KV cache size in tokens; 0 = the model's training context")
-      ->capture_default_str();
+                  "KV cache size in tokens (default: the model's training context, at most " +
+                      std::to_string(kDefaultContext) + ")");
   sub->add_option("-b,--batch-size", o.batch, "Most prompt tokens per forward pass (prefill)")
       ->capture_default_str()
       ->check(CLI::Range(1u, 65536u));
+  sub->add_option("--n-gpu-layers,--gpu-layers", o.gpu_layers,
+                  "llama.cpp's -ngl; accepted, but this build runs on the CPU only");
   add_cache_type_option(sub, o.cache_type);
 }
 
@@ -45,7 +55,7 @@ CacheType parse_cache_type(const std::string& name) {
 
 void add_sampling_options(CLI::App* sub, SamplingOptions& o, const std::string& n_predict_help) {
   sub->add_option("-n,--n-predict", o.n_predict, n_predict_help)->capture_default_str();
-  sub->add_option("--temp", o.temp, "Sampling temperature; 0 = greedy (argmax)")
+  sub->add_option("--temp,--temperature", o.temp, "Sampling temperature; 0 = greedy (argmax)")
       ->capture_default_str();
   sub->add_option("--top-k", o.top_k, "Keep the K most likely tokens; 0 = off")
       ->capture_default_str();
@@ -75,8 +85,11 @@ void add_sampling_options(CLI::App* sub, SamplingOptions& o, const std::string& 
   sub->add_option("--samplers", o.samplers,
                   "Sampler order, ';'-separated: logit_bias;penalties;top_k;typical_p;top_p;"
                   "min_p;temperature (default: that order); a stage left out is skipped");
-  sub->add_option("-s,--seed", o.seed, "Random seed for sampling")->capture_default_str();
-  sub->add_option("--stop", o.stop, "Stop when this text is generated (not printed); repeatable")
+  sub->add_option("-s,--seed", o.seed,
+                  "Random seed for sampling; -1 = a random one (default; the summary prints it)")
+      ->capture_default_str();
+  sub->add_option("--stop,-r,--reverse-prompt", o.stop,
+                  "Stop when this text is generated (not printed); repeatable")
       ->take_all();
   sub->add_option("--timeout", o.timeout, "Stop after this many seconds of wall clock; 0 = none")
       ->capture_default_str();
@@ -84,23 +97,97 @@ void add_sampling_options(CLI::App* sub, SamplingOptions& o, const std::string& 
                 "Never stop on an end-of-generation token (they are banned instead)");
 }
 
+CLI::Option* add_threads_option(CLI::App* sub, int& threads) {
+  return sub
+      ->add_option("-t,--threads", threads,
+                   "Compute threads, at least 1 (default: one per core; more than the cores "
+                   "warns, more than " +
+                       std::to_string(kMaxThreadsPerCore) + " per core is capped)")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            long n = 0;
+            try {
+              std::size_t used = 0;
+              n = std::stol(v, &used);
+              if (used != v.size()) return "wants a whole number, got '" + v + "'";
+            } catch (const std::exception&) {
+              return "wants a whole number, got '" + v + "'";
+            }
+            if (n < 1) return "must be at least 1, got " + v;
+            return {};
+          },
+          "INT>=1", "threads"));
+}
+
+int resolve_threads(int requested) {
+  if (requested == 0) return 0;
+  if (requested < 0) bad("--threads must be at least 1, got " + std::to_string(requested));
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int cap = cores * kMaxThreadsPerCore;
+  if (requested > cap) {
+    std::fprintf(stderr,
+                 "seam: warning: --threads %d is far more than this machine's %d cores; "
+                 "using %d\n",
+                 requested, cores, cap);
+    return cap;
+  }
+  if (requested > cores) {
+    std::fprintf(stderr,
+                 "seam: warning: --threads %d is more than this machine's %d cores; "
+                 "expect it to run slower than with -t %d\n",
+                 requested, cores, cores);
+  }
+  return requested;
+}
+
+std::uint32_t default_context(std::uint32_t n_ctx_train) {
+  return n_ctx_train == 0 ? kDefaultContext : std::min(n_ctx_train, kDefaultContext);
+}
+
+void warn_context_beyond_training(const Model& model, std::uint32_t n_ctx) {
+  const ModelInfo& info = model.info();
+  if (info.n_ctx_train == 0 || n_ctx <= info.n_ctx_train) return;
+  std::fprintf(stderr,
+               "seam: warning: the context (%u tokens) is longer than the %u the model was "
+               "trained on (RoPE scaling: %s); past %u tokens the output may degrade\n",
+               n_ctx, info.n_ctx_train, info.rope_scaling.c_str(), info.n_ctx_train);
+}
+
+void check_prompt_fits(std::size_t n_prompt, std::uint32_t n_ctx) {
+  if (n_prompt < n_ctx) return;  // one cell is left for the first generated token
+  throw Error(Errc::ContextFull, "the prompt is " + std::to_string(n_prompt) +
+                                     " tokens but the context holds " + std::to_string(n_ctx) +
+                                     "; raise it with -c (e.g. -c " +
+                                     std::to_string(n_prompt + 256) + ") or shorten the prompt");
+}
+
+std::uint64_t resolve_seed(std::int64_t seed) {
+  if (seed >= 0) return static_cast<std::uint64_t>(seed);
+  if (seed != -1) bad("--seed must be >= 0, or -1 for a random seed; got " + std::to_string(seed));
+  std::random_device rd;
+  // Below 2^53 so the seed survives a round trip through JSON readers that use doubles.
+  return ((std::uint64_t{rd()} << 32) | rd()) & ((std::uint64_t{1} << 53) - 1);
+}
+
 std::shared_ptr<const Model> load_model(const ModelOptions& o) {
   LoadOptions lo;
-  lo.n_threads = o.threads;
+  lo.n_threads = resolve_threads(o.threads);
+  if (o.gpu_layers >= 0)
+    std::fprintf(stderr,
+                 "seam: note: --n-gpu-layers has no effect: this build runs on the CPU only\n");
   return Model::load(o.model.empty() ? default_model_path() : o.model, lo);
 }
 
 std::unique_ptr<Session> open_session(const Model& model, const ModelOptions& o) {
   SessionConfig sc;
-  sc.n_ctx = o.ctx ? o.ctx : model.info().n_ctx_train;
+  sc.n_ctx = o.ctx ? o.ctx : default_context(model.info().n_ctx_train);
   sc.n_batch = o.batch;
   sc.cache_type = parse_cache_type(o.cache_type);
+  warn_context_beyond_training(model, sc.n_ctx);
   return model.session(sc);
 }
 
 namespace {
-
-[[noreturn]] void bad(const std::string& what) { throw Error(Errc::InvalidArgument, what); }
 
 std::pair<Token, float> parse_bias(const std::string& s) {
   const auto eq = s.find('=');
@@ -143,7 +230,7 @@ GenerateConfig make_generate_config(const SamplingOptions& o, const ModelOptions
   s.repeat_last_n = o.repeat_last_n;
   s.presence_penalty = o.presence_penalty;
   s.frequency_penalty = o.frequency_penalty;
-  s.seed = o.seed;
+  s.seed = resolve_seed(o.seed);
   for (const std::string& b : o.logit_bias) s.logit_bias.push_back(parse_bias(b));
   if (!o.samplers.empty()) {
     s.order.clear();
@@ -211,6 +298,27 @@ PrefillProgress prefill_progress(std::uint32_t n_batch) {
     }
     std::fflush(stderr);
   };
+}
+
+[[noreturn]] void stdout_failed(int err) {
+  // A reader that went away (`seam run ... | head`) is not an error of ours.
+  if (err == EPIPE) _exit(141);  // 128 + SIGPIPE, as a shell reports a piped writer
+  // err is 0 when an earlier buffered write failed and its errno is gone.
+  throw Error(Errc::Io, err ? std::string("cannot write to standard output: ") + std::strerror(err)
+                            : std::string("cannot write to standard output (disk full?)"));
+}
+
+void write_stdout(std::string_view text) {
+  errno = 0;
+  if (!text.empty() && std::fwrite(text.data(), 1, text.size(), stdout) != text.size())
+    stdout_failed(errno);
+  if (std::fflush(stdout) != 0) stdout_failed(errno);
+}
+
+void check_stdout() {
+  errno = 0;
+  std::cout.flush();
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) || std::cout.fail()) stdout_failed(errno);
 }
 
 }  // namespace seam::cli

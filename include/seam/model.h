@@ -30,6 +30,7 @@ struct ModelInfo {
   std::string architecture;  // general.architecture, e.g. "llama"
   std::uint32_t n_vocab = 0;
   std::uint32_t n_ctx_train = 0;
+  std::string rope_scaling = "none";  // e.g. "linear x4", "YaRN x4 from 32768", "LongRoPE"
   std::uint32_t n_embd = 0;
   std::uint32_t n_layer = 0;
   std::uint32_t n_head = 0;

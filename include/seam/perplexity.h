@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string_view>
 
 #include "seam/model.h"
@@ -14,6 +15,9 @@ struct PerplexityOptions {
   // text shorter than one window is scored as a single window of its length.
   std::uint32_t n_ctx = 0;
   CacheType cache_type = CacheType::F16;  // how the session stores K and V
+  // Called after each window with the windows done, the windows in all and
+  // the perplexity of the windows so far (for a progress line); may be empty.
+  std::function<void(std::size_t done, std::size_t total, double ppl)> on_window;
 };
 
 struct PerplexityResult {

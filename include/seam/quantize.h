@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,9 @@ struct QuantizeOptions {
   // llama.cpp's use_more_bits picks, Q4_K for the rest; `type` is then ignored).
   std::string mix;
   int n_threads = 0;  // 0 = one per core
+  // Called after each tensor with the tensors done and in all (for a progress
+  // line); may be empty.
+  std::function<void(std::size_t done, std::size_t total)> on_tensor;
 };
 
 // What happened to one tensor.

@@ -33,6 +33,18 @@ struct ContinueSignal {};
 
 constexpr int kMaxCallDepth = 200;  // macro recursion bound
 constexpr std::size_t kMaxRange = 1'000'000;
+// A render's budget. Real chat templates take thousands of steps over a long
+// conversation and produce kilobytes; nested loops or a doubled string can ask
+// for hours or terabytes. Past these limits the render fails with a template
+// error instead.
+constexpr std::uint64_t kMaxSteps = 1'000'000;
+constexpr std::size_t kMaxString = std::size_t{16} << 20;  // bytes, any string or the output
+
+void check_size(double bytes) {
+  if (bytes > static_cast<double>(kMaxString))
+    fail("the template builds a string of more than " + std::to_string(kMaxString >> 20) +
+         " MiB; a chat template never needs that much");
+}
 
 // JavaScript truthiness of a raw payload (objects are always true).
 bool raw_truthy(const Value& v) {
@@ -138,8 +150,13 @@ std::vector<T> slice_vec(const std::vector<T>& a, const Value& start_v, const Va
     stop = stop < -1 ? std::max<std::int64_t>(len + stop, -1) : std::min(stop, len - 1);
   }
   std::vector<T> out;
-  for (std::int64_t i = start; dir * i < dir * stop; i += step) {
+  if (dir == 0) return out;
+  // Stop as soon as the index leaves [0, len): a step near INT64_MAX (or
+  // INT64_MIN) must not overflow `i += step` or `dir * i`.
+  for (std::int64_t i = start; dir > 0 ? i < stop : i > stop;) {
     if (i >= 0 && i < len) out.push_back(a[static_cast<std::size_t>(i)]);
+    if (dir > 0 ? step > stop - i : step < stop - i) break;  // the next index is past stop
+    i += step;
   }
   return out;
 }
@@ -242,6 +259,21 @@ Value string_replace(const std::string& s, std::vector<Value>& args) {
   }
   if (count.kind != Kind::Int && count.kind != Kind::Null)
     fail("replace() count argument must be a number or null");
+  if (args[1].s.size() > args[0].s.size()) {
+    // The result grows by this much per replacement: bound it before building it.
+    double hits = 0;
+    if (args[0].s.empty()) {
+      hits = static_cast<double>(s.size()) + 1;
+    } else {
+      for (std::size_t at = s.find(args[0].s); at != std::string::npos;
+           at = s.find(args[0].s, at + args[0].s.size()))
+        ++hits;
+    }
+    if (count.kind == Kind::Int && count.i >= 0)
+      hits = std::min(hits, static_cast<double>(count.i));
+    check_size(static_cast<double>(s.size()) +
+               hits * static_cast<double>(args[1].s.size() - args[0].s.size()));
+  }
   return Value::string(
       js::replace(s, args[0].s, args[1].s, count.kind == Kind::Null ? -1 : count.i));
 }
@@ -409,6 +441,15 @@ TemplateTime local_now() {
 class Interpreter {
  public:
   explicit Interpreter(const TemplateOptions& opts) : opts_(opts) {}
+  // A namespace is the one mutable container a template has, so the only way
+  // to build a reference cycle (`{% set ns.a = ns %}`). Emptying every
+  // namespace of the render once it is over breaks any such cycle.
+  ~Interpreter() {
+    for (const auto& w : namespaces_)
+      if (auto d = w.lock()) d->clear();
+  }
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
 
   std::string run(const Program& program, const EnvPtr& global) {
     try {
@@ -465,7 +506,7 @@ class Interpreter {
                 fail("strftime_now() takes a format string");
               return Value::string(strftime_py(args[0].s, opts.now ? *opts.now : local_now()));
             }));
-    env.set("namespace", Value::function([](std::vector<Value>& args, const EnvPtr&) -> Value {
+    env.set("namespace", Value::function([this](std::vector<Value>& args, const EnvPtr&) -> Value {
               std::vector<Value> pos = args;
               Value kwargs;
               if (!pos.empty() && pos.back().kind == Kind::KwArgs) {
@@ -475,6 +516,7 @@ class Interpreter {
               if (pos.size() > 1)
                 fail("namespace expected at most 1 argument, got " + std::to_string(pos.size()));
               Value ns = Value::object(Kind::Namespace);
+              namespaces_.push_back(ns.dict);
               if (pos.size() == 1) {
                 const Value& src = pos[0];
                 if (src.is_object()) {
@@ -505,6 +547,8 @@ class Interpreter {
  private:
   const TemplateOptions& opts_;
   int call_depth_ = 0;
+  std::uint64_t steps_ = 0;
+  std::vector<std::weak_ptr<Dict>> namespaces_;
 
   std::string eval_block(const NodeList& body, const EnvPtr& env) {
     std::string out;
@@ -516,11 +560,28 @@ class Interpreter {
       } else {
         out += to_display(v);
       }
+      check_size(static_cast<double>(out.size()));
     }
     return out;
   }
 
+  // Every evaluation counts against the render's budget, and no string it
+  // yields may exceed kMaxString.
+  void tick(std::uint64_t n) {
+    steps_ += n;
+    if (steps_ > kMaxSteps)
+      fail("the template ran for more than " + std::to_string(kMaxSteps) +
+           " steps (nested loops too large?); stopped");
+  }
+
   Value eval(const Node& n, const EnvPtr& env) {
+    tick(1);
+    Value v = eval_node(n, env);
+    if (v.kind == Kind::String) check_size(static_cast<double>(v.s.size()));
+    return v;
+  }
+
+  Value eval_node(const Node& n, const EnvPtr& env) {
     switch (n.kind) {
       case NodeKind::Text:
       case NodeKind::StrLit:
@@ -866,6 +927,7 @@ class Interpreter {
 
     std::vector<Value> items;
     const Array source = *iterable.arr;  // the loop sees the list as it was when it started
+    tick(source.size());                 // an empty body still costs its iterations
     for (const auto& item : source) {
       if (target.kind == NodeKind::TupleLit) {
         // Unpacking is checked for every item up front, as the reference does.
@@ -1053,7 +1115,10 @@ class Interpreter {
       }
       if (name == "join") {
         std::string out;
-        for (const auto& item : a) out += to_join_string(item);
+        for (const auto& item : a) {
+          out += to_join_string(item);
+          check_size(static_cast<double>(out.size()));
+        }
         return Value::string(std::move(out));
       }
       if (name == "string") return Value::string(to_json(v, JsonOptions{}, false));
@@ -1122,6 +1187,9 @@ class Interpreter {
   }
 
   static std::string indent(const std::string& s, std::int64_t width, bool first, bool blank) {
+    const double lines_bound = static_cast<double>(std::count(s.begin(), s.end(), '\n')) + 1;
+    check_size(static_cast<double>(s.size()) +
+               lines_bound * static_cast<double>(std::max<std::int64_t>(width, 0)));
     const std::string pad(static_cast<std::size_t>(std::max<std::int64_t>(width, 0)), ' ');
     const std::vector<std::string> lines = split_on(s, "\n");
     std::string out;

@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "chat/js_text.h"
+#include "core/utf8.h"
 
 namespace seam::chat {
 namespace {
@@ -665,6 +666,22 @@ ParsedOutput parse_gemma(std::string_view s) {
   return out;
 }
 
+// The same JSON with every string and key made valid UTF-8.
+Json valid_utf8_json(const Json& j) {
+  if (j.is_string()) return valid_utf8(j.get_ref<const std::string&>());
+  if (j.is_array()) {
+    Json out = Json::array();
+    for (const Json& e : j) out.push_back(valid_utf8_json(e));
+    return out;
+  }
+  if (j.is_object()) {
+    Json out = Json::object();
+    for (auto it = j.begin(); it != j.end(); ++it) out[valid_utf8(it.key())] = valid_utf8_json(*it);
+    return out;
+  }
+  return j;
+}
+
 }  // namespace
 
 ParsedOutput parse_tool_calls(std::string_view output, ToolCallFormat format) {
@@ -683,7 +700,18 @@ ParsedOutput parse_tool_calls(std::string_view output, ToolCallFormat format) {
       out = parse_gemma(output);
       break;
   }
-  out.content = std::string(trim_view(out.content));
+  // Model output may hold any bytes; what callers get is valid UTF-8 (a
+  // caller's json::dump() would throw on anything else).
+  out.content = valid_utf8(trim_view(out.content));
+  for (ToolCall& c : out.calls) {
+    c.name = valid_utf8(c.name);
+    c.id = valid_utf8(c.id);
+    c.arguments = valid_utf8_json(c.arguments);
+  }
+  for (ToolCallError& e : out.errors) {
+    e.message = valid_utf8(e.message);
+    e.text = valid_utf8(e.text);
+  }
   return out;
 }
 

@@ -10,6 +10,17 @@
 
 namespace seam::chat {
 
+// Out of line: items_ holds Values, complete only below value.h (clang with
+// libstdc++ 12 refuses an inline size() on the incomplete type).
+std::size_t Dict::size() const { return items_.size(); }
+void Dict::clear() {
+  // Swap out first: destroying the items may free other namespaces that are
+  // being cleared in turn.
+  std::vector<std::pair<std::string, Value>> items;
+  items.swap(items_);
+  index_.clear();
+}
+
 const Value* Dict::find(std::string_view key) const {
   const auto it = index_.find(std::string(key));
   return it == index_.end() ? nullptr : &items_[it->second].second;

@@ -32,7 +32,8 @@ class Dict {
   const Value* find(std::string_view key) const;
   Value* find(std::string_view key);
   void set(const std::string& key, Value v);
-  std::size_t size() const { return items_.size(); }
+  std::size_t size() const;
+  void clear();
   const std::vector<std::pair<std::string, Value>>& items() const { return items_; }
 
  private:

@@ -45,6 +45,9 @@ constexpr HfArch kArchs[] = {
 
 // Larger heads exist nowhere; the bound keeps hostile values from sizing loops.
 constexpr std::uint64_t kMaxHeadDim = 1u << 16;
+// Per-layer tables are sized by num_hidden_layers before the weights are read:
+// far above any published model (a few hundred), far below a hostile value.
+constexpr std::uint64_t kMaxLayers = 1u << 14;
 
 // The hyperparameters the mapping itself needs (the rest are copied as keys).
 struct Config {
@@ -136,6 +139,10 @@ Config read_config(const json& cfg, const std::string& file,
   const std::string a(c.arch->arch);
   c.n_embd = require_positive(cfg, "hidden_size", file);
   c.n_layer = require_positive(cfg, "num_hidden_layers", file);
+  if (c.n_layer > kMaxLayers) {
+    bad(file, "'num_hidden_layers' = " + std::to_string(c.n_layer) + " is out of range (at most " +
+                  std::to_string(kMaxLayers) + ")");
+  }
   c.n_head = require_positive(cfg, "num_attention_heads", file);
   c.n_head_kv = hf::get_uint(cfg, "num_key_value_heads", file).value_or(c.n_head);
   if (c.n_head_kv == 0 || c.n_head_kv > c.n_head) {

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -26,6 +27,17 @@ std::string quant_summary(const GgufFile& file) {
   return s;
 }
 
+// How the model stretches RoPE past its original context, for warnings.
+std::string rope_scaling_name(const Hparams& hp) {
+  char factor[32];
+  std::snprintf(factor, sizeof factor, "%g", hp.rope_scale != 0.0f ? 1.0 / hp.rope_scale : 0.0);
+  const std::string orig = std::to_string(hp.n_ctx_orig ? hp.n_ctx_orig : hp.n_ctx_train);
+  if (hp.longrope) return "LongRoPE from " + orig;
+  if (hp.yarn_ext_factor > 0.0f) return std::string("YaRN x") + factor + " from " + orig;
+  if (hp.rope_scale != 1.0f) return std::string("linear x") + factor;
+  return "none";
+}
+
 ModelInfo describe(const GgufFile& file, const std::string& path, const ModelSpec* spec,
                    const Tokenizer& tok) {
   ModelInfo info;
@@ -36,6 +48,7 @@ ModelInfo describe(const GgufFile& file, const std::string& path, const ModelSpe
   if (spec) {
     info.n_vocab = spec->hp.n_vocab;
     info.n_ctx_train = spec->hp.n_ctx_train;
+    info.rope_scaling = rope_scaling_name(spec->hp);
     info.n_embd = spec->hp.n_embd;
     info.n_layer = spec->hp.n_layer;
     info.n_head = spec->hp.n_head;

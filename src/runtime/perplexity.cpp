@@ -66,6 +66,9 @@ PerplexityResult perplexity(const Model& model, std::string_view text,
       ++r.n_scored;
     }
     ++r.n_windows;
+    if (options.on_window)
+      options.on_window(r.n_windows, tokens.size() / n_ctx,
+                        std::exp(nll / static_cast<double>(r.n_scored)));
   }
   r.nll_per_token = nll / static_cast<double>(r.n_scored);
   r.ppl = std::exp(r.nll_per_token);

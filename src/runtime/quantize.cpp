@@ -212,6 +212,7 @@ QuantizeReport quantize_model(const std::string& in, const std::string& out,
     report.bytes_in += r.bytes_in;
     report.bytes_out += r.bytes_out;
     report.tensors.push_back(std::move(r));
+    if (options.on_tensor) options.on_tensor(report.tensors.size(), plan.size());
   }
   const std::string tmp = out + ".part";
   w.write(tmp);

@@ -1,4 +1,7 @@
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <unordered_map>
 
@@ -187,6 +190,21 @@ std::unique_ptr<Session> make_session(const Model& model, const SessionConfig& c
   }
   if (config.n_ctx > (1u << 24)) {
     throw Error(Errc::InvalidArgument, "n_ctx " + std::to_string(config.n_ctx) + " is too large");
+  }
+  // A KV cache larger than the machine's memory would only fail later (or
+  // swap); refuse it now and say which knob to turn.
+  const Hparams& hp = model.impl().spec.hp;
+  const double kv_bytes = static_cast<double>(config.n_ctx) * hp.n_layer * 2.0 * hp.n_head_kv *
+                          hp.head_dim * sizeof(float);
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page > 0 && kv_bytes > static_cast<double>(pages) * static_cast<double>(page)) {
+    char msg[256];
+    std::snprintf(msg, sizeof msg,
+                  "a KV cache of %u tokens needs %.1f GiB, more than this machine's %.1f GiB of "
+                  "memory; use a smaller context (n_ctx; the CLI's -c)",
+                  config.n_ctx, kv_bytes / 1073741824.0,
+                  static_cast<double>(pages) * static_cast<double>(page) / 1073741824.0);
+    throw Error(Errc::InvalidArgument, msg);
   }
   return std::make_unique<SessionImpl>(model, config, std::move(backend));
 }

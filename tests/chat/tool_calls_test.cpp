@@ -167,5 +167,37 @@ TEST(ToolCalls, DetectsFormatFromTemplates) {
   EXPECT_EQ(detect_tool_call_format("{{ messages }}"), std::nullopt);
 }
 
+// Model output may hold any bytes (issue 14, 3.7): what callers get is valid
+// UTF-8, so their json::dump() cannot throw.
+TEST(ToolCalls, InvalidUtf8InArgumentsIsReplaced) {
+  const std::string bad = "\xd0";  // a lead byte with nothing after it
+  const auto r = parse_tool_calls("<tool_call>\n<function=f" + bad + ">\n<parameter=p>\na" + bad +
+                                      "b\n</parameter>\n<parameter=k" + bad + ">\n" + bad +
+                                      "\n</parameter>\n</function>\n</tool_call>" + bad,
+                                  ToolCallFormat::Hermes);
+  ASSERT_EQ(r.calls.size(), 1u) << (r.errors.empty() ? "" : r.errors[0].message);
+  EXPECT_NO_THROW((void)r.calls[0].arguments.dump());
+  EXPECT_EQ(r.calls[0].name, "f\xEF\xBF\xBD");
+  EXPECT_EQ(r.calls[0].arguments["p"],
+            "a\xEF\xBF\xBD"
+            "b");
+  EXPECT_EQ(r.calls[0].arguments["k\xEF\xBF\xBD"], "\xEF\xBF\xBD");
+  EXPECT_EQ(r.content, "\xEF\xBF\xBD");
+  // Every family, on arbitrary bytes: the results always serialise.
+  for (const auto f : {ToolCallFormat::Hermes, ToolCallFormat::Llama3, ToolCallFormat::Mistral,
+                       ToolCallFormat::Gemma}) {
+    const auto q = parse_tool_calls(
+        "[TOOL_CALLS][{\"name\": \"x\xff\", \"arguments\": {\"v\": \"\xc3\"}}] "
+        "<|python_tag|>f.call(q=\"\xe2\x82\")<tool_call>{\"name\": \"\xed\xa0\x80\"}",
+        f);
+    auto dump_all = [&] {
+      for (const auto& c : q.calls) (void)Json::object({{"n", c.name}, {"a", c.arguments}}).dump();
+      for (const auto& e : q.errors) (void)Json::object({{"m", e.message}, {"t", e.text}}).dump();
+      (void)Json(q.content).dump();
+    };
+    EXPECT_NO_THROW(dump_all());
+  }
+}
+
 }  // namespace
 }  // namespace seam::chat

@@ -372,6 +372,15 @@ TEST_F(HfBroken, UnknownArchitectureIsNamed) {
   expect_refused(Errc::Unsupported, "MambaForCausalLM");
 }
 
+// Issue 14, 3.5: per-layer tables are sized by num_hidden_layers before the
+// weights are read, so a hostile count is refused first.
+TEST_F(HfBroken, AHugeLayerCountIsRefusedBeforeAnythingIsSizedByIt) {
+  replace_in("config.json", "\"num_hidden_layers\": 2", "\"num_hidden_layers\": 8323077");
+  expect_refused(Errc::BadFormat, "'num_hidden_layers' = 8323077 is out of range");
+  replace_in("config.json", "8323077", "1000");  // within the cap, beyond the tensors
+  expect_refused(Errc::BadFormat, "'llama.block_count' = 1000 layers, but the file has only");
+}
+
 TEST_F(HfBroken, ConfigValuesOfTheWrongType) {
   replace_in("config.json", "\"hidden_size\": 48", "\"hidden_size\": \"48\"");
   expect_refused(Errc::BadFormat, "hidden_size");
