@@ -59,7 +59,10 @@ let history = [];
 let controller = null;
 
 $("api_key").value = localStorage.getItem("seam_api_key") || "";
-$("api_key").addEventListener("change", () => localStorage.setItem("seam_api_key", $("api_key").value));
+$("api_key").addEventListener("change", () => {
+  localStorage.setItem("seam_api_key", $("api_key").value);
+  loadModel();
+});
 
 function headers() {
   const h = { "Content-Type": "application/json" };
@@ -95,8 +98,14 @@ function add(role, text) {
   return div;
 }
 
+// The model's name for the header. /health says whether the server wants a
+// key; without one it is not asked (a 401 would only clutter the console).
 async function loadModel() {
   try {
+    if (!$("api_key").value.trim()) {
+      const h = await (await fetch("/health")).json();
+      if (h.auth) return;
+    }
     const r = await fetch("/v1/models", { headers: headers() });
     if (r.ok) { const j = await r.json(); $("model").textContent = j.data[0].id; }
   } catch (e) { /* the page still works; the name is cosmetic */ }

@@ -296,7 +296,8 @@ void HttpServer::setup() {
       res.set_header("Retry-After", "1");
       send_json(res, 503, {{"status", "loading"}});
     } else {
-      send_json(res, 200, {{"status", "ok"}});
+      // "auth" lets the chat page know whether to ask for a key first.
+      send_json(res, 200, {{"status", "ok"}, {"auth", !cfg_.api_key.empty()}});
     }
   });
 
