@@ -116,19 +116,36 @@ void Engine::admit_waiting() {
     }
   }
   while (!waiting_.empty()) {
-    // The free slot whose cache shares the longest prefix with the prompt;
-    // on ties the least recently used, so hot caches survive longest.
+    // The free slot whose cache shares the longest prefix with the prompt,
+    // provided that reuse is worth what it overwrites: the whole prompt is
+    // cached there, or at least half of what the slot holds is kept.
+    // Otherwise the free slot with the least cached (then least recently
+    // used), so one conversation's cache is not overwritten to save the few
+    // tokens of a chat template's header another conversation shares.
     std::shared_ptr<Job> job = waiting_.front();
     int best = -1;
     std::size_t best_len = 0;
     for (std::size_t s = 0; s < slots_.size(); ++s) {
       if (slots_[s].job) continue;
       const std::size_t len = common_prefix(slots_[s].cached, job->prompt);
+      if (len == 0 || (len < job->prompt.size() && 2 * len < slots_[s].cached.size())) continue;
       if (best < 0 || len > best_len ||
           (len == best_len && slots_[s].last_used < slots_[best].last_used)) {
         best = static_cast<int>(s);
         best_len = len;
       }
+    }
+    for (std::size_t s = 0; best < 0 && s < slots_.size(); ++s) {
+      if (slots_[s].job) continue;
+      int pick = static_cast<int>(s);
+      for (std::size_t t = s + 1; t < slots_.size(); ++t) {
+        if (slots_[t].job) continue;
+        const Slot &a = slots_[t], &b = slots_[static_cast<std::size_t>(pick)];
+        if (a.cached.size() < b.cached.size() ||
+            (a.cached.size() == b.cached.size() && a.last_used < b.last_used))
+          pick = static_cast<int>(t);
+      }
+      best = pick;
     }
     if (best < 0) return;
     waiting_.pop_front();

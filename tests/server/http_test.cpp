@@ -588,3 +588,70 @@ TEST(ServeHttp, ToolMessagesReachTheTemplate) {
 
 }  // namespace
 }  // namespace seam::test
+
+namespace seam::test {
+namespace {
+
+TEST(ServeHttp, ChatHistoryPrefillsOnlyTheNewTurnOnItsOwnSlot) {
+  ServeProcess s({"-m", kKjv, "--parallel", "2", "-c", "2048"});
+  ASSERT_TRUE(s.ok());
+  auto c = s.client();
+  auto ask = [&](const Json& messages) {
+    return post(c, "/v1/chat/completions",
+                {{"messages", messages}, {"max_tokens", 8}, {"temperature", 0}});
+  };
+  Json a = {{{"role", "user"}, {"content", "In the beginning God created"}}};
+  Json b = {{{"role", "user"}, {"content", "Blessed are the meek, for they"}}};
+  const Resp a1 = ask(a);
+  ASSERT_EQ(a1.status, 200);
+  const Resp b1 = ask(b);  // takes the other slot: a's cache survives
+  ASSERT_EQ(b1.status, 200);
+  a.push_back({{"role", "assistant"}, {"content", a1.body["choices"][0]["message"]["content"]}});
+  a.push_back({{"role", "user"}, {"content", "And the earth"}});
+  const Resp a2 = ask(a);
+  ASSERT_EQ(a2.status, 200);
+  // The whole first prompt is reused; only the answer and the new turn are new.
+  EXPECT_GE(a2.body["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(),
+            a1.body["usage"]["prompt_tokens"].get<int>());
+  auto m = c.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_GE(metric(m->body, "seam_prompt_tokens_cached_total"),
+            a1.body["usage"]["prompt_tokens"].get<double>());
+}
+
+TEST(ServeHttp, TimeoutEndsARequestAndStopDrainsGracefully) {
+  ServeProcess s({"-m", kStories, "-c", "8192", "--timeout", "0.3", "--grace", "5"});
+  ASSERT_TRUE(s.ok());
+  auto c = s.client();
+  Json req = kLongStream;
+  req["max_tokens"] = 8000;
+  req.erase("stream");
+  const Resp r = post(c, "/v1/completions", req);
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  EXPECT_EQ(r.body["choices"][0]["finish_reason"], "length");
+  EXPECT_LT(r.body["usage"]["completion_tokens"].get<int>(), 8000);
+  auto m = c.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(metric(m->body, "seam_requests_finished_total{reason=\"timeout\"}"), 1);
+}
+
+TEST(ServeHttp, SigtermFinishesARunningStreamThenExitsZero) {
+  ServeProcess s({"-m", kStories, "-c", "2048", "--grace", "30"});
+  ASSERT_TRUE(s.ok());
+  RawSocket sock(s.port());
+  ASSERT_TRUE(sock.ok());
+  Json req = kLongStream;
+  req["max_tokens"] = 300;
+  ASSERT_TRUE(sock.send(http_post("/v1/completions", req)));
+  ASSERT_NE(sock.read_until("data: {").find("200"), std::string::npos);
+  std::thread stopper([&] { EXPECT_EQ(s.stop(), 0) << s.stderr_text(); });
+  // The running stream still completes: all its tokens, then [DONE].
+  const std::string rest = sock.read_until("data: [DONE]", 30000);
+  stopper.join();
+  EXPECT_NE(rest.find("\"finish_reason\":\"length\""), std::string::npos) << rest.substr(0, 400);
+  EXPECT_NE(rest.find("data: [DONE]"), std::string::npos);
+  EXPECT_NE(s.stderr_text().find("stopped"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace seam::test
