@@ -83,7 +83,7 @@ async function level(c) {
     side.push((async () => {
       let k = 0;
       while (!stop) {
-        // A new long prompt each time (no prefix reuse): ~400 words.
+        // A new long prompt each time (no prefix reuse): ~600 tokens on a llama vocabulary.
         const text = `Request ${i}-${k++}: ` + subjects.join(" and ").repeat(12);
         await one(text, 4, null).catch(() => {});
       }

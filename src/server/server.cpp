@@ -201,13 +201,20 @@ bool HttpServer::authorized(const httplib::Request& req) const {
 
 void HttpServer::access_log(const httplib::Request& req, const httplib::Response& res) {
   metrics_.request(route_label(req.path), res.status);
+  // A request refused before routing (bad request line, URI too long) was
+  // never stamped: its time is unknown, not the age of the connection.
   const double ms =
-      std::chrono::duration<double, std::milli>(Clock::now() - t_request_start).count();
+      t_request_start == Clock::time_point{}
+          ? 0.0
+          : std::chrono::duration<double, std::milli>(Clock::now() - t_request_start).count();
+  t_request_start = {};
+  const std::string method = req.method.empty() ? "-" : req.method;
+  const std::string remote = req.remote_addr.empty() ? "-" : req.remote_addr;
   std::string line;
   if (cfg_.log_json) {
     Json j = {{"time", static_cast<std::int64_t>(std::time(nullptr))},
-              {"remote", req.remote_addr},
-              {"method", req.method},
+              {"remote", remote},
+              {"method", method},
               {"path", req.path},
               {"status", res.status},
               {"ms", std::round(ms * 10) / 10}};
@@ -215,7 +222,7 @@ void HttpServer::access_log(const httplib::Request& req, const httplib::Response
   } else {
     char buf[64];
     std::snprintf(buf, sizeof buf, " %d %.1f ms\n", res.status, ms);
-    line = "seam: " + req.remote_addr + " " + req.method + " " + req.path + buf;
+    line = "seam: " + remote + " " + method + " " + (req.path.empty() ? "-" : req.path) + buf;
   }
   std::lock_guard lock(log_m_);
   std::fputs(line.c_str(), stderr);
