@@ -655,3 +655,36 @@ TEST(ServeHttp, SigtermFinishesARunningStreamThenExitsZero) {
 
 }  // namespace
 }  // namespace seam::test
+
+namespace seam::test {
+namespace {
+
+TEST(ServeHttp, DefaultModelAndJsonAccessLog) {
+  ServeProcess s({"--log-format", "json", "--parallel", "1"});  // no -m: the bundled model
+  ASSERT_TRUE(s.ok());
+  {
+    auto c = s.client();
+    auto m = c.Get("/v1/models");
+    ASSERT_TRUE(m);
+    EXPECT_EQ(Json::parse(m->body)["data"][0]["id"], "seam-kjv.gguf");
+    auto nf = c.Get("/nowhere");
+    ASSERT_TRUE(nf);
+  }
+  EXPECT_EQ(s.stop(), 0);
+  // One JSON object per request among the log lines.
+  std::istringstream err(s.stderr_text());
+  std::string line;
+  std::set<std::string> seen;
+  while (std::getline(err, line)) {
+    if (line.empty() || line[0] != '{') continue;
+    const Json j = Json::parse(line);
+    for (const char* k : {"time", "remote", "method", "path", "status", "ms"})
+      EXPECT_TRUE(j.contains(k)) << line;
+    seen.insert(j["path"].get<std::string>() + " " + std::to_string(j["status"].get<int>()));
+  }
+  EXPECT_TRUE(seen.count("/v1/models 200")) << s.stderr_text();
+  EXPECT_TRUE(seen.count("/nowhere 404")) << s.stderr_text();
+}
+
+}  // namespace
+}  // namespace seam::test
