@@ -93,7 +93,9 @@ void parse_sampling(const Json& b, const ApiContext& ctx, CompletionRequest& r) 
   s.temperature = static_cast<float>(get_number(b, "temperature", 1.0));
   range("temperature", s.temperature, 0, 2);
   s.top_p = static_cast<float>(get_number(b, "top_p", 1.0));
-  if (!(s.top_p > 0 && s.top_p <= 1)) range("top_p", s.top_p, 1e-9, 1);
+  range("top_p", s.top_p, 0, 1);
+  // OpenAI accepts 0 (only the most likely token); the sampler wants > 0.
+  if (s.top_p == 0) s.top_p = 1e-6f;
   const std::int64_t top_k = get_int(b, "top_k", 0);
   range("top_k", static_cast<double>(top_k), 0, 1e9);
   s.top_k = static_cast<std::int32_t>(top_k);

@@ -204,6 +204,21 @@ void Engine::finish_job(Slot& slot) {
   job->cv.notify_all();
 }
 
+void Engine::fail_job(Slot& slot, const std::string& why, int status) {
+  std::shared_ptr<Job> job = std::move(slot.job);
+  slot.job.reset();
+  slot.last_used = ++clock_;
+  {
+    std::lock_guard lock(job->m);
+    job->error = why;
+    job->error_status = status;
+    job->done = true;
+  }
+  job->gen.reset();
+  metrics_.finished("error");
+  job->cv.notify_all();
+}
+
 void Engine::fail_all_running(const std::string& why) {
   for (Slot& s : slots_) {
     s.cached.clear();
@@ -350,7 +365,15 @@ bool Engine::step() {
     slot.cached.push_back(batch[i].token);
     if (!batch[i].logits || !slot.job) continue;
     Job& job = *slot.job;
-    Step st = job.gen->on_logits(session_->logits(i));
+    Step st;
+    try {
+      st = job.gen->on_logits(session_->logits(i));
+    } catch (const Error& e) {
+      // The sampler refused this request's values (e.g. a logit_bias that
+      // bans every token): that request fails, the others go on.
+      fail_job(slot, e.what(), e.code() == Errc::InvalidArgument ? 400 : 500);
+      continue;
+    }
     if (st.token) {
       const auto t = Clock::now();
       if (!job.first_token_seen) {
@@ -388,7 +411,21 @@ void Engine::loop() {
       for (const Slot& s : slots_) busy_ += s.job ? 1 : 0;
     }
     update_gauges();
-    step();
+    try {
+      step();
+    } catch (const std::exception& e) {
+      // Nothing may end this thread: fail what was running and start over
+      // with a fresh session.
+      fail_all_running(std::string("the engine failed: ") + e.what());
+      try {
+        SessionConfig sc;
+        sc.n_ctx = n_ctx_;
+        sc.n_batch = cfg_.batch;
+        sc.n_seq_max = cfg_.parallel;
+        session_ = model_->session(sc);
+      } catch (const std::exception&) {
+      }
+    }
   }
   update_gauges();
 }

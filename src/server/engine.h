@@ -43,7 +43,8 @@ struct Job {
   std::deque<Piece> pieces;
   bool done = false;
   GenerateResult result;
-  std::optional<std::string> error;  // the engine failed this request (not the client's fault)
+  std::optional<std::string> error;  // the request failed inside the engine
+  int error_status = 500;            // 400 when its own values made it fail (all tokens banned)
 
   // Engine-private.
   std::chrono::steady_clock::time_point submitted;
@@ -89,6 +90,7 @@ class Engine {
   bool step();  // one decode call; false when there was nothing to do
   void finish_job(Slot& slot);
   void fail_all_running(const std::string& why);
+  void fail_job(Slot& slot, const std::string& why, int status);
   void evict_idle_cells(std::size_t need);
   void publish(Job& job, Piece piece);
   void update_gauges();

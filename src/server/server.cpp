@@ -443,7 +443,9 @@ void HttpServer::respond_whole(httplib::Response& res, const std::shared_ptr<Job
     std::unique_lock lock(job->m);
     job->cv.wait(lock, [&] { return job->done; });
   }
-  if (job->error) throw ApiError{500, *job->error, "server_error"};
+  if (job->error)
+    throw ApiError{job->error_status, *job->error,
+                   job->error_status < 500 ? "invalid_request_error" : "server_error"};
   const GenerateResult& g = job->result;
   Json choice;
   if (chat) {

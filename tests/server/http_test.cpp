@@ -294,7 +294,7 @@ TEST(ServeHttp, StreamingChatEventByEvent) {
 }
 
 TEST(ServeHttp, ErrorsHaveOpenAIShapeAndStatus) {
-  ServeProcess s({"-m", kStories, "-c", "128", "--max-body", "4096"});
+  ServeProcess s({"-m", kStories, "-c", "128", "--max-body", "10000"});
   ASSERT_TRUE(s.ok());
   auto c = s.client();
   const Json msgs = {{{"role", "user"}, {"content", "hi"}}};
@@ -314,7 +314,8 @@ TEST(ServeHttp, ErrorsHaveOpenAIShapeAndStatus) {
   expect_error(chat({{"messages", msgs}, {"max_tokens", 0}}), 400, "at least 1", "max_tokens");
   expect_error(chat({{"messages", msgs}, {"max_completion_tokens", -5}}), 400, "",
                "max_completion_tokens");
-  expect_error(chat({{"messages", msgs}, {"top_p", 0}}), 400, "", "top_p");
+  expect_error(chat({{"messages", msgs}, {"top_p", 1.5}}), 400, "", "top_p");
+  EXPECT_EQ(chat({{"messages", msgs}, {"top_p", 0}, {"max_tokens", 1}}).status, 200);
   expect_error(chat({{"messages", msgs}, {"n", 2}}), 400, "'n'", "n");
   expect_error(chat({{"messages", msgs}, {"response_format", {{"type", "json_object"}}}}), 400,
                "json_object", "response_format");
@@ -341,12 +342,17 @@ TEST(ServeHttp, ErrorsHaveOpenAIShapeAndStatus) {
   auto nf = c.Get("/v1/nothing");
   ASSERT_TRUE(nf);
   expect_error(resp(nf), 404, "/v1/nothing");
-  auto big = c.Post("/v1/chat/completions", std::string(8192, ' '), "application/json");
+  auto big = c.Post("/v1/chat/completions", std::string(20000, ' '), "application/json");
   ASSERT_TRUE(big);
   expect_error(resp(big), 413);
   auto ct = c.Post("/v1/chat/completions", Json{{"messages", msgs}}.dump(), "text/plain");
   ASSERT_TRUE(ct);
   expect_error(resp(ct), 415, "application/json");
+  // A bias that bans every token fails that request alone, as the client's error.
+  Json ban_all = Json::object();
+  for (int t = 0; t < 512; ++t) ban_all[std::to_string(t)] = -100;
+  expect_error(post(c, "/v1/completions", {{"prompt", "x"}, {"logit_bias", ban_all}}), 400,
+               "banned");
   // None of that hurt: a normal request still works.
   EXPECT_EQ(chat({{"messages", msgs}, {"max_tokens", 2}}).status, 200);
 }
