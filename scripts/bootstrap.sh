@@ -13,10 +13,16 @@ packages=(
   python3 python3-numpy
   jq  # bench/compare.sh reads the JSON of both engines
 )
+# Test tooling for the server's tests (tests/server: the `openai` npm client,
+# the chat page in headless chromium); those tests skip without it.
+test_packages=(nodejs chromium)
 missing=()
-for p in "${packages[@]}"; do
+for p in "${packages[@]}" "${test_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Debian's npm only where no npm came with nodejs (NodeSource's nodejs bundles
+# its own, and Debian's npm package would conflict with it).
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
   sudo_cmd=""
   [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"

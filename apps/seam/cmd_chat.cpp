@@ -8,10 +8,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <iterator>
 #include <memory>
 #include <string>
 
@@ -22,47 +20,11 @@
 #include "seam/error.h"
 #include "seam/generate.h"
 #include "seam/model.h"
+#include "template_choice.h"
 
 namespace seam::cli {
 
 namespace {
-
-struct TemplateChoice {
-  std::string source;
-  std::string name;  // for the summary: "model", a built-in's name, or the file
-};
-
-TemplateChoice choose_template(const Model& model, const std::string& arg) {
-  if (!arg.empty()) {
-    if (auto b = builtin_chat_template(arg)) return {std::string(*b), arg};
-    std::ifstream f(arg, std::ios::binary);
-    if (!f) {
-      std::string names;
-      for (auto n : builtin_chat_template_names())
-        names += (names.empty() ? "" : ", ") + std::string(n);
-      throw Error(Errc::Io, "--template '" + arg + "' is neither a built-in (" + names +
-                                ") nor a readable file");
-    }
-    return {std::string(std::istreambuf_iterator<char>(f), {}), arg};
-  }
-  if (model.info().chat_template) return {*model.info().chat_template, "model"};
-  std::fprintf(stderr,
-               "seam: the model has no chat template; using the built-in 'chatml' (pick another "
-               "with --template)\n");
-  return {std::string(*builtin_chat_template("chatml")), "chatml"};
-}
-
-// End-of-turn markers the template writes. When the model's vocabulary has no
-// end-of-generation token for one, it can only appear as text: stop on it.
-std::vector<std::string> turn_end_stops(const Model& model, const std::string& source) {
-  std::vector<std::string> out;
-  for (const char* marker : {"<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>"}) {
-    if (source.find(marker) == std::string::npos) continue;
-    auto id = model.special_token(marker);
-    if (!id || !model.is_eog(*id)) out.emplace_back(marker);
-  }
-  return out;
-}
 
 constexpr const char* kHelp =
     "commands: /help, /reset (or /clear) starts over, /system TEXT sets the system message, "

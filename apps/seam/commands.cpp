@@ -10,6 +10,7 @@ void add_chat_command(CLI::App& app, CommandList& list);
 void add_quantize_command(CLI::App& app, CommandList& list);
 void add_perplexity_command(CLI::App& app, CommandList& list);
 void add_bench_command(CLI::App& app, CommandList& list);
+void add_serve_command(CLI::App& app, CommandList& list);
 
 // One line per subcommand; each add_* is defined in its cmd_*.cpp.
 CommandList register_commands(CLI::App& app) {
@@ -22,6 +23,7 @@ CommandList register_commands(CLI::App& app) {
   add_quantize_command(app, list);
   add_perplexity_command(app, list);
   add_bench_command(app, list);
+  add_serve_command(app, list);
   return list;
 }
 
