@@ -9,6 +9,7 @@ void add_template_command(CLI::App& app, CommandList& list);
 void add_chat_command(CLI::App& app, CommandList& list);
 void add_quantize_command(CLI::App& app, CommandList& list);
 void add_perplexity_command(CLI::App& app, CommandList& list);
+void add_observe_command(CLI::App& app, CommandList& list);
 
 // One line per subcommand; each add_* is defined in its cmd_*.cpp.
 CommandList register_commands(CLI::App& app) {
@@ -20,6 +21,7 @@ CommandList register_commands(CLI::App& app) {
   add_chat_command(app, list);
   add_quantize_command(app, list);
   add_perplexity_command(app, list);
+  add_observe_command(app, list);
   return list;
 }
 
