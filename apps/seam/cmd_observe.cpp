@@ -32,6 +32,7 @@ extern "C" void on_stop_signal(int) { g_stop = 1; }
 
 struct Opts {
   std::string model;
+  std::string compare;
   std::string file;
   std::string input;  // positional: FILE or -
   std::string jsonl, html, debug_log, baseline = "welford";
@@ -128,7 +129,13 @@ int run_observe(Opts& o) {
   mo.model = o.model;
   mo.threads = o.threads;
   auto model = load_model(mo);
-  Observer obs(model, o.obs);
+  std::shared_ptr<const Model> compare;
+  if (!o.compare.empty()) {
+    LoadOptions lo;
+    lo.n_threads = o.threads;
+    compare = Model::load(o.compare, lo);
+  }
+  Observer obs(model, o.obs, compare);
   Router out(o, *model);
 
   std::signal(SIGINT, on_stop_signal);
@@ -165,6 +172,9 @@ int run_observe(Opts& o) {
   out.close();
   if (fd != STDIN_FILENO) ::close(fd);
   const SummaryEvent s = obs.summary();
+  if (compare)
+    std::fprintf(stderr, "compare: mean KL %.6f +/- %.6f bits/token, Binoculars %.4f\n",
+                 s.mean_kl_bits, s.mean_kl_stderr_bits, s.binoculars);
   std::fprintf(stderr,
                "observe: %llu tokens, mean surprisal %.4f bits, perplexity %.4f, %.4f bits/byte, "
                "%llu triggers, %llu interjections, %llu rolls, %.1f tokens/s\n",
@@ -184,6 +194,9 @@ void add_observe_command(CLI::App& app, CommandList& list) {
       "Read a text stream through a model: per-token surprisal, triggers, interjections");
   sub->add_option("-m,--model", o->model,
                   "GGUF model file or Hugging Face model directory (default: the bundled model)");
+  sub->add_option("--compare", o->compare,
+                  "A second model with the same tokenizer: per-token KL divergence and "
+                  "cross-entropy, and Binoculars scores");
   sub->add_option("-f,--file", o->file,
                   "Text file to observe (- or none: standard input, as it arrives)");
   sub->add_option("input", o->input, "Text file to observe, or - for standard input");

@@ -75,6 +75,11 @@ json event_json(const ObserveEvent& ev) {
           j["mean"] = num(e.mean);
           j["std"] = num(e.std);
           j["z"] = num(e.z);
+          if (std::isfinite(e.kl_bits)) {  // with --compare
+            j["kl_bits"] = e.kl_bits;
+            j["xent_bits"] = num(e.xent_bits);
+            j["binoculars"] = num(e.binoculars);
+          }
         } else if constexpr (std::is_same_v<T, TriggerEvent>) {
           j["type"] = "trigger";
           j["i"] = e.i;
@@ -105,6 +110,11 @@ json event_json(const ObserveEvent& ev) {
           j["interjections"] = e.interjections;
           j["rolls"] = e.rolls;
           j["tokens_per_s"] = num(e.tokens_per_s);
+          if (std::isfinite(e.mean_kl_bits)) {  // with --compare
+            j["mean_kl_bits"] = e.mean_kl_bits;
+            j["mean_kl_stderr_bits"] = num(e.mean_kl_stderr_bits);
+            j["binoculars"] = num(e.binoculars);
+          }
         }
         return j;
       },

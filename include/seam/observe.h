@@ -84,6 +84,8 @@ struct ObserveOptions {
   // The interjection sampler (its seed field is replaced as above).
   SamplerConfig sampler;
 
+  std::uint32_t compare_window = 64;  // tokens of the windowed Binoculars score
+
   // Called with one line (no newline) per decode call and per trigger
   // decision, for `--debug-log`. Empty = no log.
   std::function<void(const std::string&)> debug_log;
@@ -115,8 +117,14 @@ struct TokenEvent {
   double entropy_bits = 0;    // entropy of the predicted distribution
   std::uint32_t rank = 0;     // 1 = the most likely token; ties count the lower ids first
   std::vector<TokenAlt> top;  // the top_k most likely tokens, most likely first
-  double mean = 0, std = 0;   // the baseline before this token
-  double z = 0;               // (surprisal - mean) / std; with span > 1, of the span's mean
+  // With a compare model (same tokenizer), what it thinks of the same position:
+  // KL(P || Q) and the cross-entropy -sum P log2 Q, P this model's prediction,
+  // Q the compare model's; binoculars: the Binoculars score over the last
+  // ObserveOptions::compare_window scored tokens (see SummaryEvent). NaN
+  // without a compare model.
+  double kl_bits = 0, xent_bits = 0, binoculars = 0;
+  double mean = 0, std = 0;  // the baseline before this token
+  double z = 0;              // (surprisal - mean) / std; with span > 1, of the span's mean
 };
 
 // A trigger fired at token `i`.
@@ -157,6 +165,12 @@ struct SummaryEvent {
   std::uint64_t interjections = 0;  // shown (duplicates excluded)
   std::uint64_t rolls = 0;
   double tokens_per_s = 0;  // stream tokens / wall time from the first feed() to finish()
+  // With a compare model (NaN without): the mean KL divergence, its standard
+  // error, and the Binoculars score of the whole text, log PPL / log X-PPL =
+  // mean surprisal / mean cross-entropy (Hans et al. 2024, with this model as
+  // the observer and the compare model as the performer). The same model twice
+  // gives KL 0 and mean surprisal / mean entropy.
+  double mean_kl_bits = 0, mean_kl_stderr_bits = 0, binoculars = 0;
 };
 
 using ObserveEvent =
@@ -166,7 +180,12 @@ class Observer {
  public:
   // Throws Error(InvalidArgument) for options out of range (z_rearm > z,
   // span 0, window >= n_ctx, ...), Error(Unsupported) for a vocab-only model.
-  Observer(std::shared_ptr<const Model> model, ObserveOptions options);
+  // `compare` (optional) is a second model with the same tokenizer, run on
+  // the same tokens in step: each TokenEvent then carries the KL divergence
+  // and cross-entropy between the two predictions (Error(InvalidArgument)
+  // when the vocabularies differ).
+  Observer(std::shared_ptr<const Model> model, ObserveOptions options,
+           std::shared_ptr<const Model> compare = nullptr);
   ~Observer();
   Observer(const Observer&) = delete;
   Observer& operator=(const Observer&) = delete;

@@ -79,9 +79,12 @@ std::vector<Token> ask_tokens(const Model& m, const std::string& prompt) {
 
 struct Observer::Impl {
   std::shared_ptr<const Model> model;
+  std::shared_ptr<const Model> cmp;  // the compare model, or null
   ObserveOptions o;
   observe::StreamTokenizer tok;
   std::unique_ptr<Session> session;
+  std::unique_ptr<Session> cmp_session;  // the compare model on the same tokens
+  std::vector<float> cmp_last_row;
   std::optional<Token> bos;  // set when the model's prompts start with BOS
   std::uint32_t n_ctx = 0, main_limit = 0, window = 0;
   std::uint32_t reserve = 0;  // KV cells for the interjection beside the stream
@@ -105,6 +108,10 @@ struct Observer::Impl {
   double sum_word_bits = 0;
   std::uint64_t words = 0;
   std::uint64_t triggers = 0, interjections = 0, rolls = 0;
+  observe::Welford kl_stats;                   // KL per scored token (bits)
+  double sum_xent = 0;                         // cross-entropy over scored tokens (bits)
+  std::deque<std::pair<double, double>> bino;  // (surprisal, xent) of the last compare_window
+  double bino_s = 0, bino_x = 0;
 
   std::optional<Generation> gen;
   std::uint64_t gen_i = 0;
@@ -116,8 +123,9 @@ struct Observer::Impl {
   Clock::time_point t_start, t_end;
   std::optional<SummaryEvent> final_summary;
 
-  Impl(std::shared_ptr<const Model> m, ObserveOptions opts)
+  Impl(std::shared_ptr<const Model> m, ObserveOptions opts, std::shared_ptr<const Model> c)
       : model(std::move(m)),
+        cmp(std::move(c)),
         o((check_options(opts), std::move(opts))),
         tok(*model),
         ewma(o.ewma_window),
@@ -154,6 +162,21 @@ struct Observer::Impl {
                                              std::to_string(main_limit - (bos ? 1 : 0)) + ")");
     if (window == 0) window = 1;
     session = mm.session({n_ctx + (o.interject ? reserve : 0), o.n_batch, 2});
+    if (cmp) {
+      // Same tokens, same ids: the vocabularies must agree token for token.
+      const Model& cm = *cmp;
+      bool same = cm.info().n_vocab == mm.info().n_vocab && cm.bos() == mm.bos();
+      for (std::uint32_t t = 0; same && t < mm.info().n_vocab; ++t)
+        same = cm.detok(static_cast<Token>(t), Detok::Text) ==
+               mm.detok(static_cast<Token>(t), Detok::Text);
+      if (!same)
+        throw Error(Errc::InvalidArgument,
+                    "the compare model " + cm.info().name + " has another vocabulary than " +
+                        mm.info().name + ": --compare needs two models that share a tokenizer");
+      if (o.compare_window == 0)
+        throw Error(Errc::InvalidArgument, "compare_window must be at least 1");
+      cmp_session = cm.session({n_ctx, o.n_batch, 1});
+    }
   }
 
   void log(const std::string& line) {
@@ -169,7 +192,8 @@ struct Observer::Impl {
 
   // ------------------------------------------------------------ scoring
 
-  void observe_token(const observe::StreamToken& t, std::span<const float> row, bool predicted) {
+  void observe_token(const observe::StreamToken& t, std::span<const float> row,
+                     std::span<const float> cmp_row, bool predicted) {
     TokenEvent e;
     e.i = next_i++;
     e.id = t.id;
@@ -193,6 +217,24 @@ struct Observer::Impl {
       span.add(e.surprisal_bits);
       const double n_span = static_cast<double>(std::min<std::uint64_t>(before + 1, o.span));
       e.z = (before >= 2 && e.std > 0) ? (span.mean() - e.mean) * std::sqrt(n_span) / e.std : 0.0;
+      if (cmp) {
+        const observe::RowCompare c = observe::compare_rows(row, cmp_row);
+        e.kl_bits = c.kl_bits;
+        e.xent_bits = c.xent_bits;
+        kl_stats.add(c.kl_bits);
+        sum_xent += c.xent_bits;
+        bino.emplace_back(e.surprisal_bits, c.xent_bits);
+        bino_s += e.surprisal_bits;
+        bino_x += c.xent_bits;
+        if (bino.size() > o.compare_window) {
+          bino_s -= bino.front().first;
+          bino_x -= bino.front().second;
+          bino.pop_front();
+        }
+        e.binoculars = bino_x > 0 ? bino_s / bino_x : std::numeric_limits<double>::quiet_NaN();
+      } else {
+        e.kl_bits = e.xent_bits = e.binoculars = std::numeric_limits<double>::quiet_NaN();
+      }
       welford.add(e.surprisal_bits);
       ewma.add(e.surprisal_bits);
       sum_bits += e.surprisal_bits;
@@ -207,6 +249,7 @@ struct Observer::Impl {
       return;
     }
     e.surprisal_bits = e.entropy_bits = e.z = std::numeric_limits<double>::quiet_NaN();
+    e.kl_bits = e.xent_bits = e.binoculars = std::numeric_limits<double>::quiet_NaN();
     e.mean = e.std = std::numeric_limits<double>::quiet_NaN();
     account_word(e, all_space);
     events.emplace_back(std::move(e));
@@ -319,6 +362,12 @@ struct Observer::Impl {
     const auto row = session->logits(batch.size() - 1);
     last_row.assign(row.begin(), row.end());
     have_row = true;
+    if (cmp_session) {
+      cmp_session->clear_seq(kMain);
+      cmp_session->decode(batch);
+      const auto crow = cmp_session->logits(batch.size() - 1);
+      cmp_last_row.assign(crow.begin(), crow.end());
+    }
     main_first_i += have - keep;
     main_tokens = std::move(kept);
     ++rolls;
@@ -375,6 +424,8 @@ struct Observer::Impl {
                     ms);
       log(buf);
     }
+    // The compare model reads the same stream rows (its own session, no interjections).
+    if (cmp_session && first_gen > 0) cmp_session->decode(std::span(batch).first(first_gen));
     // The interjection first: scoring the stream may start the next one.
     if (gen) {
       if (batch.size() > first_gen && batch.back().logits)
@@ -385,20 +436,27 @@ struct Observer::Impl {
     for (std::size_t k = 0; k < n_main; ++k) {
       const observe::StreamToken t = std::move(queue.front());
       queue.pop_front();
+      auto cmp_at = [&](std::size_t r) {
+        return cmp_session ? cmp_session->logits(r) : std::span<const float>();
+      };
       if (k == 0) {
         if (first_main == 1) {  // BOS went in this call: its row predicts token 0
-          observe_token(t, session->logits(0), true);
+          observe_token(t, session->logits(0), cmp_at(0), true);
         } else {
-          observe_token(t, last_row, have_row);
+          observe_token(t, last_row, cmp_last_row, have_row);
         }
       } else {
-        observe_token(t, session->logits(first_main + k - 1), true);
+        observe_token(t, session->logits(first_main + k - 1), cmp_at(first_main + k - 1), true);
       }
     }
     if (n_main) {
       const auto row = session->logits(first_main + n_main - 1);
       last_row.assign(row.begin(), row.end());
       have_row = true;
+      if (cmp_session) {
+        const auto crow = cmp_session->logits(first_main + n_main - 1);
+        cmp_last_row.assign(crow.begin(), crow.end());
+      }
     }
     return true;
   }
@@ -421,6 +479,17 @@ struct Observer::Impl {
     s.triggers = triggers;
     s.interjections = interjections;
     s.rolls = rolls;
+    if (cmp) {
+      s.mean_kl_bits = kl_stats.mean();
+      s.mean_kl_stderr_bits =
+          kl_stats.count() > 1
+              ? std::sqrt(kl_stats.variance() / static_cast<double>(kl_stats.count()))
+              : 0.0;
+      s.binoculars = sum_xent > 0 ? sum_bits / sum_xent : std::numeric_limits<double>::quiet_NaN();
+    } else {
+      s.mean_kl_bits = s.mean_kl_stderr_bits = s.binoculars =
+          std::numeric_limits<double>::quiet_NaN();
+    }
     if (started) {
       const auto end = finished ? t_end : Clock::now();
       const double sec = std::chrono::duration<double>(end - t_start).count();
@@ -430,9 +499,10 @@ struct Observer::Impl {
   }
 };
 
-Observer::Observer(std::shared_ptr<const Model> model, ObserveOptions options) {
+Observer::Observer(std::shared_ptr<const Model> model, ObserveOptions options,
+                   std::shared_ptr<const Model> compare) {
   if (!model) throw Error(Errc::InvalidArgument, "Observer needs a model");
-  impl_ = std::make_unique<Impl>(std::move(model), std::move(options));
+  impl_ = std::make_unique<Impl>(std::move(model), std::move(options), std::move(compare));
 }
 
 Observer::~Observer() = default;

@@ -70,4 +70,36 @@ RowScore score_row(std::span<const float> row, Token target, std::uint32_t k, bo
   return r;
 }
 
+namespace {
+
+// max and log of the sum of exp(l - max), NaN as -inf.
+std::pair<double, double> log_norm(std::span<const float> row) {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (float l : row)
+    if (l > mx) mx = l;
+  double z = 0;
+  for (float l : row)
+    if (l > -std::numeric_limits<float>::infinity()) z += std::exp(static_cast<double>(l) - mx);
+  return {mx, std::log(z)};
+}
+
+}  // namespace
+
+RowCompare compare_rows(std::span<const float> p_row, std::span<const float> q_row) {
+  const auto [pm, pz] = log_norm(p_row);
+  const auto [qm, qz] = log_norm(q_row);
+  double kl = 0, xent = 0;
+  for (std::size_t v = 0; v < p_row.size(); ++v) {
+    if (!(p_row[v] > -std::numeric_limits<float>::infinity())) continue;  // p = 0
+    const double lp = p_row[v] - pm - pz;
+    const double lq = q_row[v] > -std::numeric_limits<float>::infinity()
+                          ? q_row[v] - qm - qz
+                          : -std::numeric_limits<double>::infinity();
+    const double p = std::exp(lp);
+    kl += p * (lp - lq);
+    xent -= p * lq;
+  }
+  return {std::max(0.0, kl) / std::numbers::ln2, xent / std::numbers::ln2};
+}
+
 }  // namespace seam::observe

@@ -24,4 +24,12 @@ struct RowScore {
 RowScore score_row(std::span<const float> row, Token target, std::uint32_t k,
                    bool keep_logp = false);
 
+// KL(P || Q) and the cross-entropy -sum P log Q, in bits, of two logits rows
+// over the same vocabulary (P from `p_row`, Q from `q_row`).
+struct RowCompare {
+  double kl_bits = 0;
+  double xent_bits = 0;
+};
+RowCompare compare_rows(std::span<const float> p_row, std::span<const float> q_row);
+
 }  // namespace seam::observe

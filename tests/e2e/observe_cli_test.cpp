@@ -173,6 +173,29 @@ TEST(ObserveCli, RollEventsWhenTheContextFills) {
   EXPECT_GE(rolls, 3u);
 }
 
+TEST(ObserveCli, CompareAddsKlAndBinoculars) {
+  const Output o = seam(
+      {"observe", "-m", kStories, "--compare", kStories, "--no-interject", "--jsonl", "-"}, kText);
+  ASSERT_EQ(o.rc, 0) << o.err;
+  std::size_t n = 0;
+  for (const json& e : lines(o.out)) {
+    if (e["type"] == "token") {
+      EXPECT_EQ(e.at("kl_bits").get<double>(), 0.0);
+      EXPECT_NEAR(e.at("xent_bits").get<double>(), e.at("entropy_bits").get<double>(), 1e-9);
+      EXPECT_TRUE(e.at("binoculars").is_number());
+      ++n;
+    } else if (e["type"] == "summary") {
+      EXPECT_EQ(e.at("mean_kl_bits").get<double>(), 0.0);
+      EXPECT_GT(e.at("binoculars").get<double>(), 0.0);
+    }
+  }
+  EXPECT_GT(n, 50u);
+  EXPECT_NE(o.err.find("compare: mean KL 0.000000"), std::string::npos) << o.err;
+  // Without --compare the fields are absent.
+  const Output p = seam({"observe", "-m", kStories, "--no-interject", "--jsonl", "-"}, kText);
+  EXPECT_EQ(p.out.find("kl_bits"), std::string::npos);
+}
+
 TEST(ObserveCli, PlainTextWhenStdoutIsNotATerminal) {
   const Output o = seam({"observe", "-m", kStories, "--no-interject"}, kText);
   ASSERT_EQ(o.rc, 0) << o.err;
