@@ -196,6 +196,24 @@ TEST(ObserveCli, CompareAddsKlAndBinoculars) {
   EXPECT_EQ(p.out.find("kl_bits"), std::string::npos);
 }
 
+TEST(PerplexityCli, JsonWithStandardErrorAndKl) {
+  const fs::path text = scratch("ppl.txt");
+  std::ofstream(text, std::ios::binary) << kText;
+  const Output o = seam({"perplexity", "-m", kStories, "-f", text.string(), "--json", "--compare",
+                         kStories, "-c", "64"});
+  ASSERT_EQ(o.rc, 0) << o.err;
+  const json j = json::parse(o.out);
+  EXPECT_GT(j.at("perplexity").get<double>(), 1.0);
+  EXPECT_GT(j.at("perplexity_stderr").get<double>(), 0.0);
+  EXPECT_NEAR(j.at("perplexity_stderr").get<double>(),
+              j.at("perplexity").get<double>() * j.at("nll_stderr").get<double>(), 1e-9);
+  EXPECT_EQ(j.at("kl_mean").get<double>(), 0.0);
+  EXPECT_GE(j.at("windows").get<int>(), 2);
+  EXPECT_TRUE(o.err.empty()) << "no progress when stderr is not a terminal: " << o.err;
+  const Output plain = seam({"perplexity", "-m", kStories, "-f", text.string()});
+  EXPECT_NE(plain.out.find(" +/- "), std::string::npos) << plain.out;
+}
+
 TEST(ObserveCli, PlainTextWhenStdoutIsNotATerminal) {
   const Output o = seam({"observe", "-m", kStories, "--no-interject"}, kText);
   ASSERT_EQ(o.rc, 0) << o.err;
