@@ -200,7 +200,7 @@ TEST(PerplexityCli, JsonWithStandardErrorAndKl) {
   const fs::path text = scratch("ppl.txt");
   std::ofstream(text, std::ios::binary) << kText;
   const Output o = seam({"perplexity", "-m", kStories, "-f", text.string(), "--json", "--compare",
-                         kStories, "-c", "64"});
+                         kStories, "-c", "32"});
   ASSERT_EQ(o.rc, 0) << o.err;
   const json j = json::parse(o.out);
   EXPECT_GT(j.at("perplexity").get<double>(), 1.0);
