@@ -164,7 +164,7 @@ void TerminalView::show(const ObserveEvent& ev) {
     for (char& c : bytes)  // the observed text must not drive the terminal
       if ((static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') || c == 0x7f) c = '?';
     if (colors_ && t->predicted) {
-      const double s = t->surprisal_bits;
+      const double s = std::isnan(t->surprisal_bits) ? 99.0 : t->surprisal_bits;
       if (colors_ == 256) {
         static const int ramp[] = {28, 34, 70, 106, 142, 178, 214, 208, 202, 196, 160};
         const int k = static_cast<int>(std::clamp(s / 1.5, 0.0, 10.0));
