@@ -1,5 +1,6 @@
-// --compare: KL divergence and cross-entropy between two live models on the
-// same stream, against a computation from numpy's logits of both.
+// The observer on random-weight models against numpy's logits (tools/reference.py):
+// --compare (KL divergence and cross-entropy between two live models) and the
+// first token of a model that adds no BOS.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -110,6 +111,38 @@ TEST(Compare, KlEqualsNumpyFromBothLogitRows) {
   EXPECT_NEAR(s.binoculars, sum_s / sum_x, 1e-12);
   // The last token's windowed score covers min(64, all) tokens: here all.
   EXPECT_NEAR(toks.back().binoculars, sum_s / sum_x, 1e-9);
+}
+
+TEST(FirstToken, WithoutBosItHasNoPrediction) {
+  const std::string path =
+      generate_model("obs_nobos",
+                     "--dim 48 --layers 2 --heads 3 --ffn 100 --vocab 300 --dtype F32 "
+                     "--seed 31 --set tokenizer.ggml.add_bos_token=false");
+  auto m = load_two_threads(path);
+  ASSERT_EQ(m->tokenize("a", true, false), m->tokenize("a", false, false)) << "no BOS added";
+  Observer obs(m, quiet());
+  SummaryEvent s;
+  const auto toks = tokens_of(obs, kText, s);
+  const std::vector<Token> ids = m->tokenize(kText, false, false);
+  ASSERT_EQ(toks.size(), ids.size());
+  EXPECT_FALSE(toks[0].predicted);
+  EXPECT_TRUE(std::isnan(toks[0].surprisal_bits));
+  EXPECT_EQ(toks[0].rank, 0u);
+  EXPECT_TRUE(toks[0].top.empty());
+  EXPECT_EQ(s.scored, s.tokens - 1);
+  // Token 1 is predicted from token 0 alone (numpy's row 0).
+  const std::vector<float> ref = reference_logits(path, ids, "obs_nobos");
+  const std::size_t nv = m->info().n_vocab;
+  double mx = ref[0], z = 0, amax = 0;
+  for (std::size_t v = 0; v < nv; ++v) mx = std::max<double>(mx, ref[v]);
+  for (std::size_t v = 0; v < nv; ++v) {
+    z += std::exp(ref[v] - mx);
+    amax = std::max<double>(amax, std::fabs(ref[v]));
+  }
+  const double bits =
+      (std::log(z) + mx - ref[static_cast<std::size_t>(ids[1])]) / std::numbers::ln2;
+  ASSERT_TRUE(toks[1].predicted);
+  EXPECT_NEAR(toks[1].surprisal_bits, bits, 2e-4 * amax / std::numbers::ln2);
 }
 
 TEST(Compare, RefusesAnotherVocabulary) {
