@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -21,17 +22,25 @@ import tempfile
 import time
 
 
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def run(cmd):
-    t0 = time.perf_counter()
+    """Wall-clock and CPU seconds (user + system) of one run; CPU time is the
+    fairer figure on a shared machine."""
+    t0, c0 = time.perf_counter(), cpu()
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    dt = time.perf_counter() - t0
+    dt, dc = time.perf_counter() - t0, cpu() - c0
     if p.returncode != 0:
         sys.exit(f"failed: {' '.join(cmd)}\n{p.stderr}")
-    return dt, p.stdout, p.stderr
+    return (dt, dc), p.stdout, p.stderr
 
 
 def best(n, cmd):
-    return min(run(cmd)[0] for _ in range(n))
+    runs = [run(cmd)[0] for _ in range(n)]
+    return min(w for w, _ in runs), min(c for _, c in runs)
 
 
 def pct(xs, q):
@@ -47,25 +56,35 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--windows", type=int, nargs="*", default=[],
+                    help="also measure these --window values (smaller: cheaper rolls)")
     a = ap.parse_args()
     t = ["-t", str(a.threads)]
 
     _, out, _ = run([a.seam, "perplexity", "-m", a.model, "-f", a.text, "--json"] + t)
     tokens = json.loads(out)["tokens"]
-    ppl_s = best(a.runs, [a.seam, "perplexity", "-m", a.model, "-f", a.text] + t)
-    obs = [a.seam, "observe", "-m", a.model, "-f", a.text, "--no-interject"] + t
-    obs10_s = best(a.runs, obs + ["--top-k", "10"])
-    obs0_s = best(a.runs, obs + ["--top-k", "0"])
-    print(f"text: {tokens} tokens, {a.threads} threads")
-    print(f"seam perplexity        {tokens / ppl_s:10.1f} tokens/s ({ppl_s:.3f} s)")
-    print(f"seam observe --top-k 10 {tokens / obs10_s:9.1f} tokens/s ({obs10_s:.3f} s), "
-          f"{100 * ppl_s / obs10_s:.1f}% of perplexity")
-    print(f"seam observe --top-k 0  {tokens / obs0_s:9.1f} tokens/s ({obs0_s:.3f} s); "
-          f"top-10 costs {100 * (obs10_s / obs0_s - 1):+.1f}%")
+    ppl = best(a.runs, [a.seam, "perplexity", "-m", a.model, "-f", a.text] + t)
+    base = [a.seam, "observe", "-m", a.model, "-f", a.text] + t
+    obs = base + ["--no-interject"]
+    obs10 = best(a.runs, obs + ["--top-k", "10"])
+    obs0 = best(a.runs, obs + ["--top-k", "0"])
+    print(f"text: {tokens} tokens, {a.threads} threads; tokens/s by wall clock and by CPU time")
+
+    def line(name, r):
+        return f"{name:28s} {tokens / r[0]:9.1f} wall {tokens / r[1]:9.1f} cpu"
+    print(line("seam perplexity", ppl))
+    print(line("seam observe --top-k 10", obs10) +
+          f"  ({100 * ppl[1] / obs10[1]:.1f}% of perplexity by CPU)")
+    print(line("seam observe --top-k 0", obs0) +
+          f"  (top-10 costs {100 * (obs10[1] / obs0[1] - 1):+.1f}% CPU)")
+    for w in a.windows:
+        r = best(a.runs, obs + ["--top-k", "10", "--window", str(w)])
+        print(line(f"seam observe --window {w}", r) +
+              f"  ({100 * ppl[1] / r[1]:.1f}% of perplexity by CPU)")
 
     with tempfile.TemporaryDirectory() as d:
         log = os.path.join(d, "debug.log")
-        run(obs[:-1] + ["-b", str(a.batch), "--z", "1.5", "--z-rearm", "0.5", "--warmup", "32",
+        run(base + ["-b", str(a.batch), "--z", "1.5", "--z-rearm", "0.5", "--warmup", "32",
                         "--cooldown", "64", "--interject-tokens", "32", "--debug-log", log])
         alone, beside = [], []
         for line in open(log):

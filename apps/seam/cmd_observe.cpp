@@ -223,8 +223,8 @@ void add_observe_command(CLI::App& app, CommandList& list) {
       ->capture_default_str()
       ->check(CLI::Range(1u, 1u << 30));
   sub->add_option("-c,--ctx-size", o->obs.n_ctx,
-                  "Context in tokens; 0 = min(4096, training context). When full, the oldest "
-                  "tokens are dropped")
+                  "Observed context in tokens; 0 = min(4096, training context) less the "
+                  "interjection's room. When full, the oldest tokens are dropped")
       ->capture_default_str();
   sub->add_option("--window", o->obs.window, "Tokens kept when the context rolls; 0 = half of it")
       ->capture_default_str();

@@ -389,7 +389,12 @@ struct Observer::Impl {
         batch.push_back({*bos, 0, kMain, true});
         main_tokens.push_back(*bos);
       }
-      const std::size_t gen_share = gen ? std::max<std::size_t>(1, o.n_batch / 4) : 0;
+      // The interjection's share of the call: a quarter while its prompt is
+      // prefilled, one token while it generates.
+      const std::size_t gen_share = !gen ? 0
+                                    : gen->phase() == Generation::Phase::Prefill
+                                        ? std::max<std::size_t>(1, o.n_batch / 4)
+                                        : 1;
       const std::size_t room = main_limit - main_tokens.size();
       const std::size_t cap =
           o.n_batch > gen_share + batch.size() ? o.n_batch - gen_share - batch.size() : 1;
