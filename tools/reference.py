@@ -652,8 +652,6 @@ def gen_model(path, dim=48, layers=2, heads=3, kv_heads=1, ffn=100, vocab=300, c
         w.add(f"{a}.rope.scaling.attn_factor", float(rope_attn_factor), "float32")
     if attn_temp_scale is not None:
         w.add(f"{a}.attention.temperature_scale", float(attn_temp_scale), "float32")
-    for k, v in sets:
-        w.add(k, v)
     w.add("tokenizer.ggml.model", "llama")
     w.add("tokenizer.ggml.tokens", tokens)
     w.add("tokenizer.ggml.scores", np.asarray(scores, dtype=np.float32))
@@ -663,6 +661,8 @@ def gen_model(path, dim=48, layers=2, heads=3, kv_heads=1, ffn=100, vocab=300, c
     w.add("tokenizer.ggml.unknown_token_id", 0)
     w.add("tokenizer.ggml.add_bos_token", True)
     w.add("tokenizer.ggml.add_eos_token", False)
+    for k, v in sets:  # last, so a set key replaces a default (adding a key twice replaces it)
+        w.add(k, v)
 
     def normal(name, shape, s):
         return _rng(seed, name).standard_normal(shape) * s

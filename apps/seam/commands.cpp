@@ -11,6 +11,7 @@ void add_quantize_command(CLI::App& app, CommandList& list);
 void add_perplexity_command(CLI::App& app, CommandList& list);
 void add_bench_command(CLI::App& app, CommandList& list);
 void add_serve_command(CLI::App& app, CommandList& list);
+void add_observe_command(CLI::App& app, CommandList& list);
 
 // One line per subcommand; each add_* is defined in its cmd_*.cpp.
 CommandList register_commands(CLI::App& app) {
@@ -24,6 +25,7 @@ CommandList register_commands(CLI::App& app) {
   add_perplexity_command(app, list);
   add_bench_command(app, list);
   add_serve_command(app, list);
+  add_observe_command(app, list);
   return list;
 }
 

@@ -18,6 +18,10 @@ struct PerplexityOptions {
   // Called after each window with the windows done, the windows in all and
   // the perplexity of the windows so far (for a progress line); may be empty.
   std::function<void(std::size_t done, std::size_t total, double ppl)> on_window;
+  // A second model with the same vocabulary, run on the same windows: the
+  // result then carries the mean KL divergence KL(P_model || P_compare) of the
+  // scored positions (in full float, from both live logits rows). Null = none.
+  const Model* compare = nullptr;
 };
 
 struct PerplexityResult {
@@ -27,6 +31,14 @@ struct PerplexityResult {
   std::size_t n_scored = 0;  // tokens whose probability was counted
   std::size_t n_windows = 0;
   std::uint32_t n_ctx = 0;  // window length used
+  // Standard error of nll_per_token (sample standard deviation of the scored
+  // tokens' NLL / sqrt(n_scored)), and of ppl by the delta method (ppl * that).
+  double nll_stderr = 0;
+  double ppl_stderr = 0;
+  // With PerplexityOptions::compare: mean KL divergence per scored token
+  // (nats) and its standard error; 0 otherwise.
+  double kl_mean = 0;
+  double kl_stderr = 0;
 };
 
 // llama.cpp's method: the text is tokenized once and cut into consecutive,
@@ -35,7 +47,8 @@ struct PerplexityResult {
 // replaced by BOS. Each window is decoded from an empty cache; the first half
 // is context only and each token of the second half is scored by the logits of
 // the row before it (n_ctx - 1 - n_ctx/2 tokens per window).
-// Throws Error(InvalidArgument) when the text has fewer than 2 tokens.
+// Throws Error(InvalidArgument) when the text has fewer than 2 tokens, or when
+// the compare model's vocabulary differs.
 PerplexityResult perplexity(const Model& model, std::string_view text,
                             const PerplexityOptions& options = {});
 

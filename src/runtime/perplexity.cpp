@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,20 @@ PerplexityResult perplexity(const Model& model, std::string_view text,
   cfg.cache_type = options.cache_type;
   auto session = model.session(cfg);
   const std::size_t n_vocab = model.info().n_vocab;
+  std::unique_ptr<Session> cmp;
+  if (options.compare) {
+    if (options.compare->info().n_vocab != model.info().n_vocab ||
+        options.compare->tokenize(text.substr(0, 4096), false, false) !=
+            model.tokenize(text.substr(0, 4096), false, false))
+      throw Error(Errc::InvalidArgument,
+                  "the compare model tokenizes the text differently: KL divergence needs two "
+                  "models that share a tokenizer");
+    cmp = options.compare->session(cfg);
+  }
+  const std::size_t n_windows = tokens.size() / n_ctx;
 
-  double nll = 0;
+  // Sums in double: the mean and the sample variance for the standard errors.
+  double nll = 0, nll2 = 0, kl = 0, kl2 = 0;
   std::vector<Decode> batch(n_ctx);
   for (std::size_t start = 0; start + n_ctx <= tokens.size(); start += n_ctx) {
     session->clear_seq(0);
@@ -54,6 +67,10 @@ PerplexityResult perplexity(const Model& model, std::string_view text,
       batch[j].logits = j >= score_from && j + 1 < n_ctx;
     }
     session->decode(batch);
+    if (cmp) {
+      cmp->clear_seq(0);
+      cmp->decode(batch);
+    }
     for (std::uint32_t j = 0; j < n_ctx; ++j) {
       if (!batch[j].logits) continue;
       const std::span<const float> logits = session->logits(j);
@@ -61,17 +78,48 @@ PerplexityResult perplexity(const Model& model, std::string_view text,
       const float mx = *std::max_element(logits.begin(), logits.begin() + n_vocab);
       double sum = 0;
       for (std::size_t v = 0; v < n_vocab; ++v) sum += std::exp(double(logits[v]) - mx);
+      const double log_z = std::log(sum) + mx;
       const Token target = tokens[start + j + 1];
-      nll += std::log(sum) + mx - logits[static_cast<std::size_t>(target)];
+      const double x = log_z - logits[static_cast<std::size_t>(target)];
+      nll += x;
+      nll2 += x * x;
+      if (cmp) {
+        // KL(P || Q) = sum p (log p - log q), both log-softmaxes in double.
+        const std::span<const float> q = cmp->logits(j);
+        const float qmx = *std::max_element(q.begin(), q.begin() + n_vocab);
+        double qsum = 0;
+        for (std::size_t v = 0; v < n_vocab; ++v) qsum += std::exp(double(q[v]) - qmx);
+        const double q_log_z = std::log(qsum) + qmx;
+        double d = 0;
+        for (std::size_t v = 0; v < n_vocab; ++v) {
+          const double lp = logits[v] - log_z;
+          d += std::exp(lp) * (lp - (q[v] - q_log_z));
+        }
+        kl += d;
+        kl2 += d * d;
+      }
       ++r.n_scored;
     }
     ++r.n_windows;
     if (options.on_window)
-      options.on_window(r.n_windows, tokens.size() / n_ctx,
+      options.on_window(r.n_windows, n_windows,
                         std::exp(nll / static_cast<double>(r.n_scored)));
   }
-  r.nll_per_token = nll / static_cast<double>(r.n_scored);
+  const auto n = static_cast<double>(r.n_scored);
+  // Standard error of a mean from the sums: sqrt((E[x^2] - E[x]^2) / (n - 1)).
+  auto stderr_of = [n](double s, double s2) {
+    if (n < 2) return 0.0;
+    const double m = s / n;
+    return std::sqrt(std::max(0.0, (s2 / n - m * m) / (n - 1)));
+  };
+  r.nll_per_token = nll / n;
   r.ppl = std::exp(r.nll_per_token);
+  r.nll_stderr = stderr_of(nll, nll2);
+  r.ppl_stderr = r.ppl * r.nll_stderr;
+  if (cmp) {
+    r.kl_mean = kl / n;
+    r.kl_stderr = stderr_of(kl, kl2);
+  }
   return r;
 }
 

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Benchmarks of `seam observe` (docs/observe.md), not timed tests.
+
+  observe_bench.py --seam build/seam --model MODEL --text FILE [--threads N]
+
+1. throughput: observation tokens/s on a file against `seam perplexity` on the
+   same model and text (both wall-clock, model load included, best of --runs);
+2. the cost of --top-k 10 over --top-k 0 (entropy and rank are always computed);
+3. the decode calls of the stream while an interjection rides along, against
+   those without one (p50, p99 of the call's wall time, from --debug-log), with
+   the stream cut into chunks of --batch tokens.
+"""
+import argparse
+import json
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def run(cmd):
+    """Wall-clock and CPU seconds (user + system) of one run; CPU time is the
+    fairer figure on a shared machine."""
+    t0, c0 = time.perf_counter(), cpu()
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    dt, dc = time.perf_counter() - t0, cpu() - c0
+    if p.returncode != 0:
+        sys.exit(f"failed: {' '.join(cmd)}\n{p.stderr}")
+    return (dt, dc), p.stdout, p.stderr
+
+
+def best(n, cmd):
+    runs = [run(cmd)[0] for _ in range(n)]
+    return min(w for w, _ in runs), min(c for _, c in runs)
+
+
+def pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q / 100 * (len(xs) - 1))))]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seam", default="build/seam")
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--text", required=True)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--windows", type=int, nargs="*", default=[],
+                    help="also measure these --window values (smaller: cheaper rolls)")
+    a = ap.parse_args()
+    t = ["-t", str(a.threads)]
+
+    _, out, _ = run([a.seam, "perplexity", "-m", a.model, "-f", a.text, "--json"] + t)
+    tokens = json.loads(out)["tokens"]
+    ppl = best(a.runs, [a.seam, "perplexity", "-m", a.model, "-f", a.text] + t)
+    base = [a.seam, "observe", "-m", a.model, "-f", a.text] + t
+    obs = base + ["--no-interject"]
+    obs10 = best(a.runs, obs + ["--top-k", "10"])
+    obs0 = best(a.runs, obs + ["--top-k", "0"])
+    print(f"text: {tokens} tokens, {a.threads} threads; tokens/s by wall clock and by CPU time")
+
+    def line(name, r):
+        return f"{name:28s} {tokens / r[0]:9.1f} wall {tokens / r[1]:9.1f} cpu"
+    print(line("seam perplexity", ppl))
+    print(line("seam observe --top-k 10", obs10) +
+          f"  ({100 * ppl[1] / obs10[1]:.1f}% of perplexity by CPU)")
+    print(line("seam observe --top-k 0", obs0) +
+          f"  (top-10 costs {100 * (obs10[1] / obs0[1] - 1):+.1f}% CPU)")
+    for w in a.windows:
+        r = best(a.runs, obs + ["--top-k", "10", "--window", str(w)])
+        print(line(f"seam observe --window {w}", r) +
+              f"  ({100 * ppl[1] / r[1]:.1f}% of perplexity by CPU)")
+
+    with tempfile.TemporaryDirectory() as d:
+        log = os.path.join(d, "debug.log")
+        run(base + ["-b", str(a.batch), "--z", "1.5", "--z-rearm", "0.5", "--warmup", "32",
+                        "--cooldown", "64", "--interject-tokens", "32", "--debug-log", log])
+        alone, beside = [], []
+        for line in open(log):
+            m = re.match(r"decode tokens=(\d+) stream=(\d+) scratch=(\d+) .* ms=([\d.]+)", line)
+            if not m or int(m.group(2)) < a.batch:
+                continue  # only full stream chunks compare like with like
+            (beside if int(m.group(3)) > 0 else alone).append(float(m.group(4)))
+    if alone and beside:
+        print(f"stream chunk of {a.batch} tokens: alone p50 {pct(alone, 50):.3f} ms p99 "
+              f"{pct(alone, 99):.3f} ms ({len(alone)} calls); with an interjection beside it "
+              f"p50 {pct(beside, 50):.3f} ms p99 {pct(beside, 99):.3f} ms ({len(beside)} calls); "
+              f"ratio p50 {pct(beside, 50) / pct(alone, 50):.2f}, p99 "
+              f"{pct(beside, 99) / pct(alone, 99):.2f}")
+    else:
+        print("no interjection ran beside a full stream chunk: lower --z or use a longer text")
+
+
+if __name__ == "__main__":
+    main()

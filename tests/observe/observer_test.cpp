@@ -1,0 +1,400 @@
+// The Observer on real checkpoints: scores equal what the logits imply, the
+// perplexity equals the numpy reference's, results do not depend on how the
+// text is split nor on interjections, rolls keep observing.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <numbers>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "observe/dedup.h"
+#include "observe/stats.h"
+#include "runtime/python_tools.h"
+#include "runtime/test_model.h"
+#include "seam/error.h"
+#include "seam/observe.h"
+
+namespace seam {
+namespace {
+
+using namespace seam::testing;
+
+const char* kStory =
+    "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
+    "park. One day, she saw a big red ball under a tree. She wanted to play with it.\n"
+    "Lily ran to the ball and kicked it. The ball went very high! Lily laughed and clapped.\n"
+    "Then a small dog came and took the ball. Lily was sad. The quantum chromodynamics of the "
+    "Byzantine tax ledger exploded into seventeen purple theorems. Lily said, \"Give me my "
+    "ball, please!\" The dog dropped the ball and wagged its tail. They played together all "
+    "day. The end.\n";
+
+struct Observed {
+  std::vector<TokenEvent> tokens;
+  std::vector<TriggerEvent> triggers;
+  std::vector<InterjectionEvent> interjections;
+  std::vector<RollEvent> rolls;
+  std::vector<SummaryEvent> summaries;
+};
+
+void collect(Observer& obs, Observed& r) {
+  for (ObserveEvent& e : obs.take_events()) {
+    if (auto* t = std::get_if<TokenEvent>(&e)) r.tokens.push_back(std::move(*t));
+    if (auto* t = std::get_if<TriggerEvent>(&e)) r.triggers.push_back(*t);
+    if (auto* t = std::get_if<InterjectionEvent>(&e)) r.interjections.push_back(std::move(*t));
+    if (auto* t = std::get_if<RollEvent>(&e)) r.rolls.push_back(*t);
+    if (auto* t = std::get_if<SummaryEvent>(&e)) r.summaries.push_back(*t);
+  }
+}
+
+// Feeds `text` in pieces of `chunk` bytes ("line": one line at a time).
+Observed observe(std::shared_ptr<const Model> m, const std::string& text, ObserveOptions o,
+                 std::size_t chunk = 4096, bool by_line = false) {
+  Observer obs(std::move(m), std::move(o));
+  Observed r;
+  std::size_t p = 0;
+  while (p < text.size()) {
+    std::size_t n = chunk;
+    if (by_line) {
+      const std::size_t nl = text.find('\n', p);
+      n = nl == std::string::npos ? text.size() - p : nl + 1 - p;
+    }
+    obs.feed(std::string_view(text).substr(p, n));
+    collect(obs, r);
+    p += n;
+  }
+  obs.finish();
+  collect(obs, r);
+  return r;
+}
+
+ObserveOptions quiet() {
+  ObserveOptions o;
+  o.interject = false;
+  return o;
+}
+
+TEST(Observer, ScoresEqualWhatTheLogitsImply) {
+  auto m = stories();
+  ObserveOptions o = quiet();
+  o.top_k = 8;
+  const Observed r = observe(m, kStory, o);
+  std::vector<Token> ids = m->tokenize(kStory, true, false);  // BOS first
+  ASSERT_EQ(ids.front(), *m->bos());
+  ASSERT_EQ(r.tokens.size() + 1, ids.size());
+  auto s = m->session({512, 512, 1});
+  const auto rows = decode_all(*s, ids, 0);
+  for (std::size_t k = 0; k < r.tokens.size(); ++k) {
+    const TokenEvent& e = r.tokens[k];
+    ASSERT_EQ(e.id, ids[k + 1]);
+    ASSERT_TRUE(e.predicted);
+    const std::vector<float>& row = rows[k];  // the row before token k predicts it
+    long double mx = row[0];
+    for (float l : row) mx = std::max<long double>(mx, l);
+    long double z = 0;
+    for (float l : row) z += std::exp(static_cast<long double>(l) - mx);
+    const long double logz = std::log(z) + mx;
+    long double h = 0;
+    for (float l : row) {
+      const long double lp = l - logz;
+      h -= std::exp(lp) * lp;
+    }
+    const long double surprisal = (logz - row[static_cast<std::size_t>(e.id)]) / std::numbers::ln2;
+    std::uint32_t rank = 1;
+    for (std::size_t v = 0; v < row.size(); ++v) {
+      const float lv = row[v], lt = row[static_cast<std::size_t>(e.id)];
+      if (lv > lt || (lv == lt && static_cast<Token>(v) < e.id)) ++rank;
+    }
+    // Same decode, same floats: double vs long double sums of 512 terms differ
+    // by ~1e-13 relative; 1e-9 bits leaves room for nothing else.
+    EXPECT_NEAR(e.surprisal_bits, static_cast<double>(surprisal), 1e-9) << k;
+    EXPECT_NEAR(e.entropy_bits, static_cast<double>(h / std::numbers::ln2), 1e-9) << k;
+    EXPECT_EQ(e.rank, rank) << k;
+    ASSERT_EQ(e.top.size(), 8u);
+    for (std::size_t j = 0; j < e.top.size(); ++j) {
+      const float l = row[static_cast<std::size_t>(e.top[j].id)];
+      EXPECT_NEAR(e.top[j].p, std::exp(static_cast<double>(l - logz)), 1e-12);
+      // Exactly j tokens rank above the j-th alternative.
+      std::size_t above = 0;
+      for (std::size_t v = 0; v < row.size(); ++v)
+        if (row[v] > l || (row[v] == l && static_cast<Token>(v) < e.top[j].id)) ++above;
+      EXPECT_EQ(above, j);
+    }
+    if (e.rank == 1) {
+      EXPECT_EQ(e.top[0].id, e.id);
+    }
+  }
+}
+
+TEST(Observer, PerplexityEqualsTheNumpyReference) {
+  const std::string text = kStory;
+  auto m = stories();
+  const Observed r = observe(m, text, quiet());
+  ASSERT_EQ(r.summaries.size(), 1u);
+  const std::vector<Token> ids = m->tokenize(text, true, false);
+  const std::vector<float> ref = reference_logits(stories_path(), ids, "observe_ppl");
+  const std::size_t nv = m->info().n_vocab;
+  ASSERT_EQ(ref.size(), ids.size() * nv);
+  double nll = 0;
+  for (std::size_t k = 0; k + 1 < ids.size(); ++k) {
+    const float* row = ref.data() + k * nv;
+    double mx = row[0];
+    for (std::size_t v = 0; v < nv; ++v) mx = std::max<double>(mx, row[v]);
+    double z = 0;
+    for (std::size_t v = 0; v < nv; ++v) z += std::exp(row[v] - mx);
+    nll += std::log(z) + mx - row[ids[k + 1]];
+  }
+  const double ref_nll = nll / static_cast<double>(ids.size() - 1);
+  const double our_nll = r.summaries[0].mean_surprisal_bits * std::numbers::ln2;
+  std::printf("[ observe ] mean NLL %.8f nats (reference %.8f), perplexity %.6f\n", our_nll,
+              ref_nll, r.summaries[0].perplexity);
+  // stories260K is F32: logits agree with float64 numpy within ~1e-5 relative
+  // of the logit range (|logits| < 20), so each NLL within ~4e-4 nats and the
+  // mean within 1e-4 (the issue's bound).
+  EXPECT_NEAR(our_nll, ref_nll, 1e-4);
+  EXPECT_NEAR(r.summaries[0].perplexity, std::exp(ref_nll), 1e-4 * std::exp(ref_nll));
+  EXPECT_EQ(r.summaries[0].tokens, ids.size() - 1);
+  EXPECT_EQ(r.summaries[0].scored, ids.size() - 1);
+  EXPECT_EQ(r.summaries[0].bytes, text.size());
+}
+
+void expect_same_stream(const Observed& a, const Observed& b, double tol, const std::string& what) {
+  ASSERT_EQ(a.tokens.size(), b.tokens.size()) << what;
+  for (std::size_t k = 0; k < a.tokens.size(); ++k) {
+    ASSERT_EQ(a.tokens[k].id, b.tokens[k].id) << what << " token " << k;
+    EXPECT_EQ(a.tokens[k].offset, b.tokens[k].offset) << what << " token " << k;
+    EXPECT_EQ(a.tokens[k].piece, b.tokens[k].piece) << what << " token " << k;
+    EXPECT_NEAR(a.tokens[k].surprisal_bits, b.tokens[k].surprisal_bits, tol) << what << " " << k;
+    EXPECT_NEAR(a.tokens[k].entropy_bits, b.tokens[k].entropy_bits, tol) << what << " " << k;
+  }
+}
+
+TEST(Observer, ChunkInvariance) {
+  std::string text;
+  for (int i = 0; i < 3; ++i) text += kStory;
+  auto m = stories();
+  const Observed big = observe(m, text, quiet(), 4096);
+  const Observed line = observe(m, text, quiet(), 0, true);
+  const Observed byte = observe(m, text, quiet(), 1);
+  const std::vector<Token> whole = m->tokenize(text, false, false);
+  ASSERT_EQ(big.tokens.size(), whole.size());
+  for (std::size_t k = 0; k < whole.size(); ++k) ASSERT_EQ(big.tokens[k].id, whole[k]);
+  // Different chunkings run different matmul tile shapes: float32 sums in
+  // another order move a logit by ~1e-6, a surprisal by far less than 1e-4 bits.
+  expect_same_stream(big, line, 1e-4, "1 line vs 4 KiB");
+  expect_same_stream(big, byte, 1e-4, "1 byte vs 4 KiB");
+  std::string spelled;
+  for (const auto& t : byte.tokens) spelled += t.piece;
+  EXPECT_EQ(spelled, text);
+}
+
+TEST(Observer, StatisticsAndTriggersFollowTheSurprisals) {
+  auto m = stories();
+  ObserveOptions o = quiet();
+  o.warmup = 16;
+  o.cooldown = 8;
+  o.z = 1.5;
+  o.z_rearm = 0.5;
+  for (Baseline b : {Baseline::Welford, Baseline::Ewma}) {
+    for (std::uint32_t span : {1u, 3u}) {
+      o.baseline = b;
+      o.span = span;
+      o.ewma_window = 16;
+      const Observed r = observe(m, kStory, o);
+      observe::Welford w;
+      observe::Ewma e(16);
+      observe::TriggerGate gate({o.z, o.z_rearm, o.warmup, o.cooldown});
+      std::vector<double> hist;
+      std::vector<std::uint64_t> expect;
+      for (const TokenEvent& t : r.tokens) {
+        const double mean = b == Baseline::Welford ? w.mean() : e.mean();
+        const double sd = std::sqrt(b == Baseline::Welford ? w.variance() : e.variance());
+        hist.push_back(t.surprisal_bits);
+        const std::size_t n = std::min<std::size_t>(hist.size(), span);
+        double sm = 0;
+        for (std::size_t j = hist.size() - n; j < hist.size(); ++j) sm += hist[j];
+        sm /= static_cast<double>(n);
+        const double z = w.count() >= 2 ? (sm - mean) * std::sqrt(double(n)) / sd : 0.0;
+        EXPECT_NEAR(t.z, z, 1e-9);
+        EXPECT_NEAR(t.mean, mean, 1e-12);
+        if (gate.decide(t.i, w.count(), z)) expect.push_back(t.i);
+        w.add(t.surprisal_bits);
+        e.add(t.surprisal_bits);
+      }
+      std::vector<std::uint64_t> got;
+      for (const auto& t : r.triggers) got.push_back(t.i);
+      EXPECT_EQ(got, expect);
+      EXPECT_FALSE(got.empty()) << "z 1.5 over a story with a nonsense sentence must fire";
+      EXPECT_EQ(r.summaries.at(0).triggers, got.size());
+    }
+  }
+}
+
+ObserveOptions chatty() {
+  ObserveOptions o;
+  o.warmup = 8;
+  o.cooldown = 12;
+  o.z = 1.0;
+  o.z_rearm = 0.0;
+  o.interject_tokens = 12;
+  o.seed = 7;
+  return o;
+}
+
+TEST(Observer, ForkIsolation) {
+  std::string text;
+  for (int i = 0; i < 2; ++i) text += kStory;
+  auto m = stories();
+  ObserveOptions on = chatty(), off = chatty();
+  off.interject = false;
+  // Small chunks, so interjections run beside many stream chunks.
+  const Observed a = observe(m, text, on, 40);
+  const Observed b = observe(m, text, off, 40);
+  ASSERT_GE(a.interjections.size(), 2u) << "the test needs interjections to run";
+  // The interjection's rows share the stream's decode calls, so the engine's
+  // matmul tiles (and their float32 summation order) differ: logits move by
+  // ~1e-7 relative, surprisals by < 1e-6 bits (observed), bounded here as for
+  // chunk invariance. Tokens, offsets and triggers are identical.
+  expect_same_stream(a, b, 1e-4, "interjections on vs off");
+  ASSERT_EQ(a.triggers.size(), b.triggers.size());
+  for (std::size_t k = 0; k < a.triggers.size(); ++k) EXPECT_EQ(a.triggers[k].i, b.triggers[k].i);
+  std::size_t said = 0;
+  for (const auto& ij : a.interjections) {
+    EXPECT_LE(ij.tokens, 12u);
+    said += ij.tokens > 0 && !ij.text.empty();
+  }
+  EXPECT_GT(said, 0u);
+}
+
+TEST(Observer, DedupMarksNearDuplicates) {
+  std::string text;
+  for (int i = 0; i < 12; ++i)
+    text += "The dog ran to the park. Purple theorems exploded in the ledger. ";
+  auto m = stories();
+  ObserveOptions o = chatty();
+  o.dedup = 0.6;
+  o.interject_tokens = 16;
+  o.interject_prompt = "The dog";
+  o.sampler.temperature = 0;  // greedy: the same passage, the same remark
+  const Observed r = observe(m, text, o, 64);
+  ASSERT_GE(r.interjections.size(), 3u);
+  std::vector<std::set<std::string>> shown;
+  std::size_t dups = 0;
+  for (const auto& ij : r.interjections) {
+    const auto g = observe::word_bigrams(ij.text);
+    double worst = 0;
+    const std::size_t from = shown.size() > 8 ? shown.size() - 8 : 0;
+    for (std::size_t k = from; k < shown.size(); ++k)
+      worst = std::max(worst, observe::overlap(g, shown[k]));
+    EXPECT_EQ(ij.duplicate, worst > 0.6) << ij.text;
+    if (ij.duplicate) {
+      ++dups;
+    } else {
+      shown.push_back(g);
+    }
+  }
+  std::printf("[ observe ] %zu interjections, %zu duplicates\n", r.interjections.size(), dups);
+  EXPECT_EQ(r.summaries.at(0).interjections, r.interjections.size() - dups);
+  EXPECT_GT(dups, 0u) << "a repetitive text gives repeated remarks";
+}
+
+TEST(Observer, RollsWhenTheContextFills) {
+  std::string text;
+  for (int i = 0; i < 4; ++i) text += kStory;
+  auto m = stories();
+  ObserveOptions o = quiet();
+  o.n_ctx = 64;
+  o.window = 24;
+  const Observed r = observe(m, text, o);
+  const std::vector<Token> whole = m->tokenize(text, false, false);
+  ASSERT_EQ(r.tokens.size(), whole.size());
+  ASSERT_GE(r.rolls.size(), 5u);
+  for (const RollEvent& e : r.rolls) EXPECT_EQ(e.kept, 24u);
+  // The first token after each roll is predicted from BOS + the 24 kept tokens.
+  auto s = m->session({64, 64, 1});
+  for (const RollEvent& e : r.rolls) {
+    std::vector<Token> ctx = {*m->bos()};
+    ctx.insert(ctx.end(), whole.begin() + static_cast<std::ptrdiff_t>(e.i - 24),
+               whole.begin() + static_cast<std::ptrdiff_t>(e.i));
+    s->clear_seq(0);
+    const auto rows = decode_all(*s, ctx, 0);
+    const auto& row = rows.back();
+    double mx = row[0];
+    for (float l : row) mx = std::max<double>(mx, l);
+    double z = 0;
+    for (float l : row) z += std::exp(l - mx);
+    const double bits = (std::log(z) + mx - row[whole[e.i]]) / std::numbers::ln2;
+    EXPECT_NEAR(r.tokens[e.i].surprisal_bits, bits, 1e-4) << e.i;
+  }
+  EXPECT_EQ(r.summaries.at(0).rolls, r.rolls.size());
+}
+
+std::size_t rss_kib() {
+  std::ifstream f("/proc/self/statm");
+  std::size_t pages = 0, resident = 0;
+  f >> pages >> resident;
+  return resident * 4;  // 4 KiB pages
+}
+
+TEST(Observer, LongStreamRunsInFlatMemory) {
+  auto m = stories();
+  ObserveOptions o = quiet();
+  o.n_ctx = 48;
+  o.window = 16;
+  o.top_k = 2;
+  Observer obs(m, o);
+  std::size_t tokens = 0, at_start = 0;
+  const std::string chunk = kStory;
+  // ~250 tokens per chunk; 7,500 tokens over ~240 rolls.
+  for (int i = 0; i < 30; ++i) {
+    obs.feed(chunk);
+    for (auto& e : obs.take_events()) tokens += std::holds_alternative<TokenEvent>(e);
+    if (i == 3) at_start = rss_kib();
+  }
+  obs.finish();
+  obs.take_events();
+  const std::size_t at_end = rss_kib();
+  std::printf("[ observe ] %zu tokens, %llu rolls, RSS %zu KiB after 10%%, %zu KiB at the end\n",
+              tokens, static_cast<unsigned long long>(obs.summary().rolls), at_start, at_end);
+  EXPECT_GT(tokens, 7000u);
+  EXPECT_GT(obs.summary().rolls, 200u);
+  // Nothing per token is kept: growth over 90% of the stream stays within
+  // allocator noise (256 KiB), where keeping a 40-byte record per token would
+  // add 260 KiB and the decoded tokens' KV (if not freed at each roll) far more.
+  EXPECT_LT(at_end, at_start + 256);
+}
+
+TEST(Observer, RefusesBadOptions) {
+  auto m = stories();
+  ObserveOptions o;
+  o.z_rearm = 5;
+  o.z = 3;
+  EXPECT_THROW({ Observer bad(m, o); }, Error);
+  o = {};
+  o.span = 0;
+  EXPECT_THROW({ Observer bad(m, o); }, Error);
+  o = {};
+  o.n_ctx = 4;
+  EXPECT_THROW({ Observer bad(m, o); }, Error);
+  o = quiet();
+  o.n_ctx = 64;
+  o.window = 64;
+  EXPECT_THROW({ Observer bad(m, o); }, Error);
+  Observer ok(m, quiet());
+  ok.finish();
+  EXPECT_THROW(ok.feed("x"), Error);
+}
+
+TEST(Observer, EmptyInputGivesOnlyASummary) {
+  Observer obs(stories(), quiet());
+  obs.finish();
+  const auto ev = obs.take_events();
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(std::get<SummaryEvent>(ev[0]).tokens, 0u);
+}
+
+}  // namespace
+}  // namespace seam
