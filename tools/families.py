@@ -1,0 +1,540 @@
+"""families.py - float64 reference of the per-layer model families (reference.py's second half).
+
+Mixture of experts (Mixtral-style `llama` with experts, `qwen3moe`, `gpt-oss`) and the Gated
+DeltaNet hybrids (`qwen35`, `qwen35moe`, `qwen3next`), written from the papers and the published
+model code (Mixtral: Jiang et al. 2024; gpt-oss model card and reference code; Gated DeltaNet:
+Yang et al. 2024, "Gated Delta Networks"; Qwen3-Next / Qwen3.5 modeling code). Every layer is
+described by its own spec (kind, heads, RoPE, window, FFN), so layers may differ in shape.
+
+reference.py dispatches here for these architectures (`open_model`, `gen`), and its selftest
+runs `selftest_families`. Recipes are dicts, as in reference.py.
+"""
+
+import json
+import math
+import os
+import subprocess
+
+import numpy as np
+
+import gguf
+from reference import (RefError, _rng, apply_rope, rms_norm, rope_angles, silu, sp_vocab,
+                       yarn_inv_freq, yarn_mscale)
+
+# ----------------------------------------------------------------------------
+# recipes
+#
+# rope:        "normal" (adjacent pairs) or "neox" (i, i + n_rot/2).
+# qk_norm:     per-head RMSNorm of q and k before RoPE.
+# qkv_bias:    blk.N.attn_{q,k,v}.bias and attn_output.bias when present.
+# sinks:       blk.N.attn_sinks.weight: one extra logit per head in the softmax denominator.
+# swa_period:  layer l uses attention.sliding_window unless l % P == P - 1 (0: no window).
+# ffn_norm:    the pre-FFN norm's tensor name.
+# moe:         None (dense SwiGLU), "softmax" (p = softmax(logits), top-k of p, w = p[top-k]
+#              renormalised), or "topk_softmax" (top-k of the logits, w = softmax over the k).
+# moe_act:     "silu" (SwiGLU) or "swiglu_oai" (gpt-oss: clamped, alpha 1.702, (up + 1)).
+# moe_bias:    expert matmuls and the router carry biases (gpt-oss).
+# shared_exp:  a shared expert gated by sigmoid(ffn_gate_inp_shexp . h).
+# hybrid:      gated-delta-net layers, every full_attention_interval-th layer attention.
+# gated_q:     attn_q holds per head [q | gate]; out = Wo (attn * sigmoid(gate)).
+# ba_fused:    qwen3next's blk.N.ssm_ba: per k-head [beta x r | alpha x r] (r = H_v / H_k).
+# v_head_map:  which k-head v-head h reads: "tiled" (h mod H_k: qwen35*, whose converter
+#              reorders V heads) or "grouped" (h // r: qwen3next, HF's repeat_interleave).
+BASE = {"rope": "neox", "qk_norm": False, "qkv_bias": False, "sinks": False, "swa_period": 0,
+        "ffn_norm": "ffn_norm", "moe": None, "moe_act": "silu", "moe_bias": False,
+        "shared_exp": False, "hybrid": False, "gated_q": False, "ba_fused": False,
+        "v_head_map": "tiled"}
+_HYBRID = {"qk_norm": True, "hybrid": True, "gated_q": True, "ffn_norm": "post_attention_norm"}
+FAMILIES = {
+    "llama": {"rope": "normal", "moe": "softmax"},        # with llama.expert_count > 0
+    "qwen3moe": {"qk_norm": True, "moe": "softmax"},
+    "gpt-oss": {"qkv_bias": True, "sinks": True, "swa_period": 2,
+                "ffn_norm": "post_attention_norm", "moe": "topk_softmax",
+                "moe_act": "swiglu_oai", "moe_bias": True},
+    "qwen35": dict(_HYBRID),
+    "qwen35moe": dict(_HYBRID, moe="softmax", shared_exp=True),
+    "qwen3next": dict(_HYBRID, moe="softmax", shared_exp=True, ba_fused=True,
+                      v_head_map="grouped"),
+}
+OAI_ALPHA, OAI_LIMIT = 1.702, 7.0
+
+
+def is_family(arch, metadata):
+    if arch == "llama":
+        return int(metadata.get("llama.expert_count", 0) or 0) > 0
+    return arch in FAMILIES
+
+
+def softplus(x):
+    """Stable softplus: x for x > 20 (log1p(e^x) == x there in float64 to 1e-9), else log1p(e^x)."""
+    return np.where(x > 20.0, x, np.log1p(np.exp(np.minimum(x, 20.0))))
+
+
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def l2_norm(x, eps):
+    """x / max(||x||, eps) over the last axis (the eps sits inside the max)."""
+    return x / np.maximum(np.sqrt(np.sum(x * x, axis=-1, keepdims=True)), eps)
+
+
+def swiglu_oai(g, u):
+    g = np.minimum(g, OAI_LIMIT)
+    u = np.clip(u, -OAI_LIMIT, OAI_LIMIT)
+    return g * sigmoid(OAI_ALPHA * g) * (u + 1.0)
+
+
+def route(logits, k, mode):
+    """(T, n_exp) router logits -> (ids (T, k), weights (T, k)), highest first."""
+    if mode == "softmax":
+        p = softmax(logits)
+        ids = np.argsort(-p, axis=-1, kind="stable")[:, :k]
+        w = np.take_along_axis(p, ids, axis=-1)
+        return ids, w / np.maximum(w.sum(axis=-1, keepdims=True), 6.103515625e-5)
+    if mode == "topk_softmax":
+        ids = np.argsort(-logits, axis=-1, kind="stable")[:, :k]
+        return ids, softmax(np.take_along_axis(logits, ids, axis=-1))
+    raise RefError(f"unknown routing {mode}")
+
+
+class State:
+    """Per-sequence state: K/V per attention layer, conv window and delta-rule matrix per
+    gated-delta-net layer."""
+
+    def __init__(self, n_layer):
+        self.k = [None] * n_layer
+        self.v = [None] * n_layer
+        self.conv = [None] * n_layer     # (K-1, C): the last K-1 raw (pre-conv) inputs
+        self.ssm = [None] * n_layer      # (H_v, S_v, S_k)
+        self.n_past = 0
+
+
+class FamilyModel:
+    def __init__(self, path):
+        r = gguf.GGUFReader(path)
+        self.reader = r
+        md = r.metadata
+        arch = md.get("general.architecture")
+        if not is_family(arch, md):
+            raise RefError(f"{arch!r} is not a per-layer family")
+        self.arch = arch
+        self.rc = rc = dict(BASE, **FAMILIES[arch])
+
+        def hp(key, default=None):
+            full = f"{arch}.{key}"
+            if full in md:
+                return md[full]
+            if default is None:
+                raise RefError(f"{path}: missing metadata {full}")
+            return default
+        self.n_embd = int(hp("embedding_length"))
+        self.n_layer = int(hp("block_count"))
+        self.n_head = int(hp("attention.head_count"))
+        self.n_head_kv = int(hp("attention.head_count_kv", self.n_head))
+        self.head_dim = int(hp("attention.key_length", self.n_embd // self.n_head))
+        self.n_rot = int(hp("rope.dimension_count", self.head_dim))
+        self.freq_base = float(hp("rope.freq_base", 10000.0))
+        self.eps = float(hp("attention.layer_norm_rms_epsilon", 1e-5))
+        self.n_expert = int(hp("expert_count", 0))
+        self.n_used = int(hp("expert_used_count", 0))
+        if rc["moe"] and not (0 < self.n_used <= self.n_expert):
+            raise RefError("expert_used_count must be in [1, expert_count]")
+        self.window = int(hp("attention.sliding_window", 0)) if rc["swa_period"] else 0
+        P = rc["swa_period"]
+        self.swa = [bool(self.window) and L % P < P - 1 for L in range(self.n_layer)]
+        self.recurrent = [False] * self.n_layer
+        if rc["hybrid"]:
+            self.d_conv = int(hp("ssm.conv_kernel"))
+            self.S = int(hp("ssm.state_size"))
+            self.Hk = int(hp("ssm.group_count"))
+            self.Hv = int(hp("ssm.time_step_rank"))
+            if int(hp("ssm.inner_size")) != self.Hv * self.S or self.Hv % self.Hk:
+                raise RefError("ssm.inner_size must be time_step_rank * state_size and "
+                               "time_step_rank a multiple of group_count")
+            iv = int(hp("full_attention_interval", 4))
+            self.recurrent = [(L + 1) % iv != 0 for L in range(self.n_layer)]
+        # YaRN (gpt-oss): as reference.Model reads it.
+        self.yarn, self.mscale = None, 1.0
+        if hp("rope.scaling.type", "none") == "yarn":
+            s = float(hp("rope.scaling.factor", 1.0))
+            orig = int(hp("rope.scaling.original_context_length", hp("context_length", 2048)))
+            self.yarn = dict(factor=s, orig_ctx=orig,
+                             beta_fast=float(hp("rope.scaling.yarn_beta_fast", 32.0)),
+                             beta_slow=float(hp("rope.scaling.yarn_beta_slow", 1.0)))
+            self.mscale = yarn_mscale(s)
+        self.w = {n: r.tensor(n).astype(np.float64) for n in r.tensors}
+        if "token_embd.weight" not in self.w or "output_norm.weight" not in self.w:
+            raise RefError(f"{path}: missing token_embd or output_norm")
+        self.n_vocab = self.w["token_embd.weight"].shape[0]
+        self.out_w = self.w.get("output.weight", self.w["token_embd.weight"])
+        self.min_gap = math.inf   # smallest k-th minus (k+1)-th router logit seen
+
+    def t(self, L, name, required=True):
+        v = self.w.get(f"blk.{L}.{name}")
+        if v is None and required:
+            raise RefError(f"missing tensor blk.{L}.{name}")
+        return v
+
+    # --- blocks
+
+    def attention(self, L, h, st, pos):
+        rc, T = self.rc, h.shape[0]
+        H, HK, D = self.n_head, self.n_head_kv, self.head_dim
+        q = h @ self.t(L, "attn_q.weight").T
+        k = h @ self.t(L, "attn_k.weight").T
+        v = h @ self.t(L, "attn_v.weight").T
+        if rc["qkv_bias"]:
+            q, k, v = (x + self.t(L, f"attn_{n}.bias") for x, n in ((q, "q"), (k, "k"), (v, "v")))
+        gate = None
+        if rc["gated_q"]:                                   # per head [q | gate]
+            qg = q.reshape(T, H, 2 * D)
+            q, gate = qg[..., :D].reshape(T, H * D), qg[..., D:].reshape(T, H * D)
+        q = q.reshape(T, H, D).transpose(1, 0, 2)
+        k = k.reshape(T, HK, D).transpose(1, 0, 2)
+        v = v.reshape(T, HK, D).transpose(1, 0, 2)
+        if rc["qk_norm"]:
+            q = rms_norm(q, self.t(L, "attn_q_norm.weight"), self.eps)
+            k = rms_norm(k, self.t(L, "attn_k_norm.weight"), self.eps)
+        if self.yarn:
+            inv = yarn_inv_freq(self.n_rot, self.freq_base, **self.yarn)
+            ang = pos.astype(np.float64)[:, None] * inv[None, :]
+        else:
+            ang = rope_angles(pos, self.n_rot, self.freq_base)
+        q = apply_rope(q, ang, rc["rope"], self.mscale)
+        k = apply_rope(k, ang, rc["rope"], self.mscale)
+        if st.k[L] is not None:
+            k = np.concatenate([st.k[L], k], axis=1)
+            v = np.concatenate([st.v[L], v], axis=1)
+        st.k[L], st.v[L] = k, v
+        g = H // HK
+        kh, vh = np.repeat(k, g, axis=0), np.repeat(v, g, axis=0)
+        s = q @ kh.transpose(0, 2, 1) / math.sqrt(D)
+        qp, kp = pos[:, None], np.arange(k.shape[1])[None, :]
+        allowed = kp <= qp
+        if self.swa[L]:
+            allowed &= (qp - kp) < self.window
+        s = np.where(allowed[None], s, -np.inf)
+        if rc["sinks"]:
+            # sink_h joins each row's softmax denominator and takes no value.
+            sink = self.t(L, "attn_sinks.weight")[:, None, None]
+            m = np.maximum(s.max(axis=-1, keepdims=True), sink)
+            p = np.exp(s - m)
+            p /= p.sum(axis=-1, keepdims=True) + np.exp(sink - m)
+        else:
+            p = softmax(s)
+        o = (p @ vh).transpose(1, 0, 2).reshape(T, H * D)
+        if gate is not None:
+            o = o * sigmoid(gate)
+        out = o @ self.t(L, "attn_output.weight").T
+        if rc["qkv_bias"]:
+            out = out + self.t(L, "attn_output.bias")
+        return out
+
+    def delta_net(self, L, h, st):
+        """Gated DeltaNet layer over the tokens of one sequence, in order."""
+        rc, T = self.rc, h.shape[0]
+        S, Hk, Hv, K = self.S, self.Hk, self.Hv, self.d_conv
+        r = Hv // Hk
+        m = h @ self.t(L, "attn_qkv.weight").T              # (T, C): [q | k | v]
+        z = h @ self.t(L, "attn_gate.weight").T             # (T, Hv*S)
+        if rc["ba_fused"]:
+            ba = (h @ self.t(L, "ssm_ba.weight").T).reshape(T, Hk, 2 * r)
+            b, a = ba[..., :r].reshape(T, Hv), ba[..., r:].reshape(T, Hv)
+        else:
+            b = h @ self.t(L, "ssm_beta.weight").T
+            a = h @ self.t(L, "ssm_alpha.weight").T
+        beta = sigmoid(b)                                   # (T, Hv)
+        gexp = self.t(L, "ssm_a") * softplus(a + self.t(L, "ssm_dt.bias"))   # <= 0
+        C = m.shape[1]
+        prev = st.conv[L] if st.conv[L] is not None else np.zeros((K - 1, C))
+        win = np.concatenate([prev, m])                     # (K-1+T, C)
+        st.conv[L] = win[-(K - 1):].copy()
+        cw = self.t(L, "ssm_conv1d.weight")                 # (C, K)
+        u = np.stack([np.sum(win[t:t + K] * cw.T, axis=0) for t in range(T)])
+        u = silu(u)
+        q = u[:, :Hk * S].reshape(T, Hk, S)
+        k = u[:, Hk * S:2 * Hk * S].reshape(T, Hk, S)
+        v = u[:, 2 * Hk * S:].reshape(T, Hv, S)
+        q = l2_norm(q, self.eps) / math.sqrt(S)
+        k = l2_norm(k, self.eps)
+        kh = np.arange(Hv) % Hk if rc["v_head_map"] == "tiled" else np.arange(Hv) // r
+        state = st.ssm[L] if st.ssm[L] is not None else np.zeros((Hv, S, S))
+        o = np.empty((T, Hv, S))
+        for t in range(T):
+            kt, qt = k[t, kh], q[t, kh]                     # (Hv, S)
+            state = state * np.exp(gexp[t])[:, None, None]
+            delta = beta[t][:, None] * (v[t] - np.einsum("hij,hj->hi", state, kt))
+            state = state + delta[:, :, None] * kt[:, None, :]
+            o[t] = np.einsum("hij,hj->hi", state, qt)
+        st.ssm[L] = state
+        y = rms_norm(o, self.t(L, "ssm_norm.weight"), self.eps) * silu(z.reshape(T, Hv, S))
+        return y.reshape(T, Hv * S) @ self.t(L, "ssm_out.weight").T
+
+    def ffn(self, L, h):
+        rc = self.rc
+        if not rc["moe"]:
+            return (silu(h @ self.t(L, "ffn_gate.weight").T) * (h @ self.t(L, "ffn_up.weight").T)) \
+                @ self.t(L, "ffn_down.weight").T
+        logits = h @ self.t(L, "ffn_gate_inp.weight").T
+        if rc["moe_bias"]:
+            logits = logits + self.t(L, "ffn_gate_inp.bias")
+        ids, wts = route(logits, self.n_used, rc["moe"])
+        srt = -np.sort(-logits, axis=-1)   # softmax is monotone: gaps are read on the logits
+        self.min_gap = min(self.min_gap, float((srt[:, self.n_used - 1] - srt[:, self.n_used]).min())
+                           if self.n_used < self.n_expert else math.inf)
+        Wg, Wu, Wd = (self.t(L, f"ffn_{n}_exps.weight") for n in ("gate", "up", "down"))
+        out = np.zeros_like(h)
+        for t in range(h.shape[0]):
+            for e, wt in zip(ids[t], wts[t]):
+                g, u = Wg[e] @ h[t], Wu[e] @ h[t]
+                if rc["moe_bias"]:
+                    g = g + self.t(L, "ffn_gate_exps.bias")[e]
+                    u = u + self.t(L, "ffn_up_exps.bias")[e]
+                a = swiglu_oai(g, u) if rc["moe_act"] == "swiglu_oai" else silu(g) * u
+                d = Wd[e] @ a
+                if rc["moe_bias"]:
+                    d = d + self.t(L, "ffn_down_exps.bias")[e]
+                out[t] += wt * d
+        if rc["shared_exp"]:
+            sh = (silu(h @ self.t(L, "ffn_gate_shexp.weight").T) *
+                  (h @ self.t(L, "ffn_up_shexp.weight").T)) @ self.t(L, "ffn_down_shexp.weight").T
+            out = out + sigmoid(h @ self.t(L, "ffn_gate_inp_shexp.weight"))[:, None] * sh
+        return out
+
+    def forward(self, tokens, st=None):
+        tokens = np.asarray(tokens, dtype=np.int64)
+        if tokens.ndim != 1 or tokens.size == 0:
+            raise RefError("need a non-empty 1-D list of token ids")
+        if tokens.min() < 0 or tokens.max() >= self.n_vocab:
+            raise RefError(f"token id out of range [0, {self.n_vocab})")
+        st = st or State(self.n_layer)
+        pos = np.arange(st.n_past, st.n_past + tokens.size)
+        x = self.w["token_embd.weight"][tokens]
+        for L in range(self.n_layer):
+            h = rms_norm(x, self.t(L, "attn_norm.weight"), self.eps)
+            x = x + (self.delta_net(L, h, st) if self.recurrent[L] else
+                     self.attention(L, h, st, pos))
+            x = x + self.ffn(L, rms_norm(x, self.t(L, self.rc["ffn_norm"] + ".weight"), self.eps))
+        st.n_past += tokens.size
+        return rms_norm(x, self.w["output_norm.weight"], self.eps) @ self.out_w.T
+
+    def new_state(self):
+        return State(self.n_layer)
+
+    def greedy(self, tokens, n, recompute=False, margins=None):
+        from reference import _argmax
+        out, seq = [], list(tokens)
+        st = State(self.n_layer)
+        row = self.forward(seq, st)[-1]
+        for i in range(n):
+            out.append(_argmax(row, margins))
+            seq.append(out[-1])
+            if i + 1 < n:
+                row = self.forward(seq)[-1] if recompute else self.forward([out[-1]], st)[-1]
+        return out
+
+    def decode(self, ids):
+        return " ".join(map(str, ids))
+
+
+# ----------------------------------------------------------------------------
+# generator
+
+GEN_DEFAULTS = {
+    "llama": dict(experts=4, experts_used=2),
+    "qwen3moe": dict(experts=8, experts_used=2),
+    "gpt-oss": dict(experts=8, experts_used=2),
+    "qwen35": dict(experts=0, experts_used=0),
+    "qwen35moe": dict(experts=8, experts_used=2),
+    "qwen3next": dict(experts=8, experts_used=2),
+}
+
+
+def gen_family(path, arch, experts=None, experts_used=None, dim=64, layers=4, heads=4,
+               kv_heads=2, head_dim=16, ffn=96, ffn_exp=32, vocab=320, ctx=4096, seed=0,
+               router_std=3.0):
+    """Random-weight GGUF of a per-layer family with the tensor names and keys llama.cpp
+    reads. Router logits get std `router_std` so the top-k choices are well separated
+    (the checks report the smallest gap seen)."""
+    if arch not in FAMILIES:
+        raise RefError(f"unknown family {arch}")
+    rc = dict(BASE, **FAMILIES[arch])
+    d = GEN_DEFAULTS[arch]
+    n_exp = d["experts"] if experts is None else experts
+    n_used = d["experts_used"] if experts_used is None else experts_used
+    if rc["moe"] and not (0 < n_used <= n_exp):
+        raise RefError(f"{arch} needs 0 < --experts-used <= --experts")
+    if rc["hybrid"]:
+        head_dim = 32
+    std = 0.5 / math.sqrt(dim)
+    tokens, scores, types = sp_vocab(vocab)
+    w = gguf.GGUFWriter(path)
+    a = arch
+    w.add("general.architecture", a)
+    w.add("general.name", f"reference-{arch}-{dim}x{layers}")
+    w.add("general.file_type", 0)
+    w.add(f"{a}.vocab_size", vocab)
+    w.add(f"{a}.context_length", ctx)
+    w.add(f"{a}.embedding_length", dim)
+    w.add(f"{a}.block_count", layers)
+    w.add(f"{a}.feed_forward_length", ffn_exp if arch == "llama" else ffn)
+    w.add(f"{a}.attention.head_count", heads)
+    w.add(f"{a}.attention.head_count_kv", kv_heads)
+    w.add(f"{a}.attention.key_length", head_dim)
+    w.add(f"{a}.attention.value_length", head_dim)
+    n_rot = head_dim // 4 if rc["hybrid"] else head_dim
+    w.add(f"{a}.rope.dimension_count", n_rot)
+    w.add(f"{a}.rope.freq_base", 10000.0 if not rc["hybrid"] else 1e7, "float32")
+    w.add(f"{a}.attention.layer_norm_rms_epsilon", 1e-6, "float32")
+    if rc["moe"]:
+        w.add(f"{a}.expert_count", n_exp, "uint32")
+        w.add(f"{a}.expert_used_count", n_used, "uint32")
+        if arch != "llama":
+            w.add(f"{a}.expert_feed_forward_length", ffn_exp, "uint32")
+    if rc["shared_exp"]:
+        w.add(f"{a}.expert_shared_feed_forward_length", ffn_exp, "uint32")
+    if arch == "gpt-oss":
+        w.add(f"{a}.attention.sliding_window", 4, "uint32")
+        w.add(f"{a}.rope.scaling.type", "yarn")
+        w.add(f"{a}.rope.scaling.factor", 32.0, "float32")
+        w.add(f"{a}.rope.scaling.original_context_length", 256, "uint32")
+    S, Hk, Hv = 16, 2, 4
+    if rc["hybrid"]:
+        w.add(f"{a}.ssm.conv_kernel", 4, "uint32")
+        w.add(f"{a}.ssm.state_size", S, "uint32")
+        w.add(f"{a}.ssm.group_count", Hk, "uint32")
+        w.add(f"{a}.ssm.time_step_rank", Hv, "uint32")
+        w.add(f"{a}.ssm.inner_size", Hv * S, "uint32")
+        w.add(f"{a}.full_attention_interval", 4, "uint32")
+        w.add(f"{a}.rope.dimension_sections", [n_rot // 4, n_rot // 8, n_rot // 8, 0], "array<int32>")
+    w.add("tokenizer.ggml.model", "llama")
+    w.add("tokenizer.ggml.tokens", tokens)
+    w.add("tokenizer.ggml.scores", np.asarray(scores, dtype=np.float32))
+    w.add("tokenizer.ggml.token_type", np.asarray(types, dtype=np.int32))
+    w.add("tokenizer.ggml.bos_token_id", 1)
+    w.add("tokenizer.ggml.eos_token_id", 2)
+    w.add("tokenizer.ggml.unknown_token_id", 0)
+    w.add("tokenizer.ggml.add_bos_token", True)
+
+    def normal(name, shape, s):
+        return _rng(seed, name).standard_normal(shape) * s
+
+    def put(name, arr, t="F32"):
+        w.add_tensor(name, arr, t)
+
+    def mat(name, rows, cols, s=None):
+        put(name, normal(name, (rows, cols), (s or std) * math.sqrt(dim / cols)))
+
+    def norm(name, n=dim):
+        put(name, 1.0 + normal(name, (n,), 0.1))
+
+    emb = normal("token_embd.weight", (vocab, dim), 1.0)
+    put("token_embd.weight", emb)
+    recurrent = [rc["hybrid"] and (L + 1) % 4 != 0 for L in range(layers)]
+    for L in range(layers):
+        p = f"blk.{L}."
+        norm(p + "attn_norm.weight")
+        if recurrent[L]:
+            C = 2 * Hk * S + Hv * S
+            mat(p + "attn_qkv.weight", C, dim, 2 * std)
+            mat(p + "attn_gate.weight", Hv * S, dim)
+            if rc["ba_fused"]:
+                mat(p + "ssm_ba.weight", 2 * Hv, dim, 4 * std)
+            else:
+                mat(p + "ssm_beta.weight", Hv, dim, 4 * std)
+                mat(p + "ssm_alpha.weight", Hv, dim, 4 * std)
+            put(p + "ssm_conv1d.weight", normal(p + "ssm_conv1d.weight", (C, 4), 0.5))
+            put(p + "ssm_dt.bias", normal(p + "ssm_dt.bias", (Hv,), 0.5))
+            put(p + "ssm_a", -np.exp(normal(p + "ssm_a", (Hv,), 0.5)))   # -exp(A_log) < 0
+            norm(p + "ssm_norm.weight", S)
+            mat(p + "ssm_out.weight", dim, Hv * S)
+        else:
+            qw = heads * head_dim * (2 if rc["gated_q"] else 1)
+            mat(p + "attn_q.weight", qw, dim, 2 * std)
+            mat(p + "attn_k.weight", kv_heads * head_dim, dim, 2 * std)
+            mat(p + "attn_v.weight", kv_heads * head_dim, dim)
+            mat(p + "attn_output.weight", dim, heads * head_dim)
+            if rc["qk_norm"]:
+                norm(p + "attn_q_norm.weight", head_dim)
+                norm(p + "attn_k_norm.weight", head_dim)
+            if rc["qkv_bias"]:
+                for t, n in (("attn_q", heads * head_dim), ("attn_k", kv_heads * head_dim),
+                             ("attn_v", kv_heads * head_dim), ("attn_output", dim)):
+                    put(p + t + ".bias", normal(p + t + ".bias", (n,), 0.2))
+            if rc["sinks"]:
+                put(p + "attn_sinks.weight", normal(p + "attn_sinks.weight", (heads,), 1.0))
+        norm(p + rc["ffn_norm"] + ".weight")
+        if not rc["moe"]:
+            mat(p + "ffn_gate.weight", ffn, dim)
+            mat(p + "ffn_up.weight", ffn, dim)
+            mat(p + "ffn_down.weight", dim, ffn)
+            continue
+        # Router: logits of std router_std over normed inputs, so the k-th and (k+1)-th
+        # choices are typically far apart next to llama.cpp's ~1e-3 rounding.
+        put(p + "ffn_gate_inp.weight", normal(p + "ffn_gate_inp.weight", (n_exp, dim),
+                                              router_std / math.sqrt(dim)))
+        for t, shape in (("gate", (n_exp, ffn_exp, dim)), ("up", (n_exp, ffn_exp, dim)),
+                         ("down", (n_exp, dim, ffn_exp))):
+            name = p + f"ffn_{t}_exps.weight"
+            put(name, normal(name, shape, std * math.sqrt(dim / shape[2]) * 2))
+        if rc["moe_bias"]:
+            put(p + "ffn_gate_inp.bias", normal(p + "ffn_gate_inp.bias", (n_exp,), 0.5))
+            for t, n in (("gate", ffn_exp), ("up", ffn_exp), ("down", dim)):
+                name = p + f"ffn_{t}_exps.bias"
+                put(name, normal(name, (n_exp, n), 0.2))
+        if rc["shared_exp"]:
+            mat(p + "ffn_gate_shexp.weight", ffn_exp, dim)
+            mat(p + "ffn_up_shexp.weight", ffn_exp, dim)
+            mat(p + "ffn_down_shexp.weight", dim, ffn_exp)
+            put(p + "ffn_gate_inp_shexp.weight", normal(p + "ffn_gate_inp_shexp.weight",
+                                                        (dim,), 1.0 / math.sqrt(dim)))
+    norm("output_norm.weight")
+    # Planted successor (as reference.gen_model): argmax = succ(last token) by a wide margin.
+    out = normal("output.weight", (vocab, dim), 0.02)
+    perm = _rng(seed, "successor").permutation(np.arange(3, vocab))
+    succ = np.concatenate([perm[:3], perm])
+    np.add.at(out, succ, 8.0 / dim * emb)
+    put("output.weight", out)
+    w.write()
+    return {"path": path, "arch": arch, "experts": n_exp, "experts_used": n_used}
+
+
+# ----------------------------------------------------------------------------
+# validation against llama.cpp (the peer)
+
+
+def peer_dir():
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.environ.get("LLAMACPP_PEER_DIR",
+                          os.path.join(os.path.dirname(os.path.dirname(here)), "peer"))
+
+
+def compare_with_peer(path, prompt, n, tmp):
+    """Run llamacpp-logits on `path` and the reference on the same ids. Returns a dict:
+    greedy ids of both, max abs / rel logit difference over the n steps (rel: divided by
+    the row's max |logit|), and the smallest router gap the reference saw."""
+    exe = os.path.join(peer_dir(), "bin", "llamacpp-logits")
+    out = os.path.join(tmp, os.path.basename(path) + ".steps.f32")
+    r = subprocess.run([exe, path, json.dumps(prompt), "--n", str(n), "--top", "1",
+                        "--step-logits-out", out], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        raise RefError(f"llamacpp-logits failed on {path}: {r.stderr[-400:]}")
+    peer = json.loads(r.stdout[r.stdout.index("{"):])
+    m = FamilyModel(path)
+    st = m.new_state()
+    rows = [m.forward(prompt, st)[-1]]
+    for t in peer["greedy_ids"][:-1]:       # feed llama.cpp's choices: rows stay comparable
+        rows.append(m.forward([t], st)[-1])
+    ref = np.stack(rows)
+    got = np.fromfile(out, "<f4").reshape(-1, m.n_vocab)[:len(rows)].astype(np.float64)
+    d = np.abs(ref - got)
+    scale = np.abs(ref).max(axis=1, keepdims=True)
+    return {"peer_ids": peer["greedy_ids"], "ref_ids": [int(np.argmax(x)) for x in ref],
+            "max_abs": float(d.max()), "max_rel": float((d / scale).max()),
+            "min_router_gap": m.min_gap}
