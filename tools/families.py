@@ -18,8 +18,8 @@ import subprocess
 import numpy as np
 
 import gguf
-from reference import (RefError, _rng, apply_rope, rms_norm, rope_angles, silu, sp_vocab,
-                       yarn_inv_freq, yarn_mscale)
+from reference import (RefError, _rng, apply_rope, gelu_tanh, rms_norm, rope_angles, silu,
+                       soft_cap, sp_vocab, yarn_inv_freq, yarn_mscale)
 
 # ----------------------------------------------------------------------------
 # recipes
@@ -40,7 +40,7 @@ from reference import (RefError, _rng, apply_rope, rms_norm, rope_angles, silu, 
 # ba_fused:    qwen3next's blk.N.ssm_ba: per k-head [beta x r | alpha x r] (r = H_v / H_k).
 # v_head_map:  which k-head v-head h reads: "tiled" (h mod H_k: qwen35*, whose converter
 #              reorders V heads) or "grouped" (h // r: qwen3next, HF's repeat_interleave).
-BASE = {"rope": "neox", "qk_norm": False, "qkv_bias": False, "sinks": False, "swa_period": 0,
+BASE = {"gemma4": False, "rope": "neox", "qk_norm": False, "qkv_bias": False, "sinks": False, "swa_period": 0,
         "ffn_norm": "ffn_norm", "moe": None, "moe_act": "silu", "moe_bias": False,
         "shared_exp": False, "hybrid": False, "gated_q": False, "ba_fused": False,
         "v_head_map": "tiled"}
@@ -55,6 +55,8 @@ FAMILIES = {
     "qwen35moe": dict(_HYBRID, moe="softmax", shared_exp=True),
     "qwen3next": dict(_HYBRID, moe="softmax", shared_exp=True, ba_fused=True,
                       v_head_map="grouped"),
+    # gemma4 (E2B/E4B): its own forward (FamilyModel.forward_gemma4); the dense FFN is GeGLU.
+    "gemma4": {"gemma4": True, "qk_norm": True},
 }
 OAI_ALPHA, OAI_LIMIT = 1.702, 7.0
 
@@ -159,6 +161,8 @@ class FamilyModel:
                                "time_step_rank a multiple of group_count")
             iv = int(hp("full_attention_interval", 4))
             self.recurrent = [(L + 1) % iv != 0 for L in range(self.n_layer)]
+        if rc["gemma4"]:
+            self._gemma4_hparams(hp)
         # YaRN (gpt-oss): as reference.Model reads it.
         self.yarn, self.mscale = None, 1.0
         if hp("rope.scaling.type", "none") == "yarn":
@@ -307,6 +311,97 @@ class FamilyModel:
             out = out + sigmoid(h @ self.t(L, "ffn_gate_inp_shexp.weight"))[:, None] * sh
         return out
 
+    # --- gemma4
+
+    def _gemma4_hparams(self, hp):
+        """Per-layer shapes: local (sliding-window) layers use key_length_swa,
+        rope.dimension_count_swa and rope.freq_base_swa; global ones key_length,
+        rope.dimension_count, rope.freq_base and rope_freqs.weight (proportional RoPE).
+        The last shared_kv_layers layers own no KV: each reads the cache of the last
+        KV-owning layer of its own kind (HF Gemma4: kv_shared_layer_index)."""
+        L = self.n_layer
+        pat = hp("attention.sliding_window_pattern")
+        if len(pat) != L:
+            raise RefError("attention.sliding_window_pattern needs one flag per layer")
+        self.swa = [bool(v) for v in pat]
+        self.window = int(hp("attention.sliding_window"))
+        self.hd = [int(hp("attention.key_length_swa")) if self.swa[l]
+                   else int(hp("attention.key_length")) for l in range(L)]
+        self.rot = [int(hp("rope.dimension_count_swa", self.hd[l])) if self.swa[l]
+                    else int(hp("rope.dimension_count", self.hd[l])) for l in range(L)]
+        self.base = [float(hp("rope.freq_base_swa", 10000.0)) if self.swa[l]
+                     else float(hp("rope.freq_base", 1e6)) for l in range(L)]
+        kv = hp("attention.head_count_kv", self.n_head)
+        self.hkv = [int(v) for v in kv] if isinstance(kv, (list, np.ndarray)) else [int(kv)] * L
+        n_shared = int(hp("attention.shared_kv_layers", 0))
+        first = L - n_shared
+        self.kv_src = list(range(L))
+        for l in range(first, L):
+            own = [j for j in range(first) if self.swa[j] == self.swa[l]]
+            if not own:
+                raise RefError(f"layer {l} shares KV but no earlier layer has its kind")
+            self.kv_src[l] = own[-1]
+        self.n_ple = int(hp("embedding_length_per_layer_input", 0))
+        self.final_softcap = float(hp("final_logit_softcapping", 0.0))
+
+    def forward_gemma4(self, tokens, st):
+        T, E, L, P = tokens.size, self.n_embd, self.n_layer, self.n_ple
+        pos = np.arange(st.n_past, st.n_past + T)
+        x = self.w["token_embd.weight"][tokens] * math.sqrt(E)
+        ple = None
+        if P:
+            # Per-Layer Embeddings: a token-indexed part and a projection of the scaled
+            # embedding, each (T, L, P), averaged with 1/sqrt(2).
+            tok = self.w["per_layer_token_embd.weight"][tokens].reshape(T, L, P) * math.sqrt(P)
+            proj = (x @ self.w["per_layer_model_proj.weight"].T / math.sqrt(E)).reshape(T, L, P)
+            proj = rms_norm(proj, self.w["per_layer_proj_norm.weight"], self.eps)
+            ple = (proj + tok) / math.sqrt(2.0)
+        qp = pos[:, None]
+        for l in range(L):
+            D, H, HK = self.hd[l], self.n_head, self.hkv[l]
+            h = rms_norm(x, self.t(l, "attn_norm.weight"), self.eps)
+            ff = self.w.get("rope_freqs.weight") if not self.swa[l] else None
+            ang = rope_angles(pos, self.rot[l], self.base[l], ff)
+            q = (h @ self.t(l, "attn_q.weight").T).reshape(T, H, D).transpose(1, 0, 2)
+            q = apply_rope(rms_norm(q, self.t(l, "attn_q_norm.weight"), self.eps), ang, "neox")
+            if self.kv_src[l] == l:
+                k = (h @ self.t(l, "attn_k.weight").T).reshape(T, HK, D).transpose(1, 0, 2)
+                wv = self.t(l, "attn_v.weight", required=False)
+                v = k.copy() if wv is None else \
+                    (h @ wv.T).reshape(T, HK, D).transpose(1, 0, 2)
+                k = apply_rope(rms_norm(k, self.t(l, "attn_k_norm.weight"), self.eps), ang, "neox")
+                v = rms_norm(v, 1.0, self.eps)                       # V norm without weight
+                if st.k[l] is not None:
+                    k = np.concatenate([st.k[l], k], axis=1)
+                    v = np.concatenate([st.v[l], v], axis=1)
+                st.k[l], st.v[l] = k, v
+            k, v = st.k[self.kv_src[l]], st.v[self.kv_src[l]]
+            g = H // k.shape[0]
+            s = q @ np.repeat(k, g, axis=0).transpose(0, 2, 1)       # attention scale 1
+            kp = np.arange(k.shape[1])[None, :]
+            allowed = kp <= qp
+            if self.swa[l]:
+                allowed &= (qp - kp) < self.window
+            p = softmax(np.where(allowed[None], s, -np.inf))
+            o = (p @ np.repeat(v, g, axis=0)).transpose(1, 0, 2).reshape(T, H * D)
+            a = rms_norm(o @ self.t(l, "attn_output.weight").T,
+                         self.t(l, "post_attention_norm.weight"), self.eps)
+            x = x + a
+            h = rms_norm(x, self.t(l, "ffn_norm.weight"), self.eps)
+            f = (gelu_tanh(h @ self.t(l, "ffn_gate.weight").T) * (h @ self.t(l, "ffn_up.weight").T)) \
+                @ self.t(l, "ffn_down.weight").T
+            x = x + rms_norm(f, self.t(l, "post_ffw_norm.weight"), self.eps)
+            if ple is not None:
+                g2 = gelu_tanh(x @ self.t(l, "inp_gate.weight").T) * ple[:, l]
+                x = x + rms_norm(g2 @ self.t(l, "proj.weight").T, self.t(l, "post_norm.weight"),
+                                 self.eps)
+            sc = self.t(l, "layer_output_scale.weight", required=False)
+            if sc is not None:
+                x = x * sc[0]
+        st.n_past += T
+        logits = rms_norm(x, self.w["output_norm.weight"], self.eps) @ self.out_w.T
+        return soft_cap(logits, self.final_softcap) if self.final_softcap else logits
+
     def forward(self, tokens, st=None):
         tokens = np.asarray(tokens, dtype=np.int64)
         if tokens.ndim != 1 or tokens.size == 0:
@@ -314,6 +409,8 @@ class FamilyModel:
         if tokens.min() < 0 or tokens.max() >= self.n_vocab:
             raise RefError(f"token id out of range [0, {self.n_vocab})")
         st = st or State(self.n_layer)
+        if self.rc["gemma4"]:
+            return self.forward_gemma4(tokens, st)
         pos = np.arange(st.n_past, st.n_past + tokens.size)
         x = self.w["token_embd.weight"][tokens]
         for L in range(self.n_layer):
@@ -353,15 +450,40 @@ GEN_DEFAULTS = {
     "qwen35": dict(experts=0, experts_used=0),
     "qwen35moe": dict(experts=8, experts_used=2),
     "qwen3next": dict(experts=8, experts_used=2),
+    "gemma4": dict(experts=0, experts_used=0),
 }
 
 
-def gen_family(path, arch, experts=None, experts_used=None, dim=64, layers=4, heads=4,
-               kv_heads=2, head_dim=16, ffn=96, ffn_exp=32, vocab=320, ctx=4096, seed=0,
-               router_std=3.0):
+# The prompt the generator keeps free of router near-ties (and the selftest compares on).
+PROBE_IDS = [1, 17, 99, 42, 5, 200, 201, 77, 3, 150, 260, 31]
+PROBE_STEPS = 8
+MIN_ROUTER_GAP = 0.05
+
+
+def gen_family(path, arch, experts=None, experts_used=None, seed=0, **kw):
+    """Random-weight GGUF of a per-layer family (see _gen_family). For MoE files the
+    router is redrawn (up to 50 times) until, over PROBE_IDS and its PROBE_STEPS greedy
+    continuation, every layer's k-th and (k+1)-th router logits are MIN_ROUTER_GAP apart:
+    llama.cpp's F16 rounding moves them by ~1e-3, so its top-k choices are ours."""
+    if arch == "gemma4":
+        return _gen_gemma4(path, seed=seed, **kw)
+    for router_seed in range(50):
+        info = _gen_family(path, arch, experts, experts_used, seed=seed,
+                           router_seed=router_seed, **kw)
+        if not info["experts_used"] or info["experts_used"] == info["experts"]:
+            return info
+        m = FamilyModel(path)
+        m.greedy(PROBE_IDS, PROBE_STEPS)
+        if m.min_gap >= MIN_ROUTER_GAP:
+            return dict(info, router_seed=router_seed, min_router_gap=m.min_gap)
+    raise RefError(f"no router draw without near-ties in 50 tries ({arch})")
+
+
+def _gen_family(path, arch, experts=None, experts_used=None, dim=64, layers=4, heads=4,
+                kv_heads=2, head_dim=16, ffn=96, ffn_exp=32, vocab=320, ctx=4096, seed=0,
+                router_std=6.0, router_seed=0):
     """Random-weight GGUF of a per-layer family with the tensor names and keys llama.cpp
-    reads. Router logits get std `router_std` so the top-k choices are well separated
-    (the checks report the smallest gap seen)."""
+    reads (router logits of std `router_std`)."""
     if arch not in FAMILIES:
         raise RefError(f"unknown family {arch}")
     rc = dict(BASE, **FAMILIES[arch])
@@ -477,8 +599,9 @@ def gen_family(path, arch, experts=None, experts_used=None, dim=64, layers=4, he
             continue
         # Router: logits of std router_std over normed inputs, so the k-th and (k+1)-th
         # choices are typically far apart next to llama.cpp's ~1e-3 rounding.
-        put(p + "ffn_gate_inp.weight", normal(p + "ffn_gate_inp.weight", (n_exp, dim),
-                                              router_std / math.sqrt(dim)))
+        rname = p + "ffn_gate_inp.weight"
+        put(rname, normal(f"{rname}#{router_seed}" if router_seed else rname, (n_exp, dim),
+                          router_std / math.sqrt(dim)))
         for t, shape in (("gate", (n_exp, ffn_exp, dim)), ("up", (n_exp, ffn_exp, dim)),
                          ("down", (n_exp, dim, ffn_exp))):
             name = p + f"ffn_{t}_exps.weight"
@@ -503,6 +626,97 @@ def gen_family(path, arch, experts=None, experts_used=None, dim=64, layers=4, he
     put("output.weight", out)
     w.write()
     return {"path": path, "arch": arch, "experts": n_exp, "experts_used": n_used}
+
+
+def _gen_gemma4(path, dim=64, heads=4, kv_heads=1, vocab=320, ctx=4096, seed=0):
+    """A scaled-down Gemma 4 E model: 6 layers, every third global (E2B: every fifth),
+    local head 16 / global head 32, RoPE bases 1e4 / 1e6, proportional RoPE on the global
+    layers (a quarter of the pairs rotate, as E2B's rope_freqs), window 4, the last 3
+    layers sharing KV, double-wide FFN on them, 8-wide per-layer embeddings,
+    layer_output_scale and a final soft-cap of 30."""
+    L, n_shared, P = 6, 3, 8
+    swa = [l % 3 != 2 for l in range(L)]
+    hd = [16 if s else 32 for s in swa]
+    ff = [64 if l < L - n_shared else 128 for l in range(L)]
+    std = 0.5 / math.sqrt(dim)
+    tokens, scores, types = sp_vocab(vocab)
+    w = gguf.GGUFWriter(path)
+    a = "gemma4"
+    for k, v, t in (("general.architecture", a, None), ("general.name", "reference-gemma4", None),
+                    ("general.file_type", 0, "uint32"), (f"{a}.vocab_size", vocab, "uint32"),
+                    (f"{a}.context_length", ctx, "uint32"),
+                    (f"{a}.embedding_length", dim, "uint32"), (f"{a}.block_count", L, "uint32"),
+                    (f"{a}.feed_forward_length", ff, "array<int32>"),
+                    (f"{a}.attention.head_count", heads, "uint32"),
+                    (f"{a}.attention.head_count_kv", kv_heads, "uint32"),
+                    (f"{a}.attention.key_length", 32, "uint32"),
+                    (f"{a}.attention.value_length", 32, "uint32"),
+                    (f"{a}.attention.key_length_swa", 16, "uint32"),
+                    (f"{a}.attention.value_length_swa", 16, "uint32"),
+                    (f"{a}.rope.dimension_count", 32, "uint32"),
+                    (f"{a}.rope.dimension_count_swa", 16, "uint32"),
+                    (f"{a}.rope.freq_base", 1e6, "float32"),
+                    (f"{a}.rope.freq_base_swa", 1e4, "float32"),
+                    (f"{a}.attention.sliding_window", 4, "uint32"),
+                    (f"{a}.attention.sliding_window_pattern", swa, "array<bool>"),
+                    (f"{a}.attention.shared_kv_layers", n_shared, "uint32"),
+                    (f"{a}.embedding_length_per_layer_input", P, "uint32"),
+                    (f"{a}.attention.layer_norm_rms_epsilon", 1e-6, "float32"),
+                    (f"{a}.final_logit_softcapping", 30.0, "float32"),
+                    ("tokenizer.ggml.model", "llama", None), ("tokenizer.ggml.tokens", tokens, None),
+                    ("tokenizer.ggml.scores", np.asarray(scores, dtype=np.float32), None),
+                    ("tokenizer.ggml.token_type", np.asarray(types, dtype=np.int32), None),
+                    ("tokenizer.ggml.bos_token_id", 1, None), ("tokenizer.ggml.eos_token_id", 2, None),
+                    ("tokenizer.ggml.unknown_token_id", 0, None),
+                    ("tokenizer.ggml.add_bos_token", True, None)):
+        w.add(k, v, t)
+
+    def normal(name, shape, s):
+        return _rng(seed, name).standard_normal(shape) * s
+
+    def put(name, arr):
+        w.add_tensor(name, arr, "F32")
+
+    def mat(name, rows, cols, k=1.0):
+        put(name, normal(name, (rows, cols), k * std * math.sqrt(dim / cols)))
+
+    def norm(name, n=dim):
+        put(name, 1.0 + normal(name, (n,), 0.1))
+
+    emb = normal("token_embd.weight", (vocab, dim), 1.0)
+    put("token_embd.weight", emb)
+    put("per_layer_token_embd.weight", normal("per_layer_token_embd.weight", (vocab, L * P), 1.0))
+    mat("per_layer_model_proj.weight", L * P, dim)
+    norm("per_layer_proj_norm.weight", P)
+    put("rope_freqs.weight", np.concatenate([np.ones(4), np.full(12, 1e30)]))
+    for l in range(L):
+        p, D = f"blk.{l}.", hd[l]
+        norm(p + "attn_norm.weight")
+        mat(p + "attn_q.weight", heads * D, dim, 2.0)
+        norm(p + "attn_q_norm.weight", D)
+        if l < L - n_shared:
+            mat(p + "attn_k.weight", kv_heads * D, dim, 2.0)
+            mat(p + "attn_v.weight", kv_heads * D, dim)
+            norm(p + "attn_k_norm.weight", D)
+        mat(p + "attn_output.weight", dim, heads * D)
+        norm(p + "post_attention_norm.weight")
+        norm(p + "ffn_norm.weight")
+        mat(p + "ffn_gate.weight", ff[l], dim)
+        mat(p + "ffn_up.weight", ff[l], dim)
+        mat(p + "ffn_down.weight", dim, ff[l])
+        norm(p + "post_ffw_norm.weight")
+        mat(p + "inp_gate.weight", P, dim, 4.0)
+        mat(p + "proj.weight", dim, P)
+        norm(p + "post_norm.weight")
+        put(p + "layer_output_scale.weight", np.array([0.6 + 0.15 * l]))
+    norm("output_norm.weight")
+    out = normal("output.weight", (vocab, dim), 0.02)
+    perm = _rng(seed, "successor").permutation(np.arange(3, vocab))
+    succ = np.concatenate([perm[:3], perm])
+    np.add.at(out, succ, 8.0 / dim * emb)
+    put("output.weight", out)
+    w.write()
+    return {"path": path, "arch": a, "layers": L, "shared_kv_layers": n_shared}
 
 
 # ----------------------------------------------------------------------------
