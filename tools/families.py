@@ -105,6 +105,26 @@ def route(logits, k, mode):
     raise RefError(f"unknown routing {mode}")
 
 
+def _q8_0_round(v):
+    """v rounded as ggml's CPU kernels round activations for a Q8_0 dot product."""
+    return gguf.dequantize(gguf.quantize_q8_0(np.asarray(v, np.float32)), "Q8_0", v.size) \
+        .astype(np.float64)
+
+
+def gated_delta_rule(q, k, v, g, beta, state):
+    """Sequential gated delta rule (Yang et al. 2024, eq. 10) per head h and token t:
+    S <- S e^g_t;  S <- S + beta_t (v_t - S k_t) k_t^T;  o_t = S q_t.
+    q, k: (T, H, S_k); v: (T, H, S_v); g, beta: (T, H); state: (H, S_v, S_k).
+    Returns (o (T, H, S_v), the new state)."""
+    o = np.empty(v.shape)
+    for t in range(q.shape[0]):
+        state = state * np.exp(g[t])[:, None, None]
+        delta = beta[t][:, None] * (v[t] - np.einsum("hij,hj->hi", state, k[t]))
+        state = state + delta[:, :, None] * k[t][:, None, :]
+        o[t] = np.einsum("hij,hj->hi", state, q[t])
+    return o, state
+
+
 class State:
     """Per-sequence state: K/V per attention layer, conv window and delta-rule matrix per
     gated-delta-net layer."""
@@ -178,6 +198,9 @@ class FamilyModel:
         self.n_vocab = self.w["token_embd.weight"].shape[0]
         self.out_w = self.w.get("output.weight", self.w["token_embd.weight"])
         self.min_gap = math.inf   # smallest k-th minus (k+1)-th router logit seen
+        # Off by default. True mimics ggml's CPU MXFP4 matmul, which rounds the activations
+        # to Q8_0 first (vec_dot_type): used to attribute llama.cpp's gap, not as the reference.
+        self.q8_experts = False
 
     def t(self, L, name, required=True):
         v = self.w.get(f"blk.{L}.{name}")
@@ -269,14 +292,7 @@ class FamilyModel:
         k = l2_norm(k, self.eps)
         kh = np.arange(Hv) % Hk if rc["v_head_map"] == "tiled" else np.arange(Hv) // r
         state = st.ssm[L] if st.ssm[L] is not None else np.zeros((Hv, S, S))
-        o = np.empty((T, Hv, S))
-        for t in range(T):
-            kt, qt = k[t, kh], q[t, kh]                     # (Hv, S)
-            state = state * np.exp(gexp[t])[:, None, None]
-            delta = beta[t][:, None] * (v[t] - np.einsum("hij,hj->hi", state, kt))
-            state = state + delta[:, :, None] * kt[:, None, :]
-            o[t] = np.einsum("hij,hj->hi", state, qt)
-        st.ssm[L] = state
+        o, st.ssm[L] = gated_delta_rule(q[:, kh], k[:, kh], v, gexp, beta, state)
         y = rms_norm(o, self.t(L, "ssm_norm.weight"), self.eps) * silu(z.reshape(T, Hv, S))
         return y.reshape(T, Hv * S) @ self.t(L, "ssm_out.weight").T
 
@@ -293,15 +309,16 @@ class FamilyModel:
         self.min_gap = min(self.min_gap, float((srt[:, self.n_used - 1] - srt[:, self.n_used]).min())
                            if self.n_used < self.n_expert else math.inf)
         Wg, Wu, Wd = (self.t(L, f"ffn_{n}_exps.weight") for n in ("gate", "up", "down"))
+        q8 = _q8_0_round if self.q8_experts else (lambda v: v)
         out = np.zeros_like(h)
         for t in range(h.shape[0]):
             for e, wt in zip(ids[t], wts[t]):
-                g, u = Wg[e] @ h[t], Wu[e] @ h[t]
+                g, u = Wg[e] @ q8(h[t]), Wu[e] @ q8(h[t])
                 if rc["moe_bias"]:
                     g = g + self.t(L, "ffn_gate_exps.bias")[e]
                     u = u + self.t(L, "ffn_up_exps.bias")[e]
                 a = swiglu_oai(g, u) if rc["moe_act"] == "swiglu_oai" else silu(g) * u
-                d = Wd[e] @ a
+                d = Wd[e] @ q8(a)
                 if rc["moe_bias"]:
                     d = d + self.t(L, "ffn_down_exps.bias")[e]
                 out[t] += wt * d
@@ -522,6 +539,7 @@ def _gen_family(path, arch, experts=None, experts_used=None, dim=64, layers=4, h
     if rc["shared_exp"]:
         w.add(f"{a}.expert_shared_feed_forward_length", ffn_exp, "uint32")
     if arch == "gpt-oss":
+        w.add("general.file_type", 38, "uint32")            # LLAMA_FTYPE_MOSTLY_MXFP4_MOE
         w.add(f"{a}.attention.sliding_window", 4, "uint32")
         w.add(f"{a}.rope.scaling.type", "yarn")
         w.add(f"{a}.rope.scaling.factor", 32.0, "float32")
@@ -549,6 +567,9 @@ def _gen_family(path, arch, experts=None, experts_used=None, dim=64, layers=4, h
 
     def put(name, arr, t="F32"):
         w.add_tensor(name, arr, t)
+
+    # gpt-oss ships its experts in MXFP4 (the other tensors stay F32 here).
+    exp_type = "MXFP4" if arch == "gpt-oss" else "F32"
 
     def mat(name, rows, cols, s=None):
         put(name, normal(name, (rows, cols), (s or std) * math.sqrt(dim / cols)))
@@ -605,7 +626,7 @@ def _gen_family(path, arch, experts=None, experts_used=None, dim=64, layers=4, h
         for t, shape in (("gate", (n_exp, ffn_exp, dim)), ("up", (n_exp, ffn_exp, dim)),
                          ("down", (n_exp, dim, ffn_exp))):
             name = p + f"ffn_{t}_exps.weight"
-            put(name, normal(name, shape, std * math.sqrt(dim / shape[2]) * 2))
+            put(name, normal(name, shape, std * math.sqrt(dim / shape[2]) * 2), exp_type)
         if rc["moe_bias"]:
             put(p + "ffn_gate_inp.bias", normal(p + "ffn_gate_inp.bias", (n_exp,), 0.5))
             for t, n in (("gate", ffn_exp), ("up", ffn_exp), ("down", dim)):
@@ -729,7 +750,7 @@ def peer_dir():
                           os.path.join(os.path.dirname(os.path.dirname(here)), "peer"))
 
 
-def compare_with_peer(path, prompt, n, tmp):
+def compare_with_peer(path, prompt, n, tmp, q8_experts=False):
     """Run llamacpp-logits on `path` and the reference on the same ids. Returns a dict:
     greedy ids of both, max abs / rel logit difference over the n steps (rel: divided by
     the row's max |logit|), and the smallest router gap the reference saw."""
@@ -741,6 +762,7 @@ def compare_with_peer(path, prompt, n, tmp):
         raise RefError(f"llamacpp-logits failed on {path}: {r.stderr[-400:]}")
     peer = json.loads(r.stdout[r.stdout.index("{"):])
     m = FamilyModel(path)
+    m.q8_experts = q8_experts
     st = m.new_state()
     rows = [m.forward(prompt, st)[-1]]
     for t in peer["greedy_ids"][:-1]:       # feed llama.cpp's choices: rows stay comparable
