@@ -756,7 +756,8 @@ def compare_with_peer(path, prompt, n, tmp, q8_experts=False):
     the row's max |logit|), and the smallest router gap the reference saw."""
     exe = os.path.join(peer_dir(), "bin", "llamacpp-logits")
     out = os.path.join(tmp, os.path.basename(path) + ".steps.f32")
-    r = subprocess.run([exe, path, json.dumps(prompt), "--n", str(n), "--top", "1",
+    # One thread: with two, ggml's workers spin and the run costs ~1 s of CPU instead of ~15 ms.
+    r = subprocess.run([exe, path, json.dumps(prompt), "--n", str(n), "--top", "1", "--threads", "1",
                         "--step-logits-out", out], capture_output=True, text=True, timeout=120)
     if r.returncode != 0:
         raise RefError(f"llamacpp-logits failed on {path}: {r.stderr[-400:]}")
@@ -774,3 +775,157 @@ def compare_with_peer(path, prompt, n, tmp, q8_experts=False):
     return {"peer_ids": peer["greedy_ids"], "ref_ids": [int(np.argmax(x)) for x in ref],
             "max_abs": float(d.max()), "max_rel": float((d / scale).max()),
             "min_router_gap": m.min_gap}
+
+
+# ----------------------------------------------------------------------------
+# selftest stages (run by reference.py selftest)
+
+# Bounds on llama.cpp vs this reference, as the largest |difference| over the compared
+# rows divided by that row's largest |logit| (the figures measured are in tools/README.md).
+# F32 files: llama.cpp keeps K and V in F16 (relative rounding 2^-11 ~ 4.9e-4 per value),
+# which reaches the logits through at most 6 layers: 6 * 2^-11 ~ 3e-3.
+# MXFP4 experts (gpt-oss): ggml's CPU kernel rounds each expert's input activations to
+# Q8_0 (1/254 of the block's largest |value|, ~4e-3) in 2 matmuls per layer and 4 layers:
+# 3e-2.
+PEER_REL_BOUND = {"F32": 3e-3, "MXFP4": 3e-2}
+PEER_CASES = [("gemma4", {}), ("qwen35", {}), ("qwen35moe", {}), ("qwen3next", {}),
+              ("qwen3moe", {}), ("gpt-oss", {}), ("llama", {"experts": 4, "experts_used": 2})]
+
+
+def _st_blocks(c):
+    print("per-layer family blocks:")
+    with np.errstate(over="raise", invalid="raise"):
+        sp = softplus(np.array([-1000.0, -1.0, 0.0, 1.0, 30.0, 1000.0]))
+    c.check(sp[0] == 0.0 and sp[-1] == 1000.0 and abs(sp[2] - math.log(2)) < 1e-15 and
+            abs(sp[3] - math.log1p(math.e)) < 1e-15, "softplus: stable at +-1000, log 2 at 0")
+    rng = np.random.default_rng(11)
+    lg = rng.standard_normal((5, 8)) * 3
+    ids, w = route(lg, 3, "softmax")
+    brute = np.argsort(-lg, axis=1)[:, :3]
+    p = softmax(lg)
+    c.check(np.array_equal(ids, brute) and np.allclose(w.sum(1), 1) and
+            np.allclose(w, np.take_along_axis(p, ids, 1) /
+                        np.take_along_axis(p, ids, 1).sum(1, keepdims=True)),
+            "route softmax: top-3 of p, renormalised weights")
+    ids2, w2 = route(lg, 3, "topk_softmax")
+    c.check(np.array_equal(ids2, brute) and
+            np.allclose(w2, softmax(np.take_along_axis(lg, brute, 1))),
+            "route topk_softmax (gpt-oss): softmax over the selected logits")
+    g = np.array([-10.0, 0.0, 5.0, 10.0])
+    u = np.array([-9.0, 3.0, 8.0, -1.0])
+    c.check(np.allclose(swiglu_oai(g, u), [-10 * sigmoid(-17.02) * -6, 0.0,
+                                           5 * sigmoid(8.51) * 8, 7 * sigmoid(11.914) * 0]),
+            "swiglu_oai: gate clamped above at 7, up to [-7, 7], (up + 1)")
+    # Delta rule as associative memory: no decay, beta = 1, orthonormal keys -> S q = v of
+    # the key equal to q, and a key written twice keeps only its latest value.
+    H, Sk, Sv, T = 2, 6, 3, 4
+    keys = np.linalg.qr(rng.standard_normal((Sk, Sk)))[0][:, :T].T          # (T, Sk)
+    k = np.repeat(keys[:, None], H, axis=1)
+    v = rng.standard_normal((T, H, Sv))
+    o, S = gated_delta_rule(k, k, v, np.zeros((T, H)), np.ones((T, H)), np.zeros((H, Sv, Sk)))
+    k2 = np.concatenate([k, k[:1]])
+    v2 = np.concatenate([v, rng.standard_normal((1, H, Sv))])
+    _, S2 = gated_delta_rule(k2, k2, v2, np.zeros((T + 1, H)), np.ones((T + 1, H)),
+                             np.zeros((H, Sv, Sk)))
+    got = np.einsum("hij,tj->thi", S, keys)
+    c.check(np.allclose(o, v) and np.allclose(got, v) and
+            np.allclose(np.einsum("hij,j->hi", S2, keys[0]), v2[-1]) and
+            np.allclose(np.einsum("hij,j->hi", S2, keys[1]), v[1]),
+            "delta rule: orthonormal keys recall their values; a rewrite replaces one")
+    gdec = np.full((T, H), -0.5)
+    od, _ = gated_delta_rule(k, k, v, gdec, np.ones((T, H)), np.zeros((H, Sv, Sk)))
+    c.check(np.allclose(od, v), "delta rule: decay before the write leaves the fresh value")
+    x = rng.standard_normal((3, 8))
+    c.check(np.allclose(np.linalg.norm(l2_norm(x, 1e-6), axis=1), 1) and
+            np.all(l2_norm(np.zeros((1, 8)), 1e-6) == 0), "l2_norm: unit rows, 0 stays 0")
+
+
+def _st_models(c, tmp):
+    print("per-layer family models (gen, state, invariants):")
+    ids = PROBE_IDS
+    paths = {}
+    for arch, kw in PEER_CASES:
+        p = os.path.join(tmp, f"fam_{arch}.gguf")
+        info = gen_family(p, arch, **kw)
+        paths[arch] = p
+        m = FamilyModel(p)
+        full = m.forward(ids)
+        st = m.new_state()
+        parts = np.concatenate([m.forward(ids[:5], st), m.forward(ids[5:6], st),
+                                m.forward(ids[6:], st)])
+        c.check(np.abs(parts - full).max() < 1e-9 and
+                m.greedy(ids, 4) == m.greedy(ids, 4, recompute=True) and
+                np.abs(m.forward(ids[:4]) - full[:4]).max() < 1e-9,
+                f"{arch}: chunked via state == full, cache == recompute, causal"
+                + (f" (router gap {info['min_router_gap']:.3f})" if "min_router_gap" in info
+                   else ""))
+    # MoE with every expert used and all experts equal == that dense FFN.
+    m = FamilyModel(paths["qwen3moe"])
+    for L in range(m.n_layer):
+        for n in ("gate", "up", "down"):
+            e = m.w[f"blk.{L}.ffn_{n}_exps.weight"]
+            m.w[f"blk.{L}.ffn_{n}_exps.weight"] = np.repeat(e[:1], e.shape[0], axis=0)
+    m.n_used = m.n_expert
+    moe = m.forward(ids)
+    m.rc = dict(m.rc, moe=None)
+    for L in range(m.n_layer):
+        for n in ("gate", "up", "down"):
+            m.w[f"blk.{L}.ffn_{n}.weight"] = m.w[f"blk.{L}.ffn_{n}_exps.weight"][0]
+    c.check(np.abs(m.forward(ids) - moe).max() < 1e-9, "MoE of identical experts == dense FFN")
+    # qwen3next's grouped v-head map == qwen35's tiled one when H_k == 1... instead: they
+    # differ when H_v != H_k (2 vs 4 here), so swapping the map must move the logits.
+    m = FamilyModel(paths["qwen3next"])
+    base = m.forward(ids)
+    m.rc = dict(m.rc, v_head_map="tiled")
+    c.check(np.abs(m.forward(ids) - base).max() > 1e-4, "v-head to k-head map matters (H_v=4, H_k=2)")
+    g = FamilyModel(paths["gemma4"])
+    c.check(g.kv_src == [0, 1, 2, 1, 1, 2] and g.hd == [16, 16, 32, 16, 16, 32] and
+            g.hkv == [1] * 6, "gemma4: shared layers read the last KV layer of their kind")
+    base = g.forward(ids)
+    ff = g.w["rope_freqs.weight"]
+    g.w["rope_freqs.weight"] = np.ones_like(ff)
+    c.check(np.abs(g.forward(ids) - base).max() > 1e-4, "gemma4: proportional RoPE is applied")
+    g.w["rope_freqs.weight"] = ff
+    g.n_ple = 0
+    c.check(np.abs(g.forward(ids) - base).max() > 1e-3, "gemma4: per-layer embeddings matter")
+    return paths
+
+
+def _require_peer():
+    return os.environ.get("SEAM_REQUIRE_PEER") == "1"
+
+
+def _st_peer(c, tmp, paths):
+    print("per-layer families vs llama.cpp (llamacpp-logits):")
+    exe = os.path.join(peer_dir(), "bin", "llamacpp-logits")
+    if not os.path.exists(exe):
+        msg = f"{exe} not found (../shared/peers/setup-llamacpp.sh installs it)"
+        if _require_peer():
+            c.check(False, msg + " and SEAM_REQUIRE_PEER=1")
+        else:
+            c.skip(msg)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=2) as ex:   # llama.cpp runs in subprocesses
+        futs = {arch: ex.submit(compare_with_peer, paths[arch], PROBE_IDS, PROBE_STEPS, tmp)
+                for arch, _ in PEER_CASES}
+        for arch, _ in PEER_CASES:
+            try:
+                r = futs[arch].result()
+            except (RefError, subprocess.TimeoutExpired, ValueError) as e:
+                c.check(False, f"{arch}: {e}")
+                continue
+            kind = "MXFP4" if arch == "gpt-oss" else "F32"
+            bound = PEER_REL_BOUND[kind]
+            c.check(r["peer_ids"] == r["ref_ids"] and r["max_rel"] <= bound,
+                    f"{arch}: {PROBE_STEPS} greedy ids == llama.cpp; logits max abs "
+                    f"{r['max_abs']:.2e}, max rel {r['max_rel']:.2e} (bound {bound:.0e}, {kind})")
+
+
+def selftest_families(c, tmp, quick=False):
+    _st_blocks(c)
+    paths = _st_models(c, tmp)
+    if quick:
+        c.skip("per-layer families vs llama.cpp (--quick)")
+        return
+    _st_peer(c, tmp, paths)

@@ -1150,6 +1150,8 @@ def selftest(quick=False):
         _st_dequant(c)
         _st_forward(c, tmp)
         _st_scaling(c, tmp)
+        import families
+        families.selftest_families(c, tmp, quick)
         _st_real(c, quick)
     print("selftest:", "PASSED" if not c.failed else f"{c.failed} FAILED")
     return 1 if c.failed else 0
