@@ -81,9 +81,11 @@ def softmax(x, axis=-1):
     return e / e.sum(axis=axis, keepdims=True)
 
 
-def l2_norm(x, eps):
-    """x / max(||x||, eps) over the last axis (the eps sits inside the max)."""
-    return x / np.maximum(np.sqrt(np.sum(x * x, axis=-1, keepdims=True)), eps)
+def l2_norm(x, eps=1e-6):
+    """x / sqrt(sum x^2 + eps) over the last axis: the Qwen3-Next / Qwen3.5 modeling code's
+    l2norm (eps 1e-6). llama.cpp's ggml_l2_norm divides by max(||x||, rms_eps) instead; for
+    the unit-scale q/k rows here the two differ by ~eps / (2 ||x||^2), below 1e-6 relative."""
+    return x / np.sqrt(np.sum(x * x, axis=-1, keepdims=True) + eps)
 
 
 def swiglu_oai(g, u):
@@ -288,8 +290,8 @@ class FamilyModel:
         q = u[:, :Hk * S].reshape(T, Hk, S)
         k = u[:, Hk * S:2 * Hk * S].reshape(T, Hk, S)
         v = u[:, 2 * Hk * S:].reshape(T, Hv, S)
-        q = l2_norm(q, self.eps) / math.sqrt(S)
-        k = l2_norm(k, self.eps)
+        q = l2_norm(q) / math.sqrt(S)
+        k = l2_norm(k)
         kh = np.arange(Hv) % Hk if rc["v_head_map"] == "tiled" else np.arange(Hv) // r
         state = st.ssm[L] if st.ssm[L] is not None else np.zeros((Hv, S, S))
         o, st.ssm[L] = gated_delta_rule(q[:, kh], k[:, kh], v, gexp, beta, state)
@@ -745,9 +747,10 @@ def _gen_gemma4(path, dim=64, heads=4, kv_heads=1, vocab=320, ctx=4096, seed=0):
 
 
 def peer_dir():
-    here = os.path.dirname(os.path.abspath(__file__))
-    return os.environ.get("LLAMACPP_PEER_DIR",
-                          os.path.join(os.path.dirname(os.path.dirname(here)), "peer"))
+    """$LLAMACPP_PEER_DIR, else `peer` beside the shared folder (as tests/peer.h)."""
+    from reference import _shared_dir
+    return os.environ.get("LLAMACPP_PEER_DIR") or \
+        os.path.join(os.path.dirname(os.path.abspath(_shared_dir())), "peer")
 
 
 def compare_with_peer(path, prompt, n, tmp, q8_experts=False):
@@ -836,8 +839,8 @@ def _st_blocks(c):
     od, _ = gated_delta_rule(k, k, v, gdec, np.ones((T, H)), np.zeros((H, Sv, Sk)))
     c.check(np.allclose(od, v), "delta rule: decay before the write leaves the fresh value")
     x = rng.standard_normal((3, 8))
-    c.check(np.allclose(np.linalg.norm(l2_norm(x, 1e-6), axis=1), 1) and
-            np.all(l2_norm(np.zeros((1, 8)), 1e-6) == 0), "l2_norm: unit rows, 0 stays 0")
+    c.check(np.allclose(np.linalg.norm(l2_norm(x), axis=1), 1, atol=1e-6) and
+            np.all(l2_norm(np.zeros((1, 8))) == 0), "l2_norm: unit rows, 0 stays 0")
 
 
 def _st_models(c, tmp):
