@@ -203,6 +203,12 @@ class FamilyModel:
         # Off by default. True mimics ggml's CPU MXFP4 matmul, which rounds the activations
         # to Q8_0 first (vec_dot_type): used to attribute llama.cpp's gap, not as the reference.
         self.q8_experts = False
+        # Off by default. True mimics ggml's CPU GELU (GGML_GELU_FP16): input rounded to F16,
+        # result read from an F16 table, for |x| < 10. Attribution only, like q8_experts.
+        self.f16_gelu = False
+        # Off by default. True rounds K and V to F16 (llama.cpp's default KV cache) and Q too
+        # (its CPU flash attention converts Q to F16 for the K dot products).
+        self.f16_kv = False
 
     def t(self, L, name, required=True):
         v = self.w.get(f"blk.{L}.{name}")
@@ -235,8 +241,9 @@ class FamilyModel:
             ang = pos.astype(np.float64)[:, None] * inv[None, :]
         else:
             ang = rope_angles(pos, self.n_rot, self.freq_base)
-        q = apply_rope(q, ang, rc["rope"], self.mscale)
-        k = apply_rope(k, ang, rc["rope"], self.mscale)
+        q = self._kv_round(apply_rope(q, ang, rc["rope"], self.mscale))
+        k = self._kv_round(apply_rope(k, ang, rc["rope"], self.mscale))
+        v = self._kv_round(v)
         if st.k[L] is not None:
             k = np.concatenate([st.k[L], k], axis=1)
             v = np.concatenate([st.v[L], v], axis=1)
@@ -363,6 +370,15 @@ class FamilyModel:
         self.n_ple = int(hp("embedding_length_per_layer_input", 0))
         self.final_softcap = float(hp("final_logit_softcapping", 0.0))
 
+    def _kv_round(self, x):
+        return x.astype(np.float16).astype(np.float64) if self.f16_kv else x
+
+    def _gelu(self, x):
+        if not self.f16_gelu:
+            return gelu_tanh(x)
+        y = gelu_tanh(x.astype(np.float16).astype(np.float64)).astype(np.float16).astype(np.float64)
+        return np.where(x <= -10, 0.0, np.where(x >= 10, x, y))
+
     def forward_gemma4(self, tokens, st):
         T, E, L, P = tokens.size, self.n_embd, self.n_layer, self.n_ple
         pos = np.arange(st.n_past, st.n_past + T)
@@ -383,6 +399,7 @@ class FamilyModel:
             ang = rope_angles(pos, self.rot[l], self.base[l], ff)
             q = (h @ self.t(l, "attn_q.weight").T).reshape(T, H, D).transpose(1, 0, 2)
             q = apply_rope(rms_norm(q, self.t(l, "attn_q_norm.weight"), self.eps), ang, "neox")
+            q = self._kv_round(q)   # ggml's CPU flash attention dots F16 K with F16-rounded Q
             if self.kv_src[l] == l:
                 k = (h @ self.t(l, "attn_k.weight").T).reshape(T, HK, D).transpose(1, 0, 2)
                 wv = self.t(l, "attn_v.weight", required=False)
@@ -390,6 +407,7 @@ class FamilyModel:
                     (h @ wv.T).reshape(T, HK, D).transpose(1, 0, 2)
                 k = apply_rope(rms_norm(k, self.t(l, "attn_k_norm.weight"), self.eps), ang, "neox")
                 v = rms_norm(v, 1.0, self.eps)                       # V norm without weight
+                k, v = self._kv_round(k), self._kv_round(v)
                 if st.k[l] is not None:
                     k = np.concatenate([st.k[l], k], axis=1)
                     v = np.concatenate([st.v[l], v], axis=1)
@@ -407,11 +425,11 @@ class FamilyModel:
                          self.t(l, "post_attention_norm.weight"), self.eps)
             x = x + a
             h = rms_norm(x, self.t(l, "ffn_norm.weight"), self.eps)
-            f = (gelu_tanh(h @ self.t(l, "ffn_gate.weight").T) * (h @ self.t(l, "ffn_up.weight").T)) \
+            f = (self._gelu(h @ self.t(l, "ffn_gate.weight").T) * (h @ self.t(l, "ffn_up.weight").T)) \
                 @ self.t(l, "ffn_down.weight").T
             x = x + rms_norm(f, self.t(l, "post_ffw_norm.weight"), self.eps)
             if ple is not None:
-                g2 = gelu_tanh(x @ self.t(l, "inp_gate.weight").T) * ple[:, l]
+                g2 = self._gelu(x @ self.t(l, "inp_gate.weight").T) * ple[:, l]
                 x = x + rms_norm(g2 @ self.t(l, "proj.weight").T, self.t(l, "post_norm.weight"),
                                  self.eps)
             sc = self.t(l, "layer_output_scale.weight", required=False)
@@ -753,7 +771,7 @@ def peer_dir():
         os.path.join(os.path.dirname(os.path.abspath(_shared_dir())), "peer")
 
 
-def compare_with_peer(path, prompt, n, tmp, q8_experts=False):
+def compare_with_peer(path, prompt, n, tmp, q8_experts=False, f16_gelu=False, f16_kv=False):
     """Run llamacpp-logits on `path` and the reference on the same ids. Returns a dict:
     greedy ids of both, max abs / rel logit difference over the n steps (rel: divided by
     the row's max |logit|), and the smallest router gap the reference saw."""
@@ -767,6 +785,8 @@ def compare_with_peer(path, prompt, n, tmp, q8_experts=False):
     peer = json.loads(r.stdout[r.stdout.index("{"):])
     m = FamilyModel(path)
     m.q8_experts = q8_experts
+    m.f16_gelu = f16_gelu
+    m.f16_kv = f16_kv
     st = m.new_state()
     rows = [m.forward(prompt, st)[-1]]
     for t in peer["greedy_ids"][:-1]:       # feed llama.cpp's choices: rows stay comparable
