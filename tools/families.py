@@ -40,7 +40,8 @@ from reference import (RefError, _rng, apply_rope, gelu_tanh, rms_norm, rope_ang
 # ba_fused:    qwen3next's blk.N.ssm_ba: per k-head [beta x r | alpha x r] (r = H_v / H_k).
 # v_head_map:  which k-head v-head h reads: "tiled" (h mod H_k: qwen35*, whose converter
 #              reorders V heads) or "grouped" (h // r: qwen3next, HF's repeat_interleave).
-BASE = {"gemma4": False, "rope": "neox", "qk_norm": False, "qkv_bias": False, "sinks": False, "swa_period": 0,
+BASE = {"gemma4": False, "rope": "neox", "qk_norm": False, "qkv_bias": False, "sinks": False,
+        "swa_period": 0,
         "ffn_norm": "ffn_norm", "moe": None, "moe_act": "silu", "moe_bias": False,
         "shared_exp": False, "hybrid": False, "gated_q": False, "ba_fused": False,
         "v_head_map": "tiled"}
@@ -315,8 +316,9 @@ class FamilyModel:
             logits = logits + self.t(L, "ffn_gate_inp.bias")
         ids, wts = route(logits, self.n_used, rc["moe"])
         srt = -np.sort(-logits, axis=-1)   # softmax is monotone: gaps are read on the logits
-        self.min_gap = min(self.min_gap, float((srt[:, self.n_used - 1] - srt[:, self.n_used]).min())
-                           if self.n_used < self.n_expert else math.inf)
+        if self.n_used < self.n_expert:
+            gap = float((srt[:, self.n_used - 1] - srt[:, self.n_used]).min())
+            self.min_gap = min(self.min_gap, gap)
         Wg, Wu, Wd = (self.t(L, f"ffn_{n}_exps.weight") for n in ("gate", "up", "down"))
         q8 = _q8_0_round if self.q8_experts else (lambda v: v)
         out = np.zeros_like(h)
@@ -425,8 +427,8 @@ class FamilyModel:
                          self.t(l, "post_attention_norm.weight"), self.eps)
             x = x + a
             h = rms_norm(x, self.t(l, "ffn_norm.weight"), self.eps)
-            f = (self._gelu(h @ self.t(l, "ffn_gate.weight").T) * (h @ self.t(l, "ffn_up.weight").T)) \
-                @ self.t(l, "ffn_down.weight").T
+            f = (self._gelu(h @ self.t(l, "ffn_gate.weight").T) *
+                 (h @ self.t(l, "ffn_up.weight").T)) @ self.t(l, "ffn_down.weight").T
             x = x + rms_norm(f, self.t(l, "post_ffw_norm.weight"), self.eps)
             if ple is not None:
                 g2 = self._gelu(x @ self.t(l, "inp_gate.weight").T) * ple[:, l]
@@ -572,7 +574,8 @@ def _gen_family(path, arch, experts=None, experts_used=None, dim=64, layers=4, h
         w.add(f"{a}.ssm.time_step_rank", Hv, "uint32")
         w.add(f"{a}.ssm.inner_size", Hv * S, "uint32")
         w.add(f"{a}.full_attention_interval", 4, "uint32")
-        w.add(f"{a}.rope.dimension_sections", [n_rot // 4, n_rot // 8, n_rot // 8, 0], "array<int32>")
+        w.add(f"{a}.rope.dimension_sections", [n_rot // 4, n_rot // 8, n_rot // 8, 0],
+              "array<int32>")
     w.add("tokenizer.ggml.model", "llama")
     w.add("tokenizer.ggml.tokens", tokens)
     w.add("tokenizer.ggml.scores", np.asarray(scores, dtype=np.float32))
@@ -704,10 +707,12 @@ def _gen_gemma4(path, dim=64, heads=4, kv_heads=1, vocab=320, ctx=4096, seed=0):
                     (f"{a}.embedding_length_per_layer_input", P, "uint32"),
                     (f"{a}.attention.layer_norm_rms_epsilon", 1e-6, "float32"),
                     (f"{a}.final_logit_softcapping", 30.0, "float32"),
-                    ("tokenizer.ggml.model", "llama", None), ("tokenizer.ggml.tokens", tokens, None),
+                    ("tokenizer.ggml.model", "llama", None),
+                    ("tokenizer.ggml.tokens", tokens, None),
                     ("tokenizer.ggml.scores", np.asarray(scores, dtype=np.float32), None),
                     ("tokenizer.ggml.token_type", np.asarray(types, dtype=np.int32), None),
-                    ("tokenizer.ggml.bos_token_id", 1, None), ("tokenizer.ggml.eos_token_id", 2, None),
+                    ("tokenizer.ggml.bos_token_id", 1, None),
+                    ("tokenizer.ggml.eos_token_id", 2, None),
                     ("tokenizer.ggml.unknown_token_id", 0, None),
                     ("tokenizer.ggml.add_bos_token", True, None)):
         w.add(k, v, t)
@@ -778,8 +783,9 @@ def compare_with_peer(path, prompt, n, tmp, q8_experts=False, f16_gelu=False, f1
     exe = os.path.join(peer_dir(), "bin", "llamacpp-logits")
     out = os.path.join(tmp, os.path.basename(path) + ".steps.f32")
     # One thread: with two, ggml's workers spin and the run costs ~1 s of CPU instead of ~15 ms.
-    r = subprocess.run([exe, path, json.dumps(prompt), "--n", str(n), "--top", "1", "--threads", "1",
-                        "--step-logits-out", out], capture_output=True, text=True, timeout=120)
+    r = subprocess.run([exe, path, json.dumps(prompt), "--n", str(n), "--top", "1",
+                        "--threads", "1", "--step-logits-out", out],
+                       capture_output=True, text=True, timeout=120)
     if r.returncode != 0:
         raise RefError(f"llamacpp-logits failed on {path}: {r.stderr[-400:]}")
     peer = json.loads(r.stdout[r.stdout.index("{"):])
@@ -895,12 +901,13 @@ def _st_models(c, tmp):
         for n in ("gate", "up", "down"):
             m.w[f"blk.{L}.ffn_{n}.weight"] = m.w[f"blk.{L}.ffn_{n}_exps.weight"][0]
     c.check(np.abs(m.forward(ids) - moe).max() < 1e-9, "MoE of identical experts == dense FFN")
-    # qwen3next's grouped v-head map == qwen35's tiled one when H_k == 1... instead: they
-    # differ when H_v != H_k (2 vs 4 here), so swapping the map must move the logits.
+    # The grouped (qwen3next) and tiled (qwen35*) V-head maps differ when H_v != H_k
+    # (4 vs 2 here): swapping the map must move the logits.
     m = FamilyModel(paths["qwen3next"])
     base = m.forward(ids)
     m.rc = dict(m.rc, v_head_map="tiled")
-    c.check(np.abs(m.forward(ids) - base).max() > 1e-4, "v-head to k-head map matters (H_v=4, H_k=2)")
+    c.check(np.abs(m.forward(ids) - base).max() > 1e-4,
+            "v-head to k-head map matters (H_v=4, H_k=2)")
     g = FamilyModel(paths["gemma4"])
     c.check(g.kv_src == [0, 1, 2, 1, 1, 2] and g.hd == [16, 16, 32, 16, 16, 32] and
             g.hkv == [1] * 6, "gemma4: shared layers read the last KV layer of their kind")

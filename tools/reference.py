@@ -20,6 +20,10 @@ Commands
         --n-ctx: the context the model runs with (LongRoPE's long/short choice).
   reference.py greedy MODEL.gguf --tokens 1,2,3 --n 32 [--recompute] [--show]
         JSON list of the n greedy next ids (argmax, lowest id on ties).
+  reference.py gen --arch gemma4|qwen35|qwen35moe|qwen3next|qwen3moe|gpt-oss --out FILE.gguf
+                   [--seed S --experts N --experts-used K]
+  reference.py gen --arch llama --experts N [--experts-used K] --out FILE.gguf
+        the per-layer families (tools/families.py): MoE, Gated DeltaNet hybrids, gemma4.
   reference.py selftest [--quick]
         reader/writer round trips, quantizer and dequantizer bit-exactness, forward-pass
         invariants, and validation against llama.cpp outputs in $SEAM_SHARED_DIR
