@@ -869,6 +869,11 @@ def _st_blocks(c):
             np.all(l2_norm(np.zeros((1, 8))) == 0), "l2_norm: unit rows, 0 stays 0")
 
 
+# The weights whose zeroing removes one kind of block's output.
+BLOCK_OUTPUTS = ("ssm_out.weight", "attn_output.weight", "ffn_down.weight",
+                 "ffn_down_exps.weight", "ffn_down_shexp.weight", "proj.weight")
+
+
 def _st_models(c, tmp):
     print("per-layer family models (gen, state, invariants):")
     ids = PROBE_IDS
@@ -888,6 +893,22 @@ def _st_models(c, tmp):
                 f"{arch}: chunked via state == full, cache == recompute, causal"
                 + (f" (router gap {info['min_router_gap']:.3f})" if "min_router_gap" in info
                    else ""))
+        # The llama.cpp comparison can only see a block that moves the logits by more than
+        # its bound: removing any one kind of block output must move them by 3x the bound.
+        ref = np.abs(full).max()
+        moves = {}
+        for kind in BLOCK_OUTPUTS:
+            names = [n for n in m.w if n.startswith("blk.") and n.endswith(kind)]
+            if not names:
+                continue
+            z = FamilyModel(p)
+            for n in names:
+                z.w[n] = np.zeros_like(z.w[n])
+            moves[kind.split(".")[0]] = float(np.abs(z.forward(ids) - full).max()) / ref
+        weakest = min(moves, key=moves.get)
+        c.check(moves[weakest] > 3 * PEER_REL_BOUND["F32"],
+                f"{arch}: every block kind moves the logits (weakest {weakest}: "
+                f"{moves[weakest]:.1e} relative)")
     # MoE with every expert used and all experts equal == that dense FFN.
     m = FamilyModel(paths["qwen3moe"])
     for L in range(m.n_layer):
