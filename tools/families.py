@@ -520,7 +520,7 @@ def gen_family(path, arch, experts=None, experts_used=None, seed=0, **kw):
 
 def _gen_family(path, arch, experts=None, experts_used=None, dim=64, layers=4, heads=4,
                 kv_heads=2, head_dim=16, ffn=96, ffn_exp=32, vocab=320, ctx=4096, seed=0,
-                router_std=6.0, router_seed=0):
+                router_std=6.0, router_seed=0, expert_type=None):
     """Random-weight GGUF of a per-layer family with the tensor names and keys llama.cpp
     reads (router logits of std `router_std`)."""
     if arch not in FAMILIES:
@@ -561,7 +561,8 @@ def _gen_family(path, arch, experts=None, experts_used=None, dim=64, layers=4, h
     if rc["shared_exp"]:
         w.add(f"{a}.expert_shared_feed_forward_length", ffn_exp, "uint32")
     if arch == "gpt-oss":
-        w.add("general.file_type", 38, "uint32")            # LLAMA_FTYPE_MOSTLY_MXFP4_MOE
+        if (expert_type or "MXFP4") == "MXFP4":
+            w.add("general.file_type", 38, "uint32")        # LLAMA_FTYPE_MOSTLY_MXFP4_MOE
         w.add(f"{a}.attention.sliding_window", 4, "uint32")
         w.add(f"{a}.rope.scaling.type", "yarn")
         w.add(f"{a}.rope.scaling.factor", 32.0, "float32")
@@ -591,8 +592,11 @@ def _gen_family(path, arch, experts=None, experts_used=None, dim=64, layers=4, h
     def put(name, arr, t="F32"):
         w.add_tensor(name, arr, t)
 
-    # gpt-oss ships its experts in MXFP4 (the other tensors stay F32 here).
-    exp_type = "MXFP4" if arch == "gpt-oss" else "F32"
+    # gpt-oss ships its experts in MXFP4 (the other tensors stay F32 here). With
+    # expert_type="F32" they hold the same (MXFP4-representable) values as F32.
+    exp_type = expert_type or ("MXFP4" if arch == "gpt-oss" else "F32")
+    exp_values = (lambda x: gguf.dequantize(gguf.quantize_mxfp4(x), "MXFP4", x.size)
+                  .reshape(x.shape)) if arch == "gpt-oss" else (lambda x: x)
 
     def mat(name, rows, cols, s=None):
         put(name, normal(name, (rows, cols), (s or std) * math.sqrt(dim / cols)))
@@ -649,7 +653,8 @@ def _gen_family(path, arch, experts=None, experts_used=None, dim=64, layers=4, h
         for t, shape in (("gate", (n_exp, ffn_exp, dim)), ("up", (n_exp, ffn_exp, dim)),
                          ("down", (n_exp, dim, ffn_exp))):
             name = p + f"ffn_{t}_exps.weight"
-            put(name, normal(name, shape, std * math.sqrt(dim / shape[2]) * 2), exp_type)
+            put(name, exp_values(normal(name, shape, std * math.sqrt(dim / shape[2]) * 2)),
+                exp_type)
         if rc["moe_bias"]:
             put(p + "ffn_gate_inp.bias", normal(p + "ffn_gate_inp.bias", (n_exp,), 0.5))
             for t, n in (("gate", ffn_exp), ("up", ffn_exp), ("down", dim)):
@@ -817,8 +822,13 @@ def compare_with_peer(path, prompt, n, tmp, q8_experts=False, f16_gelu=False, f1
 # Q8_0 (1/254 of the block's largest |value|, ~4e-3) in 2 matmuls per layer and 4 layers:
 # 3e-2.
 PEER_REL_BOUND = {"F32": 3e-3, "MXFP4": 3e-2}
-PEER_CASES = [("gemma4", {}), ("qwen35", {}), ("qwen35moe", {}), ("qwen3next", {}),
-              ("qwen3moe", {}), ("gpt-oss", {}), ("llama", {"experts": 4, "experts_used": 2})]
+# (label, arch, gen options). gpt-oss runs twice: as shipped (MXFP4 experts) and with the
+# same expert values stored as F32, which isolates the math from ggml's Q8_0 rounding.
+PEER_CASES = [("gemma4", "gemma4", {}), ("qwen35", "qwen35", {}),
+              ("qwen35moe", "qwen35moe", {}), ("qwen3next", "qwen3next", {}),
+              ("qwen3moe", "qwen3moe", {}), ("gpt-oss", "gpt-oss", {}),
+              ("gpt-oss F32 experts", "gpt-oss", {"expert_type": "F32"}),
+              ("llama 4 experts", "llama", {"experts": 4, "experts_used": 2})]
 
 
 def _st_blocks(c):
@@ -864,6 +874,14 @@ def _st_blocks(c):
     gdec = np.full((T, H), -0.5)
     od, _ = gated_delta_rule(k, k, v, gdec, np.ones((T, H)), np.zeros((H, Sv, Sk)))
     c.check(np.allclose(od, v), "delta rule: decay before the write leaves the fresh value")
+    # MXFP4 hand block: e = 127 -> scale 2^-1 on ggml's doubled E2M1 values, i.e. plain E2M1
+    # (0, 0.5, 1, 1.5, 2, 3, 4, 6, then -0 and the negatives); low nibbles first.
+    e2m1 = [0, .5, 1, 1.5, 2, 3, 4, 6, 0, -.5, -1, -1.5, -2, -3, -4, -6]
+    blk = bytes([127] + [j | ((15 - j) << 4) for j in range(16)])
+    dq = gguf.dequantize(blk, "MXFP4", 32)
+    c.check(list(dq[:16]) == e2m1 and list(dq[16:]) == e2m1[::-1] and
+            np.array_equal(gguf.dequantize(gguf.quantize_mxfp4(dq * 8), "MXFP4", 32), dq * 8),
+            "MXFP4: hand block decodes to E2M1 x 2^(e-127); grid values re-encode exactly")
     x = rng.standard_normal((3, 8))
     c.check(np.allclose(np.linalg.norm(l2_norm(x), axis=1), 1, atol=1e-6) and
             np.all(l2_norm(np.zeros((1, 8))) == 0), "l2_norm: unit rows, 0 stays 0")
@@ -878,10 +896,10 @@ def _st_models(c, tmp):
     print("per-layer family models (gen, state, invariants):")
     ids = PROBE_IDS
     paths = {}
-    for arch, kw in PEER_CASES:
-        p = os.path.join(tmp, f"fam_{arch}.gguf")
+    for label, arch, kw in PEER_CASES:
+        p = os.path.join(tmp, f"fam_{label.replace(' ', '_')}.gguf")
         info = gen_family(p, arch, **kw)
-        paths[arch] = p
+        paths[label] = p
         m = FamilyModel(p)
         full = m.forward(ids)
         st = m.new_state()
@@ -890,7 +908,7 @@ def _st_models(c, tmp):
         c.check(np.abs(parts - full).max() < 1e-9 and
                 m.greedy(ids, 4) == m.greedy(ids, 4, recompute=True) and
                 np.abs(m.forward(ids[:4]) - full[:4]).max() < 1e-9,
-                f"{arch}: chunked via state == full, cache == recompute, causal"
+                f"{label}: chunked via state == full, cache == recompute, causal"
                 + (f" (router gap {info['min_router_gap']:.3f})" if "min_router_gap" in info
                    else ""))
         # The llama.cpp comparison can only see a block that moves the logits by more than
@@ -907,7 +925,7 @@ def _st_models(c, tmp):
             moves[kind.split(".")[0]] = float(np.abs(z.forward(ids) - full).max()) / ref
         weakest = min(moves, key=moves.get)
         c.check(moves[weakest] > 3 * PEER_REL_BOUND["F32"],
-                f"{arch}: every block kind moves the logits (weakest {weakest}: "
+                f"{label}: every block kind moves the logits (weakest {weakest}: "
                 f"{moves[weakest]:.1e} relative)")
     # MoE with every expert used and all experts equal == that dense FFN.
     m = FamilyModel(paths["qwen3moe"])
@@ -958,18 +976,18 @@ def _st_peer(c, tmp, paths):
         return
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(max_workers=2) as ex:   # llama.cpp runs in subprocesses
-        futs = {arch: ex.submit(compare_with_peer, paths[arch], PROBE_IDS, PROBE_STEPS, tmp)
-                for arch, _ in PEER_CASES}
-        for arch, _ in PEER_CASES:
+        futs = {label: ex.submit(compare_with_peer, paths[label], PROBE_IDS, PROBE_STEPS, tmp)
+                for label, _, _ in PEER_CASES}
+        for label, arch, kw in PEER_CASES:
             try:
-                r = futs[arch].result()
+                r = futs[label].result()
             except (RefError, subprocess.TimeoutExpired, ValueError) as e:
-                c.check(False, f"{arch}: {e}")
+                c.check(False, f"{label}: {e}")
                 continue
-            kind = "MXFP4" if arch == "gpt-oss" else "F32"
+            kind = "MXFP4" if arch == "gpt-oss" and kw.get("expert_type") != "F32" else "F32"
             bound = PEER_REL_BOUND[kind]
             c.check(r["peer_ids"] == r["ref_ids"] and r["max_rel"] <= bound,
-                    f"{arch}: {PROBE_STEPS} greedy ids == llama.cpp; logits max abs "
+                    f"{label}: {PROBE_STEPS} greedy ids == llama.cpp; logits max abs "
                     f"{r['max_abs']:.2e}, max rel {r['max_rel']:.2e} (bound {bound:.0e}, {kind})")
 
 
