@@ -161,7 +161,8 @@ class FamilyModel:
         self.n_embd = int(hp("embedding_length"))
         self.n_layer = int(hp("block_count"))
         self.n_head = int(hp("attention.head_count"))
-        self.n_head_kv = int(hp("attention.head_count_kv", self.n_head))
+        kv = hp("attention.head_count_kv", self.n_head)      # gemma4 may give one per layer
+        self.n_head_kv = int(np.max(kv)) if isinstance(kv, (list, np.ndarray)) else int(kv)
         self.head_dim = int(hp("attention.key_length", self.n_embd // self.n_head))
         self.n_rot = int(hp("rope.dimension_count", self.head_dim))
         self.freq_base = float(hp("rope.freq_base", 10000.0))
