@@ -3,8 +3,11 @@
 Mixture of experts (Mixtral-style `llama` with experts, `qwen3moe`, `gpt-oss`) and the Gated
 DeltaNet hybrids (`qwen35`, `qwen35moe`, `qwen3next`), written from the papers and the published
 model code (Mixtral: Jiang et al. 2024; gpt-oss model card and reference code; Gated DeltaNet:
-Yang et al. 2024, "Gated Delta Networks"; Qwen3-Next / Qwen3.5 modeling code). Every layer is
-described by its own spec (kind, heads, RoPE, window, FFN), so layers may differ in shape.
+Yang et al. 2024, "Gated Delta Networks"; Qwen3-Next / Qwen3.5 modeling code), and Gemma 4's
+E models (per-layer embeddings, two head sizes, KV shared by the last layers; Gemma 4 modeling
+code). Layers may differ in kind (attention or gated delta net), heads, head size, RoPE,
+window and FFN width; llama.cpp's graph builders fixed only the GGUF layout.
+Weights are decoded exactly and every computation runs in float64.
 
 reference.py dispatches here for these architectures (`open_model`, `gen`), and its selftest
 runs `selftest_families`. Recipes are dicts, as in reference.py.
