@@ -95,7 +95,7 @@ GGML_TYPES = {
     "Q2_K": (10, 256, 84), "Q3_K": (11, 256, 110), "Q4_K": (12, 256, 144),
     "Q5_K": (13, 256, 176), "Q6_K": (14, 256, 210), "Q8_K": (15, 256, 292),
     "I8": (24, 1, 1), "I16": (25, 1, 2), "I32": (26, 1, 4), "I64": (27, 1, 8),
-    "F64": (28, 1, 8), "BF16": (30, 1, 2),
+    "F64": (28, 1, 8), "BF16": (30, 1, 2), "MXFP4": (39, 32, 17),
 }
 GGML_TYPE_NAMES = {v[0]: k for k, v in GGML_TYPES.items()}
 
@@ -403,7 +403,42 @@ def _dq_bf16(b):
     return (b.view("<u2").astype(np.uint32) << 16).view(np.float32)
 
 
+# MXFP4 (OCP microscaling): per 32 values one E8M0 exponent byte e and 16 bytes of E2M1
+# nibbles (value j in the low nibble of byte j, value j + 16 in the high one). ggml keeps
+# the E2M1 values doubled (integers) and halves the scale: x = KV[nibble] * 2^(e - 128).
+_MXFP4_KV = np.array([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12], np.float64)
+
+
+def _e8m0_half(e):
+    return np.ldexp(1.0, e.astype(np.int64) - 128)
+
+
+def _dq_mxfp4(b):
+    d = _e8m0_half(b[:, 0])[:, None]
+    qs = b[:, 1:]
+    return np.concatenate([_MXFP4_KV[qs & 0x0F], _MXFP4_KV[qs >> 4]], axis=1) * d
+
+
+def quantize_mxfp4(x):
+    """Nearest MXFP4 encoding (ties to the lower magnitude): e chosen so the block's
+    largest |x| fits under 12 * 2^(e - 128). Exact for values already on the grid.
+    Not checked against ggml's quantizer (the reference only needs exact decoding)."""
+    x = np.asarray(x, np.float64).reshape(-1, 32)
+    amax = np.abs(x).max(axis=1)
+    e = np.where(amax > 0, np.ceil(np.log2(np.maximum(amax, 1e-38) / 12.0)) + 128, 0)
+    e = np.clip(e, 0, 254).astype(np.uint8)
+    y = x / _e8m0_half(e)[:, None]
+    cand = _MXFP4_KV[None, None, :8]
+    mag = np.argmin(np.abs(np.abs(y)[..., None] - cand), axis=-1)
+    q = (mag | np.where((y < 0) & (mag > 0), 8, 0)).astype(np.uint8)
+    out = np.empty((x.shape[0], 17), np.uint8)
+    out[:, 0] = e
+    out[:, 1:] = q[:, :16] | (q[:, 16:] << 4)
+    return out.tobytes()
+
+
 _DEQUANT = {
+    "MXFP4": _dq_mxfp4,
     "Q8_0": _dq_q8_0, "Q4_0": _dq_q4_0, "Q4_1": _dq_q4_1, "Q5_0": _dq_q5_0, "Q5_1": _dq_q5_1,
     "Q2_K": _dq_q2_k, "Q3_K": _dq_q3_k, "Q4_K": _dq_q4_k, "Q5_K": _dq_q5_k, "Q6_K": _dq_q6_k,
 }
@@ -446,7 +481,7 @@ def dequantize(data, ggml_type, n_elements=None):
 
 
 def encode_tensor(array, dtype):
-    """numpy array -> (ne list, bytes) in dtype F32 | F16 | BF16 | Q8_0 | Q4_0."""
+    """numpy array -> (ne list, bytes) in dtype F32 | F16 | BF16 | Q8_0 | Q4_0 | MXFP4."""
     a = np.asarray(array)
     if a.ndim == 0:
         raise GGUFError("tensors need at least one dimension")
@@ -464,7 +499,11 @@ def encode_tensor(array, dtype):
             raise GGUFError(f"{dtype} needs rows (ne[0]) that are a multiple of 32,"
                             f" got {ne[0]}")
         return ne, quantize_q8_0(x) if dtype == "Q8_0" else quantize_q4_0(x)
-    raise GGUFError(f"cannot encode tensors as {dtype}; use F32, F16, BF16, Q8_0 or Q4_0")
+    if dtype == "MXFP4":
+        if ne[0] % 32:
+            raise GGUFError(f"MXFP4 needs rows (ne[0]) that are a multiple of 32, got {ne[0]}")
+        return ne, quantize_mxfp4(x)
+    raise GGUFError(f"cannot encode tensors as {dtype}; use F32, F16, BF16, Q8_0, Q4_0 or MXFP4")
 
 
 # ----------------------------------------------------------------------------

@@ -20,6 +20,10 @@ Commands
         --n-ctx: the context the model runs with (LongRoPE's long/short choice).
   reference.py greedy MODEL.gguf --tokens 1,2,3 --n 32 [--recompute] [--show]
         JSON list of the n greedy next ids (argmax, lowest id on ties).
+  reference.py gen --arch gemma4|qwen35|qwen35moe|qwen3next|qwen3moe|gpt-oss --out FILE.gguf
+                   [--seed S --experts N --experts-used K]
+  reference.py gen --arch llama --experts N [--experts-used K] --out FILE.gguf
+        the per-layer families (tools/families.py): MoE, Gated DeltaNet hybrids, gemma4.
   reference.py selftest [--quick]
         reader/writer round trips, quantizer and dequantizer bit-exactness, forward-pass
         invariants, and validation against llama.cpp outputs in $SEAM_SHARED_DIR
@@ -481,6 +485,16 @@ class Model:
             else:
                 buf += t.replace("\u2581", " ").encode("utf-8", "surrogateescape")
         return buf.decode("utf-8", "replace")
+
+
+def open_model(path, n_ctx=None):
+    """Model for the uniform-layer recipes above, families.FamilyModel for the per-layer
+    families (mixture of experts, gated-delta-net hybrids, gemma4)."""
+    import families
+    md = gguf.GGUFReader(path).metadata
+    if families.is_family(md.get("general.architecture"), md):
+        return families.FamilyModel(path)
+    return Model(path, n_ctx=n_ctx)
 
 
 def _argmax(row, margins=None):
@@ -1140,6 +1154,8 @@ def selftest(quick=False):
         _st_dequant(c)
         _st_forward(c, tmp)
         _st_scaling(c, tmp)
+        import families
+        families.selftest_families(c, tmp, quick)
         _st_real(c, quick)
     print("selftest:", "PASSED" if not c.failed else f"{c.failed} FAILED")
     return 1 if c.failed else 0
@@ -1165,7 +1181,20 @@ def _swa_pattern_arg(v):
     return int(v)
 
 
+def _family_names():
+    import families
+    return families.FAMILIES
+
+
 def cmd_gen(a):
+    import families
+    if a.arch in families.FAMILIES and (a.arch != "llama" or a.experts):
+        info = families.gen_family(a.out, a.arch, experts=a.experts,
+                                   experts_used=a.experts_used, seed=a.seed)
+        print(json.dumps(info), file=sys.stderr)
+        return
+    if a.experts or a.experts_used:
+        raise RefError(f"--experts applies to llama and the MoE families, not {a.arch}")
     info = gen_model(a.out, dim=a.dim, layers=a.layers, heads=a.heads, kv_heads=a.kv_heads,
                      ffn=a.ffn, vocab=a.vocab, ctx=a.ctx, tied=a.tied, dtype=a.dtype,
                      seed=a.seed, rope_theta=a.rope_theta, rope_dim=a.rope_dim,
@@ -1183,10 +1212,10 @@ def cmd_gen(a):
 
 
 def cmd_logits(a):
-    m = Model(a.model, n_ctx=a.n_ctx)
+    m = open_model(a.model, n_ctx=a.n_ctx)
     ids = _parse_tokens(a.tokens)
     if a.chunk:
-        cache = KVCache(m.n_layer)
+        cache = m.new_state() if hasattr(m, "new_state") else KVCache(m.n_layer)
         rows = [m.forward(ids[i:i + a.chunk], cache) for i in range(0, len(ids), a.chunk)]
         logits = np.concatenate(rows, axis=0)
     else:
@@ -1196,7 +1225,7 @@ def cmd_logits(a):
 
 
 def cmd_greedy(a):
-    m = Model(a.model)
+    m = open_model(a.model)
     ids = _parse_tokens(a.tokens)
     if a.n < 0:
         raise RefError("--n must be >= 0")
@@ -1239,8 +1268,13 @@ def main(argv=None):
                    help="add rope_freqs.weight with Llama 3.1 frequency factors")
     g.add_argument("--std", type=float, default=None, help="std of layer matrices (0.5/sqrt(dim))")
     g.add_argument("--name", default=None)
-    g.add_argument("--arch", default="llama", choices=sorted(RECIPES),
-                   help="general.architecture: tensor names, keys and recipe")
+    g.add_argument("--arch", default="llama", choices=sorted(set(RECIPES) | set(_family_names())),
+                   help="general.architecture: tensor names, keys and recipe (per-layer"
+                   " families: see tools/families.py; they take only --experts,"
+                   " --experts-used and --seed)")
+    g.add_argument("--experts", type=int, default=None,
+                   help="expert_count (llama: Mixtral-style file; MoE families: default 8)")
+    g.add_argument("--experts-used", type=int, default=None, help="expert_used_count")
     g.add_argument("--window", type=int, default=None, help="attention.sliding_window")
     g.add_argument("--swa-pattern", type=_swa_pattern_arg, default=None,
                    help="attention.sliding_window_pattern: a period N, or flags like 1,0,1")
