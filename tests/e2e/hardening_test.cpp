@@ -178,8 +178,8 @@ TEST(Hardening, AClosedPipeEndsQuietly) {
 TEST(Hardening, ThreadCountsAreCheckedEverywhere) {
   const fs::path text = scratch("story_t.txt");
   std::ofstream(text) << "Once upon a time there was a cat. The cat sat on the mat.";
-  for (const std::string& t : {"0", "-5", "abc"}) {
-    for (const std::string& cmd : {"run", "perplexity", "chat", "quantize"}) {
+  for (const std::string t : {"0", "-5", "abc"}) {
+    for (const std::string cmd : {"run", "perplexity", "chat", "quantize"}) {
       std::vector<std::string> args = {cmd, "-t", t};
       if (cmd == "run") args.insert(args.end(), {"-m", kModel, "-p", "hi"});
       if (cmd == "perplexity") args.insert(args.end(), {"-m", kModel, "-f", text.string()});
