@@ -53,7 +53,7 @@ while [ $# -gt 0 ]; do
     --tools) tools="$2"; shift 2 ;;
     --python) python="$2"; shift 2 ;;
     --membw) membw=(--membw "$2"); shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
