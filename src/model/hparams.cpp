@@ -38,15 +38,6 @@ void read_common_hparams(const GgufFile& f, std::string_view arch_sv, std::strin
   const std::string arch(arch_sv);
   hp.n_embd = require_u32(f, arch + ".embedding_length");
   hp.n_layer = require_u32(f, arch + ".block_count");
-  // Every layer has several tensors: a count the tensor table cannot hold is
-  // refused before anything is sized by it (a hostile header could otherwise
-  // make the admission check build millions of expected-tensor entries).
-  if (hp.n_layer > f.tensors().size()) {
-    throw Error(Errc::BadFormat, "'" + arch + ".block_count' = " + std::to_string(hp.n_layer) +
-                                     " layers, but the file has only " +
-                                     std::to_string(f.tensors().size()) +
-                                     " tensors; the header is corrupt");
-  }
   hp.n_head = require_u32(f, arch + ".attention.head_count");
   hp.n_head_kv = optional_u32(f, arch + ".attention.head_count_kv", hp.n_head);
   hp.n_ff = require_u32(f, arch + ".feed_forward_length");

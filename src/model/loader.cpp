@@ -155,6 +155,15 @@ ModelSpec admit_model(const GgufFile& file) {
     }
   }
   s.tied_output = file.find_tensor("output.weight") == nullptr;
+  // Every layer has several tensors: a count the tensor table cannot hold is
+  // refused before anything is sized by it (a hostile header could otherwise
+  // make the admission check build millions of expected-tensor entries).
+  if (s.hp.n_layer > file.tensors().size()) {
+    throw Error(Errc::BadFormat, "'" + *arch + ".block_count' = " + std::to_string(s.hp.n_layer) +
+                                     " layers, but the file has only " +
+                                     std::to_string(file.tensors().size()) +
+                                     " tensors; the header is corrupt");
+  }
 
   for (const Expect& x : expected_tensors(s)) {
     const GgufTensor* t = file.find_tensor(x.name);
