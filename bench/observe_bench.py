@@ -92,19 +92,24 @@ def throughput(a, t, base):
 
 
 def gap(a, base):
-    with tempfile.TemporaryDirectory() as d:
-        log = os.path.join(d, "debug.log")
-        run(base + ["-b", str(a.batch), "--z", "1.5", "--z-rearm", "0.5", "--warmup", "32",
-                        "--cooldown", "64", "--interject-tokens", "32", "--debug-log", log])
-        alone, beside = [], []
-        for line in open(log):
-            m = re.match(r"decode tokens=(\d+) stream=(\d+) scratch=(\d+) .* ms=([\d.]+)", line)
-            if not m or int(m.group(2)) < a.batch * 3 // 4:
-                continue  # only (nearly) full stream chunks compare like with like
-            (beside if int(m.group(3)) > 0 else alone).append(float(m.group(4)))
+    """Decode calls of (nearly) full stream chunks: a run without interjections
+    against the calls of a run that had an interjection beside the chunk."""
+    def calls(extra):
+        with tempfile.TemporaryDirectory() as d:
+            log = os.path.join(d, "debug.log")
+            run(base + ["-b", str(a.batch), "--z", "1.5", "--z-rearm", "0.5", "--warmup", "32",
+                        "--cooldown", "64", "--interject-tokens", "32", "--debug-log", log] + extra)
+            out = []
+            for line in open(log):
+                m = re.match(r"decode tokens=(\d+) stream=(\d+) scratch=(\d+) .* ms=([\d.]+)", line)
+                if m and int(m.group(2)) >= a.batch * 3 // 4:
+                    out.append((int(m.group(3)), float(m.group(4))))
+            return out
+    alone = [ms for _, ms in calls(["--no-interject"])]
+    beside = [ms for sc, ms in calls([]) if sc > 0]
     if alone and beside:
-        print(f"stream chunk of {a.batch} tokens: alone p50 {pct(alone, 50):.3f} ms p99 "
-              f"{pct(alone, 99):.3f} ms ({len(alone)} calls); with an interjection beside it "
+        print(f"stream chunk of {a.batch} tokens: without interjections p50 {pct(alone, 50):.3f} ms "
+              f"p99 {pct(alone, 99):.3f} ms ({len(alone)} calls); with an interjection beside it "
               f"p50 {pct(beside, 50):.3f} ms p99 {pct(beside, 99):.3f} ms ({len(beside)} calls); "
               f"ratio p50 {pct(beside, 50) / pct(alone, 50):.2f}, p99 "
               f"{pct(beside, 99) / pct(alone, 99):.2f}")
