@@ -385,6 +385,11 @@ TEST(Observer, LongStreamRunsInFlatMemory) {
               tokens, static_cast<unsigned long long>(obs.summary().rolls), at_start, at_end);
   EXPECT_GT(tokens, 7000u);
   EXPECT_GT(obs.summary().rolls, 200u);
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer holds freed memory in quarantine, so RSS grows with every
+  // allocation; LeakSanitizer checks at exit that nothing is lost instead.
+  GTEST_SKIP() << "RSS is not flat under AddressSanitizer (freed memory is quarantined)";
+#endif
   // Nothing per token is kept: growth over 90% of the stream stays within
   // allocator noise (256 KiB), where keeping a 40-byte record per token would
   // add 260 KiB and the decoded tokens' KV (if not freed at each roll) far more.
