@@ -56,15 +56,22 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--gap-only", action="store_true", help="only the interjection measurement")
     ap.add_argument("--windows", type=int, nargs="*", default=[],
                     help="also measure these --window values (smaller: cheaper rolls)")
     a = ap.parse_args()
     t = ["-t", str(a.threads)]
 
+    base = [a.seam, "observe", "-m", a.model, "-f", a.text] + t
+    if not a.gap_only:
+        throughput(a, t, base)
+    gap(a, base)
+
+
+def throughput(a, t, base):
     _, out, _ = run([a.seam, "perplexity", "-m", a.model, "-f", a.text, "--json"] + t)
     tokens = json.loads(out)["tokens"]
     ppl = best(a.runs, [a.seam, "perplexity", "-m", a.model, "-f", a.text] + t)
-    base = [a.seam, "observe", "-m", a.model, "-f", a.text] + t
     obs = base + ["--no-interject"]
     obs10 = best(a.runs, obs + ["--top-k", "10"])
     obs0 = best(a.runs, obs + ["--top-k", "0"])
@@ -82,19 +89,27 @@ def main():
         print(line(f"seam observe --window {w}", r) +
               f"  ({100 * ppl[1] / r[1]:.1f}% of perplexity by CPU)")
 
-    with tempfile.TemporaryDirectory() as d:
-        log = os.path.join(d, "debug.log")
-        run(base + ["-b", str(a.batch), "--z", "1.5", "--z-rearm", "0.5", "--warmup", "32",
-                        "--cooldown", "64", "--interject-tokens", "32", "--debug-log", log])
-        alone, beside = [], []
-        for line in open(log):
-            m = re.match(r"decode tokens=(\d+) stream=(\d+) scratch=(\d+) .* ms=([\d.]+)", line)
-            if not m or int(m.group(2)) < a.batch:
-                continue  # only full stream chunks compare like with like
-            (beside if int(m.group(3)) > 0 else alone).append(float(m.group(4)))
+
+
+def gap(a, base):
+    """Decode calls of (nearly) full stream chunks: a run without interjections
+    against the calls of a run that had an interjection beside the chunk."""
+    def calls(extra):
+        with tempfile.TemporaryDirectory() as d:
+            log = os.path.join(d, "debug.log")
+            run(base + ["-b", str(a.batch), "--z", "1.5", "--z-rearm", "0.5", "--warmup", "32",
+                        "--cooldown", "64", "--interject-tokens", "32", "--debug-log", log] + extra)
+            out = []
+            for line in open(log):
+                m = re.match(r"decode tokens=(\d+) stream=(\d+) scratch=(\d+) .* ms=([\d.]+)", line)
+                if m and int(m.group(2)) >= a.batch * 3 // 4:
+                    out.append((int(m.group(3)), float(m.group(4))))
+            return out
+    alone = [ms for _, ms in calls(["--no-interject"])]
+    beside = [ms for sc, ms in calls([]) if sc > 0]
     if alone and beside:
-        print(f"stream chunk of {a.batch} tokens: alone p50 {pct(alone, 50):.3f} ms p99 "
-              f"{pct(alone, 99):.3f} ms ({len(alone)} calls); with an interjection beside it "
+        print(f"stream chunk of {a.batch} tokens: without interjections p50 {pct(alone, 50):.3f} ms "
+              f"p99 {pct(alone, 99):.3f} ms ({len(alone)} calls); with an interjection beside it "
               f"p50 {pct(beside, 50):.3f} ms p99 {pct(beside, 99):.3f} ms ({len(beside)} calls); "
               f"ratio p50 {pct(beside, 50) / pct(alone, 50):.2f}, p99 "
               f"{pct(beside, 99) / pct(alone, 99):.2f}")

@@ -161,7 +161,9 @@ struct Observer::Impl {
                                              " must be smaller than the observed context (" +
                                              std::to_string(main_limit - (bos ? 1 : 0)) + ")");
     if (window == 0) window = 1;
-    session = mm.session({n_ctx + (o.interject ? reserve : 0), o.n_batch, 2});
+    // KV cells: the stream's context, and for an interjection its own room
+    // plus the old context it may still share after a roll.
+    session = mm.session({o.interject ? 2 * n_ctx + reserve : n_ctx, o.n_batch, 2});
     if (cmp) {
       // Same tokens, same ids: the vocabularies must agree token for token.
       const Model& cm = *cmp;
@@ -338,15 +340,8 @@ struct Observer::Impl {
 
   // Drops the oldest tokens: sequence 0 is rebuilt from the last `window`.
   void roll() {
-    // Forks point into the tokens about to be dropped: finish the running
-    // interjection as it stands and forget the waiting ones.
-    if (!waiting.empty())
-      log("roll: " + std::to_string(waiting.size()) + " waiting interjections dropped");
-    waiting.clear();
-    if (gen) {
-      gen->finish(FinishReason::Length);
-      end_interjection();
-    }
+    // A running interjection goes on: its sequence keeps the cells it shares
+    // with the old context (the session has room for both).
     const std::size_t have = main_tokens.size() - (bos ? 1u : 0u);
     const std::size_t keep = std::min<std::size_t>(window, have);
     std::vector<Token> kept;
@@ -370,6 +365,12 @@ struct Observer::Impl {
     }
     main_first_i += have - keep;
     main_tokens = std::move(kept);
+    // A waiting interjection whose trigger was dropped has nothing to fork from.
+    const std::size_t before = waiting.size();
+    std::erase_if(waiting, [&](std::uint64_t i) { return i < main_first_i; });
+    if (waiting.size() != before)
+      log("roll: " + std::to_string(before - waiting.size()) +
+          " waiting interjections dropped with their tokens");
     ++rolls;
     log("roll dropped=" + std::to_string(have - keep) + " kept=" + std::to_string(keep) +
         " prefill_ms=" +
@@ -413,6 +414,13 @@ struct Observer::Impl {
             o.n_batch > batch.size() ? o.n_batch - batch.size() : std::size_t{1};
         gen->next_decodes(batch, budget);
       }
+    }
+    if (gen && batch.size() > session->free_cells()) {
+      // No room for both (cannot happen with the cells reserved; kept as a
+      // guard): the interjection ends as it stands, the stream goes on.
+      batch.resize(first_gen);
+      gen->finish(FinishReason::Length);
+      end_interjection();
     }
     if (batch.empty()) {
       if (gen && gen->done()) end_interjection();

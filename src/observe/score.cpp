@@ -28,37 +28,38 @@ RowScore score_row(std::span<const float> row, Token target, std::uint32_t k, bo
   const double lp_t = std::isnan(tl) ? -std::numeric_limits<double>::infinity() : tl - mx - log_z;
   r.surprisal_bits = -lp_t / std::numbers::ln2;
   r.entropy_bits = (log_z - pl / z) / std::numbers::ln2;
-  // One pass for the rank and the top k. A min-heap of the best k (worst at
-  // the front): better = higher logit (NaN lowest), then lower id.
-  const float tf = row[t];
-  const auto key = [&](std::size_t v) {
-    return std::isnan(row[v]) ? -std::numeric_limits<float>::infinity() : row[v];
-  };
-  const auto better = [&](std::size_t a, std::size_t b) {
-    const float la = key(a), lb = key(b);
-    return la > lb || (la == lb && a < b);
-  };
   std::uint32_t above = 0;
-  std::vector<std::size_t> heap;
-  heap.reserve(k + 1);
+  const float tf = row[t];
   for (std::size_t v = 0; v < n; ++v) {
     const float l = row[v];
-    if (l > tf || (l == tf && v < t)) ++above;
-    if (k == 0) continue;
-    if (heap.size() < k) {
-      heap.push_back(v);
-      std::push_heap(heap.begin(), heap.end(), better);
-    } else if (l > key(heap.front()) || (l == key(heap.front()) && better(v, heap.front()))) {
-      std::pop_heap(heap.begin(), heap.end(), better);
-      heap.back() = v;
-      std::push_heap(heap.begin(), heap.end(), better);
-    }
+    if (l > tf || (l == tf && v < t) || (std::isnan(tf) && !std::isnan(l) && v < t)) ++above;
   }
   r.rank = above + 1;
-  std::sort(heap.begin(), heap.end(), better);
-  for (std::size_t v : heap) {
-    const double l = row[v];
-    r.top.emplace_back(static_cast<Token>(v), std::isnan(l) ? 0.0 : std::exp(l - mx - log_z));
+  if (k > 0) {
+    // A min-heap of the best k (worst at the front): better = higher logit, then lower id.
+    const auto better = [&](std::size_t a, std::size_t b) {
+      const float la = std::isnan(row[a]) ? -std::numeric_limits<float>::infinity() : row[a];
+      const float lb = std::isnan(row[b]) ? -std::numeric_limits<float>::infinity() : row[b];
+      return la > lb || (la == lb && a < b);
+    };
+    std::vector<std::size_t> heap;
+    heap.reserve(k + 1);
+    for (std::size_t v = 0; v < n; ++v) {
+      if (heap.size() < k) {
+        heap.push_back(v);
+        std::push_heap(heap.begin(), heap.end(), better);
+      } else if (better(v, heap.front())) {
+        std::pop_heap(heap.begin(), heap.end(), better);
+        heap.back() = v;
+        std::push_heap(heap.begin(), heap.end(), better);
+      }
+    }
+    std::sort(heap.begin(), heap.end(), better);
+    for (std::size_t v : heap) {
+      const double l = row[v];
+      const double p = std::isnan(l) ? 0.0 : std::exp(l - mx - log_z);
+      r.top.emplace_back(static_cast<Token>(v), p);
+    }
   }
   if (keep_logp) {
     r.logp.resize(n);
