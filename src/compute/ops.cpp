@@ -5,10 +5,7 @@
 #include <limits>
 #include <numbers>
 
-#if defined(__AVX2__) || defined(__F16C__)
-#include <immintrin.h>
-#endif
-
+#include "compute/vec.h"
 #include "core/half.h"
 
 namespace seam::ops {
@@ -19,27 +16,10 @@ float dot_f32_ref(const float* a, const float* b, std::int64_t n) {
   return s;
 }
 
+// The SIMD bodies are chosen at run time (compute/vec.h): this file is built for the
+// baseline CPU.
 float dot_f32(const float* a, const float* b, std::int64_t n) {
-#if defined(__AVX2__) && defined(__FMA__)
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  std::int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
-  }
-  for (; i + 8 <= n; i += 8) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-  }
-  __m256 acc = _mm256_add_ps(acc0, acc1);
-  __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-  s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  s4 = _mm_add_ss(s4, _mm_movehdup_ps(s4));
-  float s = _mm_cvtss_f32(s4);
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
-#else
-  return dot_f32_ref(a, b, n);
-#endif
+  return vec::vec_fns().dot_f32(a, b, n);
 }
 
 void rms_norm_row(const float* x, const float* w, std::int64_t n, float eps, float* y) {
@@ -98,25 +78,11 @@ void rope_head(float* x, const RopeParams& p, const float* cs) {
 }
 
 void f32_to_f16_row(const float* src, std::uint16_t* dst, std::int64_t n) {
-  std::int64_t i = 0;
-#if defined(__F16C__)
-  for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
-  }
-#endif
-  for (; i < n; ++i) dst[i] = f32_to_fp16(src[i]);
+  vec::vec_fns().f32_to_f16(src, dst, n);
 }
 
 void f16_to_f32_row(const std::uint16_t* src, float* dst, std::int64_t n) {
-  std::int64_t i = 0;
-#if defined(__F16C__)
-  for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
-  }
-#endif
-  for (; i < n; ++i) dst[i] = fp16_to_f32(src[i]);
+  vec::vec_fns().f16_to_f32(src, dst, n);
 }
 
 namespace {
