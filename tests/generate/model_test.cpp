@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -197,7 +198,11 @@ TEST(GenerateModel, CancelAndTimeout) {
   auto s = session();
   EXPECT_EQ(generate(*stories(), *s, prompt(), c).finish, FinishReason::Cancelled);
   c.cancel = nullptr;
-  c.timeout_s = 1e-9;
+  // A clock that moves a second per reading: the first check after begin() is
+  // past the half-second limit, however fast the machine.
+  auto t = std::chrono::steady_clock::time_point{};
+  c.clock = [&t] { return t += std::chrono::seconds(1); };
+  c.timeout_s = 0.5;
   EXPECT_EQ(generate(*stories(), *s, prompt(), c).finish, FinishReason::Timeout);
   // The session is still usable after either.
   EXPECT_EQ(generate(*stories(), *s, prompt(), greedy(5)).completion_tokens, 5u);

@@ -38,6 +38,8 @@ inline PeerComparison compare_with_llamacpp(const std::string& model_path,
       peer_logits_tool() + " " + model_path + " '[" + join_ids(prompt) + "]' --n " +
       std::to_string(steps) + " --threads 2 --step-logits-out " + out + " 2>/dev/null"));
   r.peer_ids = peer["greedy_ids"].get<std::vector<Token>>();
+  EXPECT_EQ(r.peer_ids.size(), static_cast<std::size_t>(steps));
+  r.peer_ids.resize(static_cast<std::size_t>(steps), -1);  // -1: no id, never equal to ours
   const std::vector<float> peer_steps = read_f32_file(out);
   std::filesystem::remove(out);
 
