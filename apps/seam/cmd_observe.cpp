@@ -37,6 +37,7 @@ struct Opts {
   std::string input;  // positional: FILE or -
   std::string jsonl, html, debug_log, baseline = "welford";
   int threads = 0;
+  std::string cache_type = "f16";
   ObserveOptions obs;
   bool no_interject = false;
 };
@@ -119,6 +120,7 @@ int run_observe(Opts& o) {
                 "--baseline must be welford or ewma, not '" + o.baseline + "'");
   }
   o.obs.interject = !o.no_interject;
+  o.obs.cache_type = parse_cache_type(o.cache_type);
   std::ofstream debug;
   if (!o.debug_log.empty()) {
     debug.open(o.debug_log, std::ios::binary);
@@ -231,6 +233,7 @@ void add_observe_command(CLI::App& app, CommandList& list) {
   sub->add_option("-b,--batch-size", o->obs.n_batch, "Most tokens per decode call")
       ->capture_default_str()
       ->check(CLI::Range(1u, 65536u));
+  add_cache_type_option(sub, o->cache_type);
   sub->add_option("--interject-tokens", o->obs.interject_tokens, "Most tokens per interjection")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));

@@ -60,6 +60,11 @@ struct ObserveOptions {
   std::uint32_t window = 0;
   std::uint32_t n_batch = 512;  // most tokens per decode call (observed + interjection)
   std::uint32_t top_k = 5;      // alternatives reported per token (0 = none)
+  // How the sessions store K and V. F16 (the default, as everywhere) rounds
+  // each element to 11 significant bits, so the same text fed in other chunk
+  // sizes or beside an interjection agrees within that rounding (a few 1e-4
+  // bits of surprisal); F32 agrees within float summation order (1e-6 bits).
+  CacheType cache_type = CacheType::F16;
 
   // Statistics and triggers.
   Baseline baseline = Baseline::Welford;

@@ -163,7 +163,7 @@ struct Observer::Impl {
     if (window == 0) window = 1;
     // KV cells: the stream's context, and for an interjection its own room
     // plus the old context it may still share after a roll.
-    session = mm.session({o.interject ? 2 * n_ctx + reserve : n_ctx, o.n_batch, 2});
+    session = mm.session({o.interject ? 2 * n_ctx + reserve : n_ctx, o.n_batch, 2, o.cache_type});
     if (cmp) {
       // Same tokens, same ids: the vocabularies must agree token for token.
       const Model& cm = *cmp;
@@ -177,7 +177,7 @@ struct Observer::Impl {
                         mm.info().name + ": --compare needs two models that share a tokenizer");
       if (o.compare_window == 0)
         throw Error(Errc::InvalidArgument, "compare_window must be at least 1");
-      cmp_session = cm.session({n_ctx, o.n_batch, 1});
+      cmp_session = cm.session({n_ctx, o.n_batch, 1, o.cache_type});
     }
   }
 

@@ -31,8 +31,11 @@ std::vector<TokenEvent> tokens_of(Observer& obs, const std::string& text, Summar
   return out;
 }
 
+// The scores below are compared within float summation order (1e-4 bits and
+// tighter), which an F16 cache's rounding exceeds: K and V stay F32.
 ObserveOptions quiet() {
   ObserveOptions o;
+  o.cache_type = CacheType::F32;
   o.interject = false;
   return o;
 }
