@@ -10,6 +10,7 @@ namespace seam {
 namespace {
 
 using testing::decode_all;
+using testing::exact_config;
 using testing::rel_diff;
 using testing::stories;
 
@@ -34,7 +35,7 @@ TEST(SessionInvariants, BatchedEqualsAlone) {
   // Alone: each sequence in its own session, prompt then one token at a time.
   std::vector<std::vector<std::vector<float>>> alone(lengths.size());
   for (std::size_t i = 0; i < lengths.size(); ++i) {
-    auto s = model->session({256, 512, 1});
+    auto s = model->session(exact_config(256, 512));
     alone[i] = decode_all(*s, prompts[i], 0);
     for (std::size_t j = 0; j < continuations[i].size(); ++j) {
       auto row = decode_all(*s, std::span(&continuations[i][j], 1), 0,
@@ -45,7 +46,7 @@ TEST(SessionInvariants, BatchedEqualsAlone) {
 
   // Shared: all prompts in one mixed batch (split by a small n_batch), then
   // one decode step of all sequences together per continuation token.
-  auto s = model->session({256, 16, static_cast<std::uint32_t>(lengths.size())});
+  auto s = model->session(exact_config(256, 16, static_cast<std::uint32_t>(lengths.size())));
   std::vector<Decode> batch;
   std::vector<std::pair<std::size_t, std::size_t>> where;  // (seq, index)
   // Interleave sequences so each chunk mixes several of them.
@@ -83,7 +84,7 @@ TEST(SessionInvariants, ForkEqualsRecompute) {
   const auto tail_a = random_tokens(rng, 5);
   const auto tail_b = random_tokens(rng, 7);
 
-  auto s = model->session({128, 512, 2});
+  auto s = model->session(exact_config(128, 512, 2));
   decode_all(*s, prefix, 0);
   s->copy_seq(0, 1);
   EXPECT_EQ(s->seq_length(1), prefix.size());
@@ -101,7 +102,7 @@ TEST(SessionInvariants, ForkEqualsRecompute) {
   auto reference = [&](const std::vector<Token>& tail) {
     std::vector<Token> all = prefix;
     all.insert(all.end(), tail.begin(), tail.end());
-    auto fresh = model->session({128, 512, 1});
+    auto fresh = model->session(exact_config(128, 512));
     auto rows = decode_all(*fresh, all, 0);
     return std::vector<std::vector<float>>(rows.begin() + 12, rows.end());
   };
@@ -117,13 +118,13 @@ TEST(SessionInvariants, ForkEqualsRecompute) {
 void check_prefix_reuse(const std::vector<Token>& first, const std::vector<Token>& second,
                         std::size_t expected_reuse) {
   auto model = stories();
-  auto s = model->session({128, 512, 1});
+  auto s = model->session(exact_config(128, 512));
   decode_all(*s, first, 0);
   const std::size_t n = s->begin_prompt(0, second);
   EXPECT_EQ(n, expected_reuse);
   EXPECT_EQ(s->seq_length(0), n);
   auto warm = decode_all(*s, std::span(second).subspan(n), 0, static_cast<std::int32_t>(n));
-  auto cold_session = model->session({128, 512, 1});
+  auto cold_session = model->session(exact_config(128, 512));
   auto cold = decode_all(*cold_session, second, 0);
   for (std::size_t i = n; i < second.size(); ++i) {
     EXPECT_LT(rel_diff(warm[i - n], cold[i]), kTol) << i;
