@@ -26,6 +26,7 @@
 
 #include "commands.h"
 #include "generate_options.h"
+#include "seam/cpu.h"
 #include "seam/error.h"
 #include "seam/model.h"
 
@@ -37,19 +38,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-// The SIMD level the kernels run at. Kernels are chosen at compile time in this
-// build, so this is the compile-time level.
-// CPU-LEVEL: replace with the runtime dispatch getter once it is public.
-const char* cpu_level() {
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
-  return "avx512";
-#elif defined(__AVX2__) && defined(__FMA__)
-  return "avx2";
-#else
-  return "scalar";
-#endif
 }
 
 // Read bandwidth of DRAM in GB/s (1e9 bytes) with `threads` threads: the best
@@ -339,7 +327,7 @@ void add_bench_command(CLI::App& app, CommandList& list) {
       j["n_params"] = info.n_params;
       j["type"] = main_type(info);
       j["quantization"] = info.quantization;
-      j["cpu_level"] = cpu_level();
+      j["cpu_level"] = seam::cpu_level();
       j["cache_type"] = cache_name;
       j["membw_gbps"] = nlohmann::ordered_json::object();
       for (const auto& [t, bw] : bandwidth) j["membw_gbps"][std::to_string(t)] = bw;
@@ -367,7 +355,7 @@ void add_bench_command(CLI::App& app, CommandList& list) {
       if (r.bw_pct >= 0) std::snprintf(bw, sizeof bw, "%.0f%%", r.bw_pct);
       std::printf("| %-24.24s | %10s | %6s | %6s | %7d | %4s | %-13s | %16s | %8s |\n",
                   info.name.c_str(), human_size(info.weight_bytes).c_str(), main_type(info).c_str(),
-                  cpu_level(), r.threads, cache_name, test.c_str(), tps, bw);
+                  seam::cpu_level(), r.threads, cache_name, test.c_str(), tps, bw);
     }
     std::printf("\n");
     for (const auto& [t, bw] : bandwidth)
