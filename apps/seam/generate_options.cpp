@@ -282,6 +282,9 @@ void install_sigint_handler() {
   struct sigaction sa = {};
   sa.sa_handler = on_sigint;
   sigemptyset(&sa.sa_mask);
+  // Ctrl-C only cancels the answer: a write to stdout it interrupts (a full pipe) must
+  // resume, not fail with EINTR and end the program as a write error.
+  sa.sa_flags = SA_RESTART;
   sigaction(SIGINT, &sa, nullptr);
 }
 std::atomic<bool>& cancel_flag() { return g_cancel; }
