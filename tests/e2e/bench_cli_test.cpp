@@ -12,34 +12,17 @@
 #include <string>
 #include <vector>
 
+#include "seam_binary.h"
+
 namespace {
+
+using namespace seam::e2e;
 
 namespace fs = std::filesystem;
 
-struct Output {
-  int rc = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-Output seam_bench(const std::vector<std::string>& args) {
-  const fs::path dir = fs::path(SEAM_SCRATCH_DIR) / "bench" / std::to_string(::getpid());
-  fs::create_directories(dir);
-  std::string cmd = std::string("'") + SEAM_BINARY + "' bench";
-  for (const auto& a : args) cmd += " '" + a + "'";
-  cmd += " > '" + (dir / "out").string() + "' 2> '" + (dir / "err").string() + "' < /dev/null";
-  const int status = std::system(cmd.c_str());
-  Output o;
-  o.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  o.out = slurp(dir / "out");
-  o.err = slurp(dir / "err");
-  return o;
+Output seam_bench(std::vector<std::string> args) {
+  args.insert(args.begin(), "bench");
+  return run_seam(args);
 }
 
 const std::string kModel = std::string(SEAM_SHARED_DIR) + "/models/stories260K.gguf";

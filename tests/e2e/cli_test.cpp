@@ -15,60 +15,20 @@
 #include <string>
 #include <vector>
 
+#include "seam_binary.h"
+
 namespace {
 
+using namespace seam::e2e;
+
 namespace fs = std::filesystem;
-
-struct Output {
-  int rc = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-// ctest runs each test in its own process, several at once: one folder per process.
-fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::path(SEAM_SCRATCH_DIR) / "e2e" / std::to_string(::getpid());
-  fs::create_directories(dir);
-  return dir / name;
-}
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-// Runs `seam ARGS` with `input` on stdin.
-Output seam(const std::vector<std::string>& args, const std::string& input = "") {
-  const fs::path in = scratch("stdin.txt"), out = scratch("stdout.txt"),
-                 err = scratch("stderr.txt");
-  std::ofstream(in, std::ios::binary) << input;
-  std::string cmd = quote(SEAM_BINARY);
-  for (const auto& a : args) {
-    cmd += ' ';
-    cmd += quote(a);
-  }
-  cmd += " < " + quote(in.string()) + " > " + quote(out.string()) + " 2> " + quote(err.string());
-  const int status = std::system(cmd.c_str());
-  Output o;
-  o.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  o.out = slurp(out);
-  o.err = slurp(err);
-  return o;
-}
 
 const std::string kModel = std::string(SEAM_SHARED_DIR) + "/models/stories260K.gguf";
 
 nlohmann::json run_json(std::vector<std::string> extra) {
   std::vector<std::string> args = {"run", "-m", kModel, "-p", "Once upon a time", "--json"};
   args.insert(args.end(), extra.begin(), extra.end());
-  const Output o = seam(args);
+  const Output o = run_seam(args);
   EXPECT_EQ(o.rc, 0) << o.err;
   return nlohmann::json::parse(o.out);
 }
@@ -86,7 +46,7 @@ TEST(RunCli, JsonCarriesTheWholeResult) {
   EXPECT_GT(j["decode_tokens_per_s"].get<double>(), 0);
   EXPECT_FALSE(j.contains("logprobs"));
   // The streamed text of the same run is the JSON's text.
-  const Output plain = seam(
+  const Output plain = run_seam(
       {"run", "-m", kModel, "-p", "Once upon a time", "--temp", "0", "-n", "20", "--ignore-eos"});
   EXPECT_EQ(plain.rc, 0);
   EXPECT_EQ(plain.out, j["text"].get<std::string>() + "\n");
@@ -141,7 +101,7 @@ TEST(RunCli, RejectsNonsenseWithOneLine) {
   for (const auto& extra : bad) {
     std::vector<std::string> args = {"run", "-m", kModel, "-p", "Hi"};
     args.insert(args.end(), extra.begin(), extra.end());
-    const Output o = seam(args);
+    const Output o = run_seam(args);
     SCOPED_TRACE(extra[0] + " " + extra[1]);
     EXPECT_NE(o.rc, 0);
     EXPECT_TRUE(o.out.empty()) << o.out;
@@ -166,7 +126,7 @@ TEST(ChatCli, PipedConversationReusesThePrefix) {
   const std::string input = "Tell me a story.\nWhat happened next?\n/save " + save1.string() +
                             "\n/reset\n/system Be kind.\nHello\n/save " + save2.string() + "\n";
   const Output o =
-      seam({"chat", "-m", kModel, "--template", "chatml", "-n", "12", "--temp", "0"}, input);
+      run_seam({"chat", "-m", kModel, "--template", "chatml", "-n", "12", "--temp", "0"}, input);
   ASSERT_EQ(o.rc, 0) << o.err;
   const auto s = summaries(o.err);
   ASSERT_EQ(s.size(), 3u) << o.err;
@@ -194,11 +154,12 @@ TEST(ChatCli, PipedConversationReusesThePrefix) {
 }
 
 TEST(ChatCli, FallsBackToABuiltInTemplate) {
-  const Output o = seam({"chat", "-m", kModel, "-n", "4", "--system", "You tell stories."}, "Hi\n");
+  const Output o =
+      run_seam({"chat", "-m", kModel, "-n", "4", "--system", "You tell stories."}, "Hi\n");
   ASSERT_EQ(o.rc, 0) << o.err;
   EXPECT_NE(o.err.find("chatml"), std::string::npos) << o.err;
   EXPECT_EQ(summaries(o.err).size(), 1u);
-  const Output bad = seam({"chat", "-m", kModel, "--template", "/nonexistent/t.jinja"}, "Hi\n");
+  const Output bad = run_seam({"chat", "-m", kModel, "--template", "/nonexistent/t.jinja"}, "Hi\n");
   EXPECT_NE(bad.rc, 0);
   EXPECT_TRUE(bad.out.empty());
 }

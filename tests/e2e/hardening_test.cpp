@@ -18,62 +18,13 @@
 #include <thread>
 #include <vector>
 
+#include "seam_binary.h"
+
 namespace {
 
+using namespace seam::e2e;
+
 namespace fs = std::filesystem;
-
-struct Output {
-  int rc = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::path(SEAM_SCRATCH_DIR) / "e2e_hardening" / std::to_string(::getpid());
-  fs::create_directories(dir);
-  return dir / name;
-}
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-std::string command_line(const std::vector<std::string>& args) {
-  std::string cmd = quote(SEAM_BINARY);
-  for (const auto& a : args) cmd += ' ' + quote(a);
-  return cmd;
-}
-
-int shell(const std::string& cmd) {
-  const int status = std::system(("bash -c " + quote(cmd)).c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-// `seam ARGS` with `input` on stdin; `stdout_to` replaces the captured stdout
-// (e.g. /dev/full); `env` is prefixed to the command line (VAR=value ...).
-Output seam(const std::vector<std::string>& args, const std::string& input = "",
-            const std::string& stdout_to = "", const std::string& env = "") {
-  const fs::path in = scratch("stdin.txt"), out = scratch("stdout.txt"),
-                 err = scratch("stderr.txt");
-  std::ofstream(in, std::ios::binary) << input;
-  fs::remove(out);
-  const std::string cmd = env + " " + command_line(args) + " < " + quote(in.string()) + " > " +
-                          quote(stdout_to.empty() ? out.string() : stdout_to) + " 2> " +
-                          quote(err.string());
-  Output o;
-  o.rc = shell(cmd);
-  o.out = slurp(out);
-  o.err = slurp(err);
-  return o;
-}
 
 bool contains(const std::string& s, const std::string& what) {
   return s.find(what) != std::string::npos;
@@ -100,8 +51,8 @@ TEST(Hardening, ChatSystemOnATemplateWithoutSystemRoleKeepsTheSession) {
   if (!fs::exists(kGemma)) GTEST_SKIP() << kGemma << " is absent";
   const fs::path save = scratch("gemma_chat.json");
   fs::remove(save);
-  const Output o = seam({"chat", "-m", kModel, "--template", kGemma, "-n", "4", "--temp", "0"},
-                        "hello\n/system be nice\nagain\n/save " + save.string() + "\n");
+  const Output o = run_seam({"chat", "-m", kModel, "--template", kGemma, "-n", "4", "--temp", "0"},
+                            "hello\n/system be nice\nagain\n/save " + save.string() + "\n");
   ASSERT_EQ(o.rc, 0) << o.err;
   EXPECT_TRUE(contains(o.err, "System role not supported")) << o.err;
   EXPECT_TRUE(contains(o.err, "system message is unchanged")) << o.err;
@@ -111,7 +62,7 @@ TEST(Hardening, ChatSystemOnATemplateWithoutSystemRoleKeepsTheSession) {
   EXPECT_EQ(m[0]["role"], "user");  // no system message slipped in
   EXPECT_EQ(m[2]["content"], "again");
   // --system on such a template is refused up front, naming the flag.
-  const Output s = seam({"chat", "-m", kModel, "--template", kGemma, "--system", "x"}, "hi\n");
+  const Output s = run_seam({"chat", "-m", kModel, "--template", kGemma, "--system", "x"}, "hi\n");
   EXPECT_EQ(s.rc, 1);
   EXPECT_TRUE(contains(s.err, "--system: System role not supported")) << s.err;
 }
@@ -124,8 +75,8 @@ TEST(Hardening, ChatTurnThatRaisesIsDroppedAndTheConversationGoesOn) {
                          "<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
                          "<|im_start|>assistant\n";
   const Output o =
-      seam({"chat", "-m", kModel, "--template", tmpl.string(), "-n", "3", "--temp", "0"},
-           "hi\nboom\nagain\n/save " + save.string() + "\n");
+      run_seam({"chat", "-m", kModel, "--template", tmpl.string(), "-n", "3", "--temp", "0"},
+               "hi\nboom\nagain\n/save " + save.string() + "\n");
   ASSERT_EQ(o.rc, 0) << o.err;
   EXPECT_TRUE(contains(o.err, "seam: error: boom is not allowed; the turn was dropped")) << o.err;
   const auto s = summaries(o.err);
@@ -155,7 +106,7 @@ TEST(Hardening, AFullDiskIsAnErrorForEveryCommand) {
   };
   for (const auto& args : cmds) {
     SCOPED_TRACE(args[0]);
-    const Output o = seam(args, "hi\n", "/dev/full");
+    const Output o = run_seam(args, "hi\n", "/dev/full");
     EXPECT_EQ(o.rc, 1) << o.err;
     EXPECT_TRUE(contains(o.err, "seam: error: cannot write to standard output")) << o.err;
     EXPECT_EQ(count_lines(o.err.substr(o.err.find("seam: error:"))), 1) << o.err;
@@ -186,7 +137,7 @@ TEST(Hardening, ThreadCountsAreCheckedEverywhere) {
       if (cmd == "chat") args.insert(args.end(), {"-m", kModel});
       if (cmd == "quantize") args.insert(args.end(), {kModel, scratch("q.gguf").string()});
       SCOPED_TRACE(cmd + " -t " + t);
-      const Output o = seam(args, "hi\n");
+      const Output o = run_seam(args, "hi\n");
       EXPECT_EQ(o.rc, 2);
       EXPECT_EQ(o.err.rfind("seam: error: ", 0), 0u) << o.err;
       EXPECT_TRUE(contains(o.err, "--threads")) << o.err;
@@ -194,7 +145,7 @@ TEST(Hardening, ThreadCountsAreCheckedEverywhere) {
   }
   // Far more than the cores: a warning and a cap, and the job finishes.
   const Output p =
-      seam({"perplexity", "-m", kModel, "-f", text.string(), "-c", "8", "-t", "100000"});
+      run_seam({"perplexity", "-m", kModel, "-f", text.string(), "-c", "8", "-t", "100000"});
   EXPECT_EQ(p.rc, 0) << p.err;
   EXPECT_TRUE(contains(p.err, "warning: --threads 100000")) << p.err;
   EXPECT_TRUE(contains(p.out, "perplexity:")) << p.out;
@@ -204,7 +155,7 @@ TEST(Hardening, ThreadCountsAreCheckedEverywhere) {
   EXPECT_FALSE(contains(p.err, "\r")) << p.err;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const Output r =
-      seam({"run", "-m", kModel, "-p", "hi", "-n", "2", "-t", std::to_string(cores + 1)});
+      run_seam({"run", "-m", kModel, "-p", "hi", "-n", "2", "-t", std::to_string(cores + 1)});
   EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_TRUE(contains(r.err, "is more than this machine's")) << r.err;
 }
@@ -214,7 +165,7 @@ TEST(Hardening, ThreadCountsAreCheckedEverywhere) {
 TEST(Hardening, APromptLongerThanTheContextNamesTheFlag) {
   std::string prompt;
   for (int i = 0; i < 40; ++i) prompt += "Once upon a time there was a cat. ";
-  const Output o = seam({"run", "-m", kModel, "-p", prompt, "-c", "64"});
+  const Output o = run_seam({"run", "-m", kModel, "-p", prompt, "-c", "64"});
   EXPECT_EQ(o.rc, 1);
   EXPECT_TRUE(std::regex_search(o.err, std::regex(R"(the prompt is \d+ tokens but the context )"
                                                   R"(holds 64; raise it with -c)")))
@@ -228,9 +179,9 @@ TEST(Hardening, AFullChatDropsTheOldestTurnsAndKeepsTheSystemPrompt) {
   std::string input;
   for (int i = 0; i < 8; ++i) input += "Tell me about the cat number " + std::to_string(i) + ".\n";
   input += "/save " + save.string() + "\n";
-  const Output o = seam({"chat", "-m", kModel, "--template", "chatml", "-c", "160", "-n", "20",
-                         "--ignore-eos", "--temp", "0", "--system", "Be brief."},
-                        input);
+  const Output o = run_seam({"chat", "-m", kModel, "--template", "chatml", "-c", "160", "-n", "20",
+                             "--ignore-eos", "--temp", "0", "--system", "Be brief."},
+                            input);
   ASSERT_EQ(o.rc, 0) << o.err;
   EXPECT_EQ(summaries(o.err).size(), 8u) << o.err;  // every turn answered
   EXPECT_TRUE(contains(o.err, "is full: dropped the")) << o.err;
@@ -245,41 +196,41 @@ TEST(Hardening, AFullChatDropsTheOldestTurnsAndKeepsTheSystemPrompt) {
 // --- 2.5: llama.cpp habits ---------------------------------------------------------
 
 TEST(Hardening, LlamaCppSpellingsWork) {
-  const Output ngl = seam({"run", "-m", kModel, "-p", "hi", "-n", "2", "-ngl", "99"});
+  const Output ngl = run_seam({"run", "-m", kModel, "-p", "hi", "-n", "2", "-ngl", "99"});
   EXPECT_EQ(ngl.rc, 0) << ngl.err;
   EXPECT_TRUE(contains(ngl.err, "--n-gpu-layers has no effect")) << ngl.err;
-  const Output sys = seam({"chat", "-m", kModel, "-sys", "You are kind.", "-n", "2", "-cnv",
-                           "--temperature", "0", "--ctx-size", "256"},
-                          "hi\n");
+  const Output sys = run_seam({"chat", "-m", kModel, "-sys", "You are kind.", "-n", "2", "-cnv",
+                               "--temperature", "0", "--ctx-size", "256"},
+                              "hi\n");
   EXPECT_EQ(sys.rc, 0) << sys.err;
   EXPECT_EQ(summaries(sys.err).size(), 1u) << sys.err;
   // -r is a stop string: the text stops before it.
-  const Output full =
-      seam({"run", "-m", kModel, "-p", "Once upon a time", "-n", "30", "--temp", "0", "--json"});
+  const Output full = run_seam(
+      {"run", "-m", kModel, "-p", "Once upon a time", "-n", "30", "--temp", "0", "--json"});
   ASSERT_EQ(full.rc, 0) << full.err;
   const std::string text = nlohmann::json::parse(full.out)["text"];
   ASSERT_GT(text.size(), 12u);
-  const Output r = seam({"run", "-m", kModel, "-p", "Once upon a time", "-n", "30", "--temp", "0",
-                         "--json", "-r", text.substr(6, 5)});
+  const Output r = run_seam({"run", "-m", kModel, "-p", "Once upon a time", "-n", "30", "--temp",
+                             "0", "--json", "-r", text.substr(6, 5)});
   EXPECT_EQ(nlohmann::json::parse(r.out)["finish_reason"], "stop");
   // The last of a repeated flag wins.
   const Output rep =
-      seam({"run", "-m", kModel, "-p", "hi", "-n", "3", "-n", "5", "--ignore-eos", "--json"});
+      run_seam({"run", "-m", kModel, "-p", "hi", "-n", "3", "-n", "5", "--ignore-eos", "--json"});
   ASSERT_EQ(rep.rc, 0) << rep.err;
   EXPECT_EQ(nlohmann::json::parse(rep.out)["tokens"].size(), 5u);
 }
 
 TEST(Hardening, ParseErrorsAreOneSeamLineWithAHint) {
-  const Output typo = seam({"runn", "-p", "hi"});
+  const Output typo = run_seam({"runn", "-p", "hi"});
   EXPECT_EQ(typo.rc, 2);
   EXPECT_TRUE(contains(typo.err, "seam: error: unknown command 'runn'; did you mean 'run'?"))
       << typo.err;
-  const Output flag = seam({"run", "-m", kModel, "-p", "hi", "--n-predictt", "3"});
+  const Output flag = run_seam({"run", "-m", kModel, "-p", "hi", "--n-predictt", "3"});
   EXPECT_EQ(flag.rc, 2);
   EXPECT_EQ(flag.err.rfind("seam: error: ", 0), 0u) << flag.err;
   EXPECT_TRUE(contains(flag.err, "did you mean --n-predict?")) << flag.err;
   EXPECT_TRUE(contains(flag.err, "seam run --help")) << flag.err;
-  for (const Output& o : {typo, flag, seam({"run", "-m", kModel, "-n", "x", "-p", "hi"})}) {
+  for (const Output& o : {typo, flag, run_seam({"run", "-m", kModel, "-n", "x", "-p", "hi"})}) {
     EXPECT_EQ(o.err.rfind("seam: error: ", 0), 0u) << o.err;
     EXPECT_EQ(count_lines(o.err), 1) << o.err;
     EXPECT_TRUE(o.out.empty());
@@ -295,7 +246,7 @@ TEST(Hardening, SeedsAreRandomByDefaultAndPrinted) {
   auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> a = base;
     a.insert(a.end(), extra.begin(), extra.end());
-    const Output o = seam(a);
+    const Output o = run_seam(a);
     EXPECT_EQ(o.rc, 0) << o.err;
     EXPECT_TRUE(std::regex_search(o.err, std::regex("seed \\d+"))) << o.err;
     return nlohmann::json::parse(o.out);
@@ -306,7 +257,7 @@ TEST(Hardening, SeedsAreRandomByDefaultAndPrinted) {
   const nlohmann::json again = with({"--seed", std::to_string(a["seed"].get<std::uint64_t>())});
   EXPECT_EQ(again["tokens"], a["tokens"]);
   EXPECT_EQ(with({"-s", "11"})["seed"], 11);
-  const Output bad = seam({"run", "-m", kModel, "-p", "hi", "-s", "-2"});
+  const Output bad = run_seam({"run", "-m", kModel, "-p", "hi", "-s", "-2"});
   EXPECT_EQ(bad.rc, 1);
   EXPECT_TRUE(contains(bad.err, "-1 for a random seed")) << bad.err;
 }
@@ -316,36 +267,36 @@ TEST(Hardening, SeedsAreRandomByDefaultAndPrinted) {
 TEST(Hardening, QuantizeTakesLlamaCppTypesAndWritesNothingOnFailure) {
   const fs::path out = scratch("q.gguf");
   fs::remove(out);
-  const Output none = seam({"quantize", kModel, out.string()});
+  const Output none = run_seam({"quantize", kModel, out.string()});
   EXPECT_EQ(none.rc, 1);
   EXPECT_TRUE(contains(none.err, "give the weight type: --type Q8_0")) << none.err;
   // llama-quantize's positional form, and its file-type names.
-  const Output pos = seam({"quantize", kModel, out.string(), "Q4_0", "--no-eval"});
+  const Output pos = run_seam({"quantize", kModel, out.string(), "Q4_0", "--no-eval"});
   EXPECT_EQ(pos.rc, 0) << pos.err;
   EXPECT_TRUE(fs::exists(out));
   fs::remove(out);
-  const Output km = seam({"quantize", kModel, out.string(), "--type", "Q4_K_M", "--no-eval"});
+  const Output km = run_seam({"quantize", kModel, out.string(), "--type", "Q4_K_M", "--no-eval"});
   EXPECT_EQ(km.rc, 0) << km.err;
   EXPECT_TRUE(contains(km.err, "file type 15")) << km.err;  // llama.cpp's MOSTLY_Q4_K_M
   fs::remove(out);
-  const Output s = seam({"quantize", kModel, out.string(), "--type", "Q5_K_M"});
+  const Output s = run_seam({"quantize", kModel, out.string(), "--type", "Q5_K_M"});
   EXPECT_EQ(s.rc, 1);
   EXPECT_TRUE(contains(s.err, "Q5_K_M mix is not implemented")) << s.err;
   // OUT a directory: said so, before any work.
-  const Output dir = seam({"quantize", kModel, scratch("").string(), "--type", "Q4_0"});
+  const Output dir = run_seam({"quantize", kModel, scratch("").string(), "--type", "Q4_0"});
   EXPECT_EQ(dir.rc, 1);
   EXPECT_TRUE(contains(dir.err, "is a directory; give a file name")) << dir.err;
   // An empty --eval-text, and a vocab-only input whose output cannot run: nothing written.
   const fs::path empty = scratch("empty.txt");
   std::ofstream(empty) << "\n";
   const Output e =
-      seam({"quantize", kModel, out.string(), "--type", "Q4_0", "--eval-text", empty.string()});
+      run_seam({"quantize", kModel, out.string(), "--type", "Q4_0", "--eval-text", empty.string()});
   EXPECT_EQ(e.rc, 1);
   EXPECT_TRUE(contains(e.err, "is empty")) << e.err;
   EXPECT_FALSE(fs::exists(out));
   const std::string vocab = std::string(SEAM_SHARED_DIR) + "/tokenizers/llama2-vocab.gguf";
   if (fs::exists(vocab)) {
-    const Output v = seam({"quantize", vocab, out.string(), "--type", "Q8_0"});
+    const Output v = run_seam({"quantize", vocab, out.string(), "--type", "Q8_0"});
     EXPECT_EQ(v.rc, 1) << v.err;
     EXPECT_FALSE(fs::exists(out)) << v.err;
     EXPECT_FALSE(fs::exists(out.string() + ".seam-partial"));
@@ -367,7 +318,7 @@ std::string patched_model(const std::string& key, std::uint32_t value) {
 }
 
 TEST(Hardening, ContextBeyondTrainingWarnsAndTheDefaultIsCapped) {
-  const Output o = seam({"run", "-m", kModel, "-p", "hi", "-n", "2", "-c", "4096"});
+  const Output o = run_seam({"run", "-m", kModel, "-p", "hi", "-n", "2", "-c", "4096"});
   EXPECT_EQ(o.rc, 0) << o.err;
   EXPECT_TRUE(contains(o.err,
                        "warning: the context (4096 tokens) is longer than the 512 the "
@@ -375,16 +326,16 @@ TEST(Hardening, ContextBeyondTrainingWarnsAndTheDefaultIsCapped) {
       << o.err;
   const fs::path text = scratch("ppl.txt");
   std::ofstream(text) << "Once upon a time there was a cat. The cat sat on the mat.";
-  const Output p = seam({"perplexity", "-m", kModel, "-f", text.string(), "-c", "100000"});
+  const Output p = run_seam({"perplexity", "-m", kModel, "-f", text.string(), "-c", "100000"});
   EXPECT_TRUE(contains(p.err, "warning: the context (100000 tokens)")) << p.err;
   // A file that claims 8 M tokens of training context: the default session is 4096 cells.
   const std::string huge = patched_model("llama.context_length", 8'323'584);
-  const Output h = seam({"run", "-m", huge, "-p", "hi", "-n", "2", "--json"});
+  const Output h = run_seam({"run", "-m", huge, "-p", "hi", "-n", "2", "--json"});
   EXPECT_EQ(h.rc, 0) << h.err;
   EXPECT_FALSE(contains(h.err, "warning")) << h.err;
   // A layer count the tensor table cannot hold: inspect reports it at once.
   const std::string layers = patched_model("llama.block_count", 8'323'077);
-  const Output i = seam({"inspect", layers});
+  const Output i = run_seam({"inspect", layers});
   EXPECT_EQ(i.rc, 0) << i.err;
   EXPECT_TRUE(contains(i.out, "cannot run this model: 'llama.block_count' = 8323077 layers"))
       << i.out;
@@ -400,7 +351,7 @@ TEST(Hardening, RunReadsThePromptFromAFileOrStdin) {
     std::vector<std::string> a = {"run"};
     a.insert(a.end(), common.begin(), common.end());
     a.insert(a.end(), extra.begin(), extra.end());
-    const Output o = seam(a, input);
+    const Output o = run_seam(a, input);
     EXPECT_EQ(o.rc, 0) << o.err;
     return nlohmann::json::parse(o.out.empty() ? "{}" : o.out);
   };
@@ -408,16 +359,18 @@ TEST(Hardening, RunReadsThePromptFromAFileOrStdin) {
   EXPECT_EQ(run({"-f", prompt.string()}, "")["tokens"], direct["tokens"]);
   EXPECT_EQ(run({"-p", "-"}, "Once upon a time")["tokens"], direct["tokens"]);
   EXPECT_EQ(direct["model"], "stories260K");
-  const Output none = seam({"run", "-m", kModel});
+  const Output none = run_seam({"run", "-m", kModel});
   EXPECT_EQ(none.rc, 1);
   EXPECT_TRUE(contains(none.err, "-p TEXT, -p - (stdin) or -f FILE")) << none.err;
 }
 
 TEST(Hardening, ABadSeamModelIsAnError) {
-  const Output o = seam({"run", "-p", "hi", "-n", "2"}, "", "", "SEAM_MODEL=/nonexistent/m.gguf");
+  const Output o =
+      run_seam({"run", "-p", "hi", "-n", "2"}, "", "", "SEAM_MODEL=/nonexistent/m.gguf");
   EXPECT_EQ(o.rc, 1);
   EXPECT_TRUE(contains(o.err, "SEAM_MODEL is set to '/nonexistent/m.gguf'")) << o.err;
-  const Output good = seam({"run", "-p", "hi", "-n", "2"}, "", "", "SEAM_MODEL=" + quote(kModel));
+  const Output good =
+      run_seam({"run", "-p", "hi", "-n", "2"}, "", "", "SEAM_MODEL=" + quote(kModel));
   EXPECT_EQ(good.rc, 0) << good.err;
   EXPECT_TRUE(contains(good.err, "seam: stories260K:")) << good.err;  // the summary names it
 }

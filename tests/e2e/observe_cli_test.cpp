@@ -5,11 +5,11 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <algorithm>
 
 #include <chrono>
 #include <cstdlib>
@@ -23,7 +23,11 @@
 #include <thread>
 #include <vector>
 
+#include "seam_binary.h"
+
 namespace {
+
+using namespace seam::e2e;
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -34,45 +38,6 @@ const char* kText =
     "Once upon a time, there was a little girl named Lily. She loved to play outside.\n"
     "One day, she saw a big red ball. The quantum ledger of Byzantine purple theorems exploded.\n"
     "Lily ran to the ball and kicked it. The dog came and they played all day. The end.\n";
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::path(SEAM_SCRATCH_DIR) / "e2e_observe" / std::to_string(::getpid());
-  fs::create_directories(dir);
-  return dir / name;
-}
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-struct Output {
-  int rc = -1;
-  std::string out, err;
-};
-
-Output seam(const std::vector<std::string>& args, const std::string& input = "") {
-  const fs::path in = scratch("stdin.txt"), out = scratch("stdout.txt"),
-                 err = scratch("stderr.txt");
-  std::ofstream(in, std::ios::binary) << input;
-  std::string cmd = quote(SEAM_BINARY);
-  for (const auto& a : args) cmd += ' ' + quote(a);
-  cmd += " < " + quote(in.string()) + " > " + quote(out.string()) + " 2> " + quote(err.string());
-  const int status = std::system(cmd.c_str());
-  Output o;
-  o.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  o.out = slurp(out);
-  o.err = slurp(err);
-  return o;
-}
 
 std::vector<json> lines(const std::string& s) {
   std::vector<json> out;
@@ -97,7 +62,7 @@ TEST(ObserveCli, JsonlFollowsSchemaV1) {
   std::vector<std::string> args = {"observe", "-m", kStories,  "-f", text.string(),
                                    "--jsonl", "-",  "--top-k", "3"};
   for (const auto& a : chatty()) args.push_back(a);
-  const Output o = seam(args);
+  const Output o = run_seam(args);
   ASSERT_EQ(o.rc, 0) << o.err;
   const std::vector<json> ev = lines(o.out);
   ASSERT_FALSE(ev.empty());
@@ -159,8 +124,8 @@ TEST(ObserveCli, RollEventsWhenTheContextFills) {
   std::string t;
   for (int i = 0; i < 4; ++i) t += kText;
   std::ofstream(text, std::ios::binary) << t;
-  const Output o = seam({"observe", "-m", kStories, "-f", text.string(), "--jsonl", "-",
-                         "--no-interject", "-c", "64", "--window", "20"});
+  const Output o = run_seam({"observe", "-m", kStories, "-f", text.string(), "--jsonl", "-",
+                             "--no-interject", "-c", "64", "--window", "20"});
   ASSERT_EQ(o.rc, 0) << o.err;
   std::size_t rolls = 0;
   for (const json& e : lines(o.out)) {
@@ -176,7 +141,7 @@ TEST(ObserveCli, RollEventsWhenTheContextFills) {
 }
 
 TEST(ObserveCli, CompareAddsKlAndBinoculars) {
-  const Output o = seam(
+  const Output o = run_seam(
       {"observe", "-m", kStories, "--compare", kStories, "--no-interject", "--jsonl", "-"}, kText);
   ASSERT_EQ(o.rc, 0) << o.err;
   std::size_t n = 0;
@@ -194,15 +159,15 @@ TEST(ObserveCli, CompareAddsKlAndBinoculars) {
   EXPECT_GT(n, 50u);
   EXPECT_NE(o.err.find("compare: mean KL 0.000000"), std::string::npos) << o.err;
   // Without --compare the fields are absent.
-  const Output p = seam({"observe", "-m", kStories, "--no-interject", "--jsonl", "-"}, kText);
+  const Output p = run_seam({"observe", "-m", kStories, "--no-interject", "--jsonl", "-"}, kText);
   EXPECT_EQ(p.out.find("kl_bits"), std::string::npos);
 }
 
 TEST(PerplexityCli, JsonWithStandardErrorAndKl) {
   const fs::path text = scratch("ppl.txt");
   std::ofstream(text, std::ios::binary) << kText;
-  const Output o = seam({"perplexity", "-m", kStories, "-f", text.string(), "--json", "--compare",
-                         kStories, "-c", "32"});
+  const Output o = run_seam({"perplexity", "-m", kStories, "-f", text.string(), "--json",
+                             "--compare", kStories, "-c", "32"});
   ASSERT_EQ(o.rc, 0) << o.err;
   const json j = json::parse(o.out);
   EXPECT_GT(j.at("perplexity").get<double>(), 1.0);
@@ -215,19 +180,19 @@ TEST(PerplexityCli, JsonWithStandardErrorAndKl) {
   EXPECT_EQ(o.err.find('\r'), std::string::npos) << o.err;
   EXPECT_EQ(o.err.rfind("seam: scored ", 0), 0u) << o.err;
   EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
-  const Output plain = seam({"perplexity", "-m", kStories, "-f", text.string()});
+  const Output plain = run_seam({"perplexity", "-m", kStories, "-f", text.string()});
   EXPECT_NE(plain.out.find(" +/- "), std::string::npos) << plain.out;
 }
 
 TEST(ObserveCli, PlainTextWhenStdoutIsNotATerminal) {
-  const Output o = seam({"observe", "-m", kStories, "--no-interject"}, kText);
+  const Output o = run_seam({"observe", "-m", kStories, "--no-interject"}, kText);
   ASSERT_EQ(o.rc, 0) << o.err;
   EXPECT_EQ(o.out, kText);  // the text itself, no escape codes
   EXPECT_NE(o.err.find("observe: "), std::string::npos) << o.err;
   EXPECT_NE(o.err.find(" tokens, mean surprisal "), std::string::npos) << o.err;
   std::vector<std::string> args = {"observe", "-m", kStories, "-"};
   for (const auto& a : chatty()) args.push_back(a);
-  const Output c = seam(args, kText);
+  const Output c = run_seam(args, kText);
   ASSERT_EQ(c.rc, 0) << c.err;
   EXPECT_NE(c.out.find("\n  >> "), std::string::npos) << c.out;  // interjections set apart
   EXPECT_EQ(c.out.find('\033'), std::string::npos);
@@ -245,7 +210,7 @@ TEST(ObserveCli, RefusesBadArgumentsWithOneLine) {
   for (const auto& extra : bad) {
     std::vector<std::string> args = {"observe", "-m", kStories};
     args.insert(args.end(), extra.begin(), extra.end());
-    const Output o = seam(args, "x");
+    const Output o = run_seam(args, "x");
     EXPECT_NE(o.rc, 0) << extra[0];
     // The first line says what is wrong and names the option (CLI11 adds a
     // second line pointing at --help for range errors it catches itself).
@@ -338,7 +303,7 @@ TEST(ObserveCli, HtmlReportIsSelfContained) {
                                    "-f",          text.string(), "--html",
                                    html.string(), "--jsonl",     scratch("ev.jsonl").string()};
   for (const auto& a : chatty()) args.push_back(a);
-  const Output o = seam(args);
+  const Output o = run_seam(args);
   ASSERT_EQ(o.rc, 0) << o.err;
   const std::string page = slurp(html);
   ASSERT_FALSE(page.empty());
