@@ -45,8 +45,10 @@ TEST_P(HfScaling, DirectoryMatchesConversionAndReference) {
   const std::string dir = scratch_dir() + "/hfs_" + c.name;
   const std::string conv = dir + ".gguf";
   if (!std::filesystem::exists(conv)) {
-    run_command(std::string(SEAM_PYTHON) + " " + hf_py() + " gen --out " + dir + " --gguf " + conv +
-                ".tmp " + c.hf_args + " && mv " + conv + ".tmp " + conv);
+    const std::string tdir = testing::private_tmp(dir), tconv = testing::private_tmp(conv);
+    run_command(std::string(SEAM_PYTHON) + " " + hf_py() + " gen --out " + tdir + " --gguf " +
+                tconv + " " + c.hf_args + " && " + testing::publish(tdir, dir) + " && " +
+                testing::publish(tconv, conv));
   }
   const auto hf = load_two_threads(dir);
   const auto gg = load_two_threads(conv);

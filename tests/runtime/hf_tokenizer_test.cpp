@@ -33,9 +33,10 @@ TEST_P(HfTokenizer, TokenizerJsonReproducesTheReferenceIds) {
   const std::string shared = std::string(SEAM_SHARED_DIR) + "/tokenizers/";
   const std::string dir = testing::scratch_dir() + "/hftok_" + c.gguf;
   if (!std::filesystem::exists(dir + "/tokenizer.json")) {
+    const std::string tmp = testing::private_tmp(dir);
     testing::run_command(std::string(SEAM_PYTHON) + " " + SEAM_SOURCE_DIR +
-                         "/tools/hf.py tokenizer " + shared + c.gguf + ".gguf --out " + dir +
-                         ".tmp && rm -rf " + dir + " && mv " + dir + ".tmp " + dir);
+                         "/tools/hf.py tokenizer " + shared + c.gguf + ".gguf --out " + tmp +
+                         " && " + testing::publish(tmp, dir));
   }
   const GgufFile file = GgufFile::assemble(dir, hf_tokenizer_metadata(dir), {}, {});
   if (*c.pre) {

@@ -48,14 +48,24 @@ inline std::string join_ids(const std::vector<Token>& ids) {
   return s;
 }
 
+// Tests run as parallel processes and may make the same cached file or folder at
+// once: each writes its own `private_tmp(path)`, and `publish(tmp, path)` (a shell
+// command) renames it into place, or drops it when another process got there first.
+inline std::string private_tmp(const std::string& path) {
+  return path + "." + std::to_string(::getpid()) + ".tmp";
+}
+inline std::string publish(const std::string& tmp, const std::string& path) {
+  return "{ mv -T " + tmp + " " + path + " 2>/dev/null || rm -rf " + tmp + "; }";
+}
+
 // Runs `make` (a shell command with TMP where the file goes) once per `path`:
 // ctest runs tests as parallel processes, so it writes privately and renames.
 inline std::string cached_file(const std::string& path, const std::string& make) {
   if (!std::filesystem::exists(path)) {
-    const std::string tmp = path + "." + std::to_string(::getpid()) + ".tmp";
+    const std::string tmp = private_tmp(path);
     std::string cmd = make;
     cmd.replace(cmd.find("TMP"), 3, tmp);
-    run_command(cmd + " && mv " + tmp + " " + path);
+    run_command(cmd + " && " + publish(tmp, path));
   }
   return path;
 }
