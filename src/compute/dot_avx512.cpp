@@ -20,7 +20,9 @@
 // sum[n / 32] (sums of the int8 activations, for the Q4_K mins).
 // GCC 12's AVX-512 headers self-initialize their "undefined" vectors
 // (__m512 __Y = __Y), which -Wmaybe-uninitialized reports once inlined here.
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cstring>

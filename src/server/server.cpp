@@ -322,7 +322,7 @@ void HttpServer::setup() {
                 {"created", static_cast<std::int64_t>(created_)},
                 {"owned_by", "seam"}};
   };
-  svr_.Get("/v1/models", [this, model_json](const httplib::Request&, httplib::Response& res) {
+  svr_.Get("/v1/models", [model_json](const httplib::Request&, httplib::Response& res) {
     send_json(res, 200, {{"object", "list"}, {"data", Json::array({model_json()})}});
   });
   svr_.Get(
@@ -339,7 +339,7 @@ void HttpServer::setup() {
   auto post =
       [this](const char* path,
              std::function<void(const Json&, const httplib::Request&, httplib::Response&)> fn) {
-        svr_.Post(path, [this, fn](const httplib::Request& req, httplib::Response& res) {
+        svr_.Post(path, [fn](const httplib::Request& req, httplib::Response& res) {
           try {
             if (req.has_header("Content-Type")) {
               std::string ct = req.get_header_value("Content-Type");
