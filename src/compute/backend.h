@@ -10,8 +10,8 @@
 #include <span>
 #include <string_view>
 
-#include "compute/cpu_level.h"
 #include "compute/attention_scratch.h"
+#include "compute/cpu_level.h"
 #include "compute/matmul.h"
 #include "core/thread_pool.h"
 
@@ -48,7 +48,7 @@ struct AttentionArgs {
   const void* k = nullptr;   // cache: [n_cells][n_head_kv * head_dim] of kv_type
   const void* v = nullptr;   // cache: [n_cells][n_head_kv * head_dim] of kv_type
   KvType kv_type = KvType::F32;
-  float* out = nullptr;      // [n_tokens][n_head * head_dim]
+  float* out = nullptr;  // [n_tokens][n_head * head_dim]
   std::int64_t n_tokens = 0;
   std::int32_t n_head = 0;
   std::int32_t n_head_kv = 0;

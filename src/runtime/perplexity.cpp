@@ -102,8 +102,7 @@ PerplexityResult perplexity(const Model& model, std::string_view text,
     }
     ++r.n_windows;
     if (options.on_window)
-      options.on_window(r.n_windows, n_windows,
-                        std::exp(nll / static_cast<double>(r.n_scored)));
+      options.on_window(r.n_windows, n_windows, std::exp(nll / static_cast<double>(r.n_scored)));
   }
   const auto n = static_cast<double>(r.n_scored);
   // Standard error of a mean from the sums: sqrt((E[x^2] - E[x]^2) / (n - 1)).

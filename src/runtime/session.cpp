@@ -195,8 +195,8 @@ std::unique_ptr<Session> make_session(const Model& model, const SessionConfig& c
   // swap); refuse it now and say which knob to turn.
   const Hparams& hp = ModelAccess::of(model).spec.hp;
   const double elem_bytes = config.cache_type == CacheType::F16 ? 2.0 : 4.0;
-  const double kv_bytes =
-      static_cast<double>(config.n_ctx) * hp.n_layer * 2.0 * hp.n_head_kv * hp.head_dim * elem_bytes;
+  const double kv_bytes = static_cast<double>(config.n_ctx) * hp.n_layer * 2.0 * hp.n_head_kv *
+                          hp.head_dim * elem_bytes;
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
   if (pages > 0 && page > 0 && kv_bytes > static_cast<double>(pages) * static_cast<double>(page)) {
     char msg[256];

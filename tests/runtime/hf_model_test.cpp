@@ -37,8 +37,8 @@ HfPair generate_hf(const std::string& name, const std::string& args) {
   HfPair p{scratch_dir() + "/hf_" + name, scratch_dir() + "/hf_" + name + ".gguf"};
   if (!std::filesystem::exists(p.gguf)) {
     const std::string dir = testing::private_tmp(p.dir), gguf = testing::private_tmp(p.gguf);
-    run_command(std::string(SEAM_PYTHON) + " " + hf_py() + " gen --out " + dir + " --gguf " +
-                gguf + " " + args + " && " + testing::publish(dir, p.dir) + " && " +
+    run_command(std::string(SEAM_PYTHON) + " " + hf_py() + " gen --out " + dir + " --gguf " + gguf +
+                " " + args + " && " + testing::publish(dir, p.dir) + " && " +
                 testing::publish(gguf, p.gguf));
   }
   return p;

@@ -27,8 +27,8 @@ float gemma_softcap(const GgufFile& f, const std::string& key, float fallback) {
 }
 
 float gemma_attn_scale(std::string_view arch, const Hparams& hp) {
-  const auto scalar = gemma::query_pre_attn_scalar(arch, hp.n_layer, hp.n_embd, hp.n_head,
-                                                   hp.head_dim);
+  const auto scalar =
+      gemma::query_pre_attn_scalar(arch, hp.n_layer, hp.n_embd, hp.n_head, hp.head_dim);
   return 1.0f / std::sqrt(static_cast<float>(scalar));
 }
 
