@@ -1,7 +1,8 @@
 // Attention alone at SmolLM-135M's head shape (9 query heads, 3 KV heads,
 // head_dim 64) over D cached cells: the per-(token, head) two-pass reference
 // (what CpuBackend ran before the tiled kernel) against the tiled online
-// softmax over F32 and F16 caches. Reported as query rows per second of wall time.
+// softmax over F32, F16 and Q8_0 caches, at the CPU level in use and (F16) at
+// the scalar level. Reported as query rows per second of wall time.
 //
 //   bench_kernels --benchmark_filter=Attention
 //   SEAM_BENCH_THREADS=1 bench_kernels --benchmark_filter=Attention
@@ -13,6 +14,7 @@
 
 #include "compute/attention.h"
 #include "compute/ops.h"
+#include "compute/quant.h"
 #include "core/half.h"
 #include "core/thread_pool.h"
 
@@ -29,12 +31,17 @@ int bench_threads() {
 struct Setup {
   std::vector<float> q, k, v, out;
   std::vector<std::uint16_t> k16, v16;
+  std::vector<std::byte> k8, v8;
   std::vector<std::uint32_t> offsets, cells;
   AttentionArgs args(KvType type) {
     AttentionArgs a;
     a.q = q.data();
-    a.k = type == KvType::F32 ? static_cast<const void*>(k.data()) : k16.data();
-    a.v = type == KvType::F32 ? static_cast<const void*>(v.data()) : v16.data();
+    a.k = type == KvType::F32   ? static_cast<const void*>(k.data())
+          : type == KvType::F16 ? static_cast<const void*>(k16.data())
+                                : static_cast<const void*>(k8.data());
+    a.v = type == KvType::F32   ? static_cast<const void*>(v.data())
+          : type == KvType::F16 ? static_cast<const void*>(v16.data())
+                                : static_cast<const void*>(v8.data());
     a.kv_type = type;
     a.out = out.data();
     a.n_tokens = static_cast<std::int64_t>(offsets.size() - 1);
@@ -62,6 +69,14 @@ Setup make(std::int64_t depth, std::int64_t n) {
   for (float& x : s.v) x = nd(rng);
   for (float x : s.k) s.k16.push_back(f32_to_fp16(x));
   for (float x : s.v) s.v16.push_back(f32_to_fp16(x));
+  const std::int64_t w = kKvHeads * kHeadDim;
+  const std::size_t rb = kv_row_bytes(KvType::Q8_0, w);
+  s.k8.resize(cells * rb);
+  s.v8.resize(cells * rb);
+  for (std::size_t c = 0; c < cells; ++c) {
+    quant::quantize_row_q8_0(s.k.data() + c * w, s.k8.data() + c * rb, w);
+    quant::quantize_row_q8_0(s.v.data() + c * w, s.v8.data() + c * rb, w);
+  }
   s.offsets.push_back(0);
   for (std::int64_t t = 0; t < n; ++t) {
     for (std::int64_t c = 0; c <= depth + t; ++c) s.cells.push_back(static_cast<std::uint32_t>(c));
@@ -87,13 +102,13 @@ void BM_AttentionReference(benchmark::State& st) {
   st.SetItemsProcessed(st.iterations() * a.n_tokens);
 }
 
-void tiled(benchmark::State& st, KvType type) {
+void tiled(benchmark::State& st, KvType type, CpuLevel level = active_cpu_level()) {
   Setup s = make(st.range(0), st.range(1));
   const AttentionArgs a = s.args(type);
   ThreadPool pool(bench_threads());
   AttentionScratch scratch;
   for (auto _ : st) {
-    attention_tiled(a, pool, scratch);
+    attention_tiled(a, pool, scratch, level);
     benchmark::DoNotOptimize(s.out.data());
   }
   st.SetItemsProcessed(st.iterations() * a.n_tokens);
@@ -101,6 +116,8 @@ void tiled(benchmark::State& st, KvType type) {
 
 void BM_AttentionTiledF32(benchmark::State& st) { tiled(st, KvType::F32); }
 void BM_AttentionTiledF16(benchmark::State& st) { tiled(st, KvType::F16); }
+void BM_AttentionTiledQ8_0(benchmark::State& st) { tiled(st, KvType::Q8_0); }
+void BM_AttentionTiledF16Scalar(benchmark::State& st) { tiled(st, KvType::F16, CpuLevel::Scalar); }
 
 // {depth, rows}: decode at 4096, prefill of 64 rows at 0 and 4096.
 #define SHAPES \
@@ -108,6 +125,8 @@ void BM_AttentionTiledF16(benchmark::State& st) { tiled(st, KvType::F16); }
 BENCHMARK(BM_AttentionReference) SHAPES;
 BENCHMARK(BM_AttentionTiledF32) SHAPES;
 BENCHMARK(BM_AttentionTiledF16) SHAPES;
+BENCHMARK(BM_AttentionTiledQ8_0) SHAPES;
+BENCHMARK(BM_AttentionTiledF16Scalar) SHAPES;
 
 }  // namespace
 }  // namespace seam

@@ -317,7 +317,9 @@ void add_bench_command(CLI::App& app, CommandList& list) {
     if (tty) std::fprintf(stderr, "\33[2K");
 
     const double rss = peak_rss_mib();
-    const char* cache_name = cache_type == CacheType::F32 ? "f32" : "f16";
+    const char* cache_name = cache_type == CacheType::F32   ? "f32"
+                             : cache_type == CacheType::F16 ? "f16"
+                                                            : "q8_0";
     if (o->json) {
       nlohmann::ordered_json j;
       j["model"] = info.path;

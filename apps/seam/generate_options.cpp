@@ -42,15 +42,17 @@ void add_model_options(CLI::App* sub, ModelOptions& o) {
 
 void add_cache_type_option(CLI::App* sub, std::string& type) {
   sub->add_option("--cache-type", type,
-                  "How the KV cache stores keys and values: f16 (half the memory) or f32 "
-                  "(exactly as computed)")
+                  "How the KV cache stores keys and values: f16 (half the memory), f32 "
+                  "(exactly as computed) or q8_0 (int8 blocks: about a quarter of f32; the "
+                  "head size must be a multiple of 32)")
       ->capture_default_str();
 }
 
 CacheType parse_cache_type(const std::string& name) {
   if (name == "f16") return CacheType::F16;
   if (name == "f32") return CacheType::F32;
-  throw Error(Errc::InvalidArgument, "--cache-type must be f16 or f32, got '" + name + "'");
+  if (name == "q8_0") return CacheType::Q8_0;
+  throw Error(Errc::InvalidArgument, "--cache-type must be f16, f32 or q8_0, got '" + name + "'");
 }
 
 void add_sampling_options(CLI::App* sub, SamplingOptions& o, const std::string& n_predict_help) {

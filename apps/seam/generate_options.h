@@ -72,7 +72,7 @@ struct SamplingOptions {
 };
 
 void add_model_options(CLI::App* sub, ModelOptions& o);
-// --cache-type f16|f32 (also used by perplexity and bench); parse_cache_type
+// --cache-type f16|f32|q8_0 (also used by perplexity and bench); parse_cache_type
 // turns it into a CacheType or throws Error(InvalidArgument) with a one-line reason.
 void add_cache_type_option(CLI::App* sub, std::string& type);
 CacheType parse_cache_type(const std::string& name);

@@ -28,8 +28,11 @@ struct Decode {
 // How the KV cache stores keys and values. F16 (the default) halves the cache's
 // memory and the bytes attention reads per token; each element is rounded to
 // 11 significant bits (relative error <= 2^-11), which moves logits by far less
-// than weight quantization does. F32 keeps them exactly as computed.
-enum class CacheType : std::uint8_t { F32, F16 };
+// than weight quantization does. F32 keeps them exactly as computed. Q8_0
+// stores each 32 elements as int8 with one F16 scale (34 bytes per 32: 0.53x
+// of F16), an error of at most half a step, max|x| / 254, per element; it
+// needs a head size that is a multiple of 32 (session() refuses it otherwise).
+enum class CacheType : std::uint8_t { F32, F16, Q8_0 };
 
 struct SessionConfig {
   std::uint32_t n_ctx = 4096;   // KV cells shared by all sequences

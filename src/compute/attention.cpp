@@ -1,42 +1,18 @@
 #include "compute/attention.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
-#include "compute/ops.h"
+#include "compute/attention_kernels.h"
+#include "seam/error.h"
 
 namespace seam {
 
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-// e^x for x <= 0 (softmax weights after subtracting the max), to within a few
-// ulp: x = n ln2 + r, |r| <= ln2/2, e^r by its degree-6 Taylor polynomial
-// (truncation < 2e-8 relative), times 2^n built in the exponent bits. Plain
-// arithmetic, so loops over it vectorise; below -87 it returns 0 (e^-87 <
-// 2^-125 is negligible against the largest weight, which is 1).
-inline float exp_nonpositive(float x) {
-  constexpr float kLog2e = 1.44269504088896341f;
-  constexpr float kLn2Hi = 0.693145751953125f;  // ln 2 split so n * kLn2Hi is exact
-  constexpr float kLn2Lo = 1.428606765330187e-06f;
-  const float xc = std::max(x, -87.0f);
-  const float n = std::nearbyint(xc * kLog2e);
-  const float r = (xc - n * kLn2Hi) - n * kLn2Lo;
-  float p = 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const float scale =
-      std::bit_cast<float>(static_cast<std::uint32_t>(static_cast<std::int32_t>(n) + 127) << 23);
-  return x < -87.0f ? 0.0f : p * scale;
-}
 
 // Groups rows into tiles; row r sees union_cells[union_begin[tile] + row_lo[r] ..
 // + row_hi[r]), which the checks below make equal to its own mask list.
@@ -79,103 +55,50 @@ void plan_tiles(const AttentionArgs& a, AttentionScratch& s) {
 // Per-thread buffers of one work item.
 struct ItemBuffers {
   std::vector<float> kt;    // [head_dim][kAttnChunk] K of the chunk, transposed
-  std::vector<float> v;     // [kAttnChunk][head_dim] V of the chunk (F16 cache only)
+  std::vector<float> v;     // [kAttnChunk][head_dim] V of the chunk
   std::vector<float> acc;   // [n_query][head_dim]
   std::vector<float> m, l;  // [n_query]
-  std::vector<float> krow;  // [head_dim] one K row converted from F16
 };
 
 // Rows [r0, r1) of one tile, the query heads of kv head g, cells [c0, c1) of
 // the tile's union U. Writes out (n_split == 1) or this split's partial state.
-void run_item(const AttentionArgs& a, const AttentionScratch& s, std::size_t tile, std::int32_t g,
-              std::size_t split, std::size_t n_split, float* partial, ItemBuffers& b) {
+void run_item(const AttentionArgs& a, const AttentionScratch& s, const attn::AttnFns& fns,
+              std::size_t tile, std::int32_t g, std::size_t split, std::size_t n_split,
+              float* partial, ItemBuffers& b) {
   constexpr int C = kAttnChunk;
   const std::int32_t hd = a.head_dim;
   const std::int32_t n_rep = a.n_head / a.n_head_kv;
-  const std::int64_t kv_stride = static_cast<std::int64_t>(a.n_head_kv) * hd;
   const std::size_t r0 = s.tile_begin[tile], r1 = s.tile_begin[tile + 1];
   const std::uint32_t* U = s.union_cells.data() + s.union_begin[tile];
   const std::size_t nu = s.union_begin[tile + 1] - s.union_begin[tile];
   const std::size_t c0 = nu * split / n_split, c1 = nu * (split + 1) / n_split;
   const std::size_t n_query = (r1 - r0) * static_cast<std::size_t>(n_rep);
+  const std::size_t row_bytes = kv_row_bytes(a.kv_type, std::int64_t{a.n_head_kv} * hd);
+  const attn::KvHead kv{static_cast<const std::byte*>(a.k), static_cast<const std::byte*>(a.v),
+                        a.kv_type, row_bytes, kv_row_bytes(a.kv_type, std::int64_t{g} * hd)};
 
-  b.kt.assign(static_cast<std::size_t>(hd) * C, 0.0f);
+  b.kt.resize(static_cast<std::size_t>(hd) * C);
   b.v.resize(static_cast<std::size_t>(hd) * C);
   b.acc.assign(n_query * hd, 0.0f);
   b.m.assign(n_query, kNegInf);
   b.l.assign(n_query, 0.0f);
-  const float* vrow[C];
-  alignas(64) float sc[C];
-  b.krow.resize(static_cast<std::size_t>(hd));
-  float* krow = b.krow.data();
 
   for (std::size_t cb = c0; cb < c1; cb += C) {
     const std::size_t ce = std::min(cb + C, c1);
-    const int nc = static_cast<int>(ce - cb);
     bool any = false;
     for (std::size_t r = r0; r < r1 && !any; ++r) any = s.row_lo[r] < ce && s.row_hi[r] > cb;
     if (!any) continue;
-    // K transposed (scores of one query against the chunk become hd
-    // broadcast-FMAs over C lanes) and V as F32 rows.
-    for (int j = 0; j < nc; ++j) {
-      const std::int64_t at = U[cb + j] * kv_stride + static_cast<std::int64_t>(g) * hd;
-      const float* k;
-      if (a.kv_type == KvType::F32) {
-        k = static_cast<const float*>(a.k) + at;
-        vrow[j] = static_cast<const float*>(a.v) + at;
-      } else {
-        ops::f16_to_f32_row(static_cast<const std::uint16_t*>(a.k) + at, krow, hd);
-        k = krow;
-        float* vj = b.v.data() + static_cast<std::size_t>(j) * hd;
-        ops::f16_to_f32_row(static_cast<const std::uint16_t*>(a.v) + at, vj, hd);
-        vrow[j] = vj;
-      }
-      for (std::int32_t d = 0; d < hd; ++d) b.kt[static_cast<std::size_t>(d) * C + j] = k[d];
-    }
-    for (int j = nc; j < C; ++j)
-      for (std::int32_t d = 0; d < hd; ++d) b.kt[static_cast<std::size_t>(d) * C + j] = 0.0f;
-
+    fns.load_chunk(kv, U + cb, static_cast<int>(ce - cb), hd, b.kt.data(), b.v.data());
     for (std::size_t r = r0; r < r1; ++r) {
       const std::size_t lo = std::max<std::size_t>(s.row_lo[r], cb);
       const std::size_t hi = std::min<std::size_t>(s.row_hi[r], ce);
       if (lo >= hi) continue;
-      const int jlo = static_cast<int>(lo - cb), jhi = static_cast<int>(hi - cb);
       for (std::int32_t hr = 0; hr < n_rep; ++hr) {
         const std::int32_t h = g * n_rep + hr;
         const std::size_t qi = (r - r0) * n_rep + hr;
-        const float* q = a.q + (static_cast<std::int64_t>(r) * a.n_head + h) * hd;
-        for (int j = 0; j < C; ++j) sc[j] = 0.0f;
-        for (std::int32_t d = 0; d < hd; ++d) {
-          const float qd = q[d];
-          const float* kd = b.kt.data() + static_cast<std::size_t>(d) * C;
-          for (int j = 0; j < C; ++j) sc[j] += qd * kd[j];
-        }
-        float mx = kNegInf;
-        for (int j = jlo; j < jhi; ++j) {
-          float x = sc[j] * a.scale;
-          if (a.softcap > 0.0f) x = a.softcap * std::tanh(x / a.softcap);
-          sc[j] = x;
-          mx = std::max(mx, x);
-        }
-        const float m_new = std::max(b.m[qi], mx);
-        float* acc = b.acc.data() + qi * hd;
-        if (b.m[qi] != m_new) {
-          const float corr = exp_nonpositive(b.m[qi] - m_new);  // 0 when m was -inf
-          b.l[qi] *= corr;
-          for (std::int32_t d = 0; d < hd; ++d) acc[d] *= corr;
-          b.m[qi] = m_new;
-        }
-        float sum = 0.0f;
-        for (int j = jlo; j < jhi; ++j) {
-          sc[j] = exp_nonpositive(sc[j] - m_new);
-          sum += sc[j];
-        }
-        b.l[qi] += sum;
-        for (int j = jlo; j < jhi; ++j) {
-          const float p = sc[j];
-          const float* v = vrow[j];
-          for (std::int32_t d = 0; d < hd; ++d) acc[d] += p * v[d];
-        }
+        fns.query_chunk(a.q + (static_cast<std::int64_t>(r) * a.n_head + h) * hd, b.kt.data(),
+                        b.v.data(), static_cast<int>(lo - cb), static_cast<int>(hi - cb), hd,
+                        a.scale, a.softcap, &b.m[qi], &b.l[qi], b.acc.data() + qi * hd);
       }
     }
   }
@@ -201,8 +124,12 @@ void run_item(const AttentionArgs& a, const AttentionScratch& s, std::size_t til
 
 }  // namespace
 
-void attention_tiled(const AttentionArgs& a, ThreadPool& pool, AttentionScratch& s) {
+void attention_tiled(const AttentionArgs& a, ThreadPool& pool, AttentionScratch& s,
+                     CpuLevel level) {
   if (a.n_tokens == 0) return;
+  if (a.kv_type == KvType::Q8_0 && a.head_dim % 32 != 0)
+    throw Error(Errc::InvalidArgument,
+                "a Q8_0 KV cache needs a head size that is a multiple of 32; use f16 or f32");
   plan_tiles(a, s);
   const std::size_t n_tiles = s.tile_begin.size() - 1;
   const std::size_t n_kv = static_cast<std::size_t>(a.n_head_kv);
@@ -220,12 +147,13 @@ void attention_tiled(const AttentionArgs& a, ThreadPool& pool, AttentionScratch&
   if (n_split > 1) {
     s.partial.resize(static_cast<std::size_t>(a.n_tokens) * a.n_head * n_split * (hd + 2));
   }
+  const attn::AttnFns& fns = attn::attn_fns(level);
   pool.parallel_for(base * n_split, 1, [&](std::size_t begin, std::size_t end) {
     thread_local ItemBuffers b;
     for (std::size_t item = begin; item < end; ++item) {
       const std::size_t split = item % n_split;
       const std::size_t tg = item / n_split;
-      run_item(a, s, tg / n_kv, static_cast<std::int32_t>(tg % n_kv), split, n_split,
+      run_item(a, s, fns, tg / n_kv, static_cast<std::int32_t>(tg % n_kv), split, n_split,
                s.partial.data(), b);
     }
   });
@@ -243,7 +171,7 @@ void attention_tiled(const AttentionArgs& a, ThreadPool& pool, AttentionScratch&
       for (std::size_t sp = 0; sp < n_split; ++sp) {
         const float* p = parts + sp * (hd + 2);
         if (p[0] == kNegInf) continue;
-        const float w = exp_nonpositive(p[0] - m);
+        const float w = attn::exp_nonpositive(p[0] - m);
         l += p[1] * w;
         for (std::int32_t d = 0; d < hd; ++d) out[d] += p[2 + d] * w;
       }

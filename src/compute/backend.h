@@ -32,9 +32,14 @@ struct RopeParams {
   float attn_factor = 1.0f;                 // cos and sin are multiplied by it (YaRN, LongRoPE)
 };
 
-// How the KV cache stores K and V rows.
-enum class KvType : std::uint8_t { F32, F16 };
-inline constexpr std::size_t kv_type_size(KvType t) { return t == KvType::F32 ? 4 : 2; }
+// How the KV cache stores K and V rows. Q8_0: blocks of 32 int8 with one F16
+// scale (34 bytes), each kv head's part a whole number of blocks.
+enum class KvType : std::uint8_t { F32, F16, Q8_0 };
+// Bytes of n elements of one K or V row (n a multiple of 32 for Q8_0).
+inline constexpr std::size_t kv_row_bytes(KvType t, std::int64_t n) {
+  const auto u = static_cast<std::size_t>(n);
+  return t == KvType::F32 ? 4 * u : t == KvType::F16 ? 2 * u : u / 32 * 34;
+}
 
 // Which KV cells each query row may see: row i attends to cells
 // cells[offsets[i] .. offsets[i+1]) (ascending positions).

@@ -5,6 +5,7 @@
 #include <limits>
 #include <numbers>
 
+#include "compute/quant_blocks.h"
 #include "compute/vec.h"
 #include "core/half.h"
 
@@ -89,9 +90,17 @@ namespace {
 
 // Row `cell` of kv head `kv_h` in a K or V cache, as floats (converted into
 // `buf` when the cache is F16).
+// `offset` counts elements (a multiple of 32 for Q8_0, whose rows are blocks).
 const float* kv_row(const void* base, KvType type, std::int64_t offset, std::int32_t hd,
                     float* buf) {
   if (type == KvType::F32) return static_cast<const float*>(base) + offset;
+  if (type == KvType::Q8_0) {
+    const auto* b = static_cast<const quant::BlockQ8_0*>(base) + offset / quant::kQK8_0;
+    for (std::int32_t d = 0; d < hd; ++d)
+      buf[d] = static_cast<float>(b[d / quant::kQK8_0].qs[d % quant::kQK8_0]) *
+               fp16_to_f32(b[d / quant::kQK8_0].d);
+    return buf;
+  }
   const std::uint16_t* h = static_cast<const std::uint16_t*>(base) + offset;
   for (std::int32_t d = 0; d < hd; ++d) buf[d] = fp16_to_f32(h[d]);
   return buf;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "compute/ops.h"
+#include "compute/quant.h"
 
 namespace seam {
 
@@ -18,7 +19,7 @@ KvCache::KvCache(std::uint32_t n_cells, std::uint32_t n_seq_max, std::uint32_t n
   free_.reserve(n_cells);
   // Pop from the back hands out low cell indices first.
   for (std::uint32_t c = n_cells; c-- > 0;) free_.push_back(c);
-  const std::size_t n = static_cast<std::size_t>(n_cells) * kv_width * kv_type_size(type);
+  const std::size_t n = static_cast<std::size_t>(n_cells) * kv_row_bytes(type, kv_width);
   for (std::uint32_t l = 0; l < n_layer; ++l) {
     k_[l].assign(n, std::byte{0});  // zero in both types
     v_[l].assign(n, std::byte{0});
@@ -27,7 +28,11 @@ KvCache::KvCache(std::uint32_t n_cells, std::uint32_t n_seq_max, std::uint32_t n
 
 void KvCache::store(std::uint32_t layer, std::uint32_t cell, const float* k, const float* v) {
   const std::size_t row = static_cast<std::size_t>(cell) * kv_width_;
-  if (type_ == KvType::F32) {
+  if (type_ == KvType::Q8_0) {
+    const std::size_t at = static_cast<std::size_t>(cell) * kv_row_bytes(type_, kv_width_);
+    quant::quantize_row_q8_0(k, k_[layer].data() + at, kv_width_);
+    quant::quantize_row_q8_0(v, v_[layer].data() + at, kv_width_);
+  } else if (type_ == KvType::F32) {
     std::memcpy(reinterpret_cast<float*>(k_[layer].data()) + row, k, kv_width_ * sizeof(float));
     std::memcpy(reinterpret_cast<float*>(v_[layer].data()) + row, v, kv_width_ * sizeof(float));
   } else {

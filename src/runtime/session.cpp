@@ -22,7 +22,9 @@ class SessionImpl final : public Session {
         backend_(std::move(be)),
         kv_(cfg.n_ctx, cfg.n_seq_max, m_.spec.hp.n_layer,
             m_.spec.hp.n_head_kv * m_.spec.hp.head_dim,
-            cfg.cache_type == CacheType::F32 ? KvType::F32 : KvType::F16),
+            cfg.cache_type == CacheType::F32   ? KvType::F32
+            : cfg.cache_type == CacheType::F16 ? KvType::F16
+                                               : KvType::Q8_0),
         scratch_(m_.spec.hp, cfg.n_batch) {}
 
   void decode(std::span<const Decode> batch) override {
@@ -185,8 +187,9 @@ std::unique_ptr<Session> make_session(const Model& model, const SessionConfig& c
                                            " exceeds the maximum of " +
                                            std::to_string(kMaxSequences));
   }
-  if (config.cache_type != CacheType::F32 && config.cache_type != CacheType::F16) {
-    throw Error(Errc::InvalidArgument, "unknown KV cache type; use CacheType::F32 or F16");
+  if (config.cache_type != CacheType::F32 && config.cache_type != CacheType::F16 &&
+      config.cache_type != CacheType::Q8_0) {
+    throw Error(Errc::InvalidArgument, "unknown KV cache type; use CacheType::F32, F16 or Q8_0");
   }
   if (config.n_ctx > (1u << 24)) {
     throw Error(Errc::InvalidArgument, "n_ctx " + std::to_string(config.n_ctx) + " is too large");
@@ -194,7 +197,15 @@ std::unique_ptr<Session> make_session(const Model& model, const SessionConfig& c
   // A KV cache larger than the machine's memory would only fail later (or
   // swap); refuse it now and say which knob to turn.
   const Hparams& hp = ModelAccess::of(model).spec.hp;
-  const double elem_bytes = config.cache_type == CacheType::F16 ? 2.0 : 4.0;
+  if (config.cache_type == CacheType::Q8_0 && hp.head_dim % 32 != 0) {
+    throw Error(Errc::InvalidArgument,
+                "a q8_0 KV cache needs a head size that is a multiple of 32, but this model's "
+                "head size is " +
+                    std::to_string(hp.head_dim) + "; use --cache-type f16 (or f32)");
+  }
+  const double elem_bytes = config.cache_type == CacheType::F32   ? 4.0
+                            : config.cache_type == CacheType::F16 ? 2.0
+                                                                  : 34.0 / 32.0;
   const double kv_bytes = static_cast<double>(config.n_ctx) * hp.n_layer * 2.0 * hp.n_head_kv *
                           hp.head_dim * elem_bytes;
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);

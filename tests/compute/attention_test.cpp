@@ -2,18 +2,22 @@
 // (ops::attention_head) on random data: every mask shape the KV cache makes
 // (causal, with cached depth, sliding windows, several sequences sharing
 // cells, rows that see nothing, cells in any order), GQA ratios, odd head
-// sizes, soft-capping, F32 and F16 caches, 1 to 4 threads.
+// sizes, soft-capping, F32, F16 and Q8_0 caches, 1 to 4 threads, every CPU
+// level this machine runs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <numeric>
 #include <random>
 #include <vector>
 
 #include "compute/attention.h"
 #include "compute/ops.h"
+#include "compute/quant.h"
 #include "core/half.h"
+#include "seam/error.h"
 
 namespace seam {
 namespace {
@@ -30,6 +34,7 @@ struct Problem {
 struct Data {
   std::vector<float> q, k, v;  // q [T][n_head*hd]; k, v [n_cells][n_head_kv*hd]
   std::vector<std::uint16_t> k16, v16;
+  std::vector<std::byte> k8, v8;  // Q8_0, when head_dim is a multiple of 32
   std::vector<std::uint32_t> offsets, cells;
 };
 
@@ -46,6 +51,16 @@ Data make_data(const Problem& p, unsigned seed) {
   for (float& x : d.v) x = nd(rng);
   for (float x : d.k) d.k16.push_back(f32_to_fp16(x));
   for (float x : d.v) d.v16.push_back(f32_to_fp16(x));
+  if (p.head_dim % 32 == 0) {
+    const std::int64_t w = std::int64_t{p.n_head_kv} * p.head_dim;
+    const std::size_t rb = kv_row_bytes(KvType::Q8_0, w);
+    d.k8.resize(p.n_cells * rb);
+    d.v8.resize(p.n_cells * rb);
+    for (std::uint32_t c = 0; c < p.n_cells; ++c) {
+      quant::quantize_row_q8_0(d.k.data() + c * w, d.k8.data() + c * rb, w);
+      quant::quantize_row_q8_0(d.v.data() + c * w, d.v8.data() + c * rb, w);
+    }
+  }
   d.offsets.push_back(0);
   for (const auto& r : p.rows) {
     d.cells.insert(d.cells.end(), r.begin(), r.end());
@@ -57,8 +72,12 @@ Data make_data(const Problem& p, unsigned seed) {
 AttentionArgs args(const Problem& p, const Data& d, KvType type, float* out) {
   AttentionArgs a;
   a.q = d.q.data();
-  a.k = type == KvType::F32 ? static_cast<const void*>(d.k.data()) : d.k16.data();
-  a.v = type == KvType::F32 ? static_cast<const void*>(d.v.data()) : d.v16.data();
+  a.k = type == KvType::F32   ? static_cast<const void*>(d.k.data())
+        : type == KvType::F16 ? static_cast<const void*>(d.k16.data())
+                              : static_cast<const void*>(d.k8.data());
+  a.v = type == KvType::F32   ? static_cast<const void*>(d.v.data())
+        : type == KvType::F16 ? static_cast<const void*>(d.v16.data())
+                              : static_cast<const void*>(d.v8.data());
   a.kv_type = type;
   a.out = out;
   a.n_tokens = static_cast<std::int64_t>(p.rows.size());
@@ -80,18 +99,20 @@ std::vector<float> reference(const Problem& p, const Data& d, KvType type) {
   return out;
 }
 
-std::vector<float> tiled(const Problem& p, const Data& d, KvType type, int threads) {
+std::vector<float> tiled(const Problem& p, const Data& d, KvType type, int threads,
+                         CpuLevel level) {
   std::vector<float> out(p.rows.size() * p.n_head * p.head_dim, 123.0f);
   ThreadPool pool(threads);
   AttentionScratch scratch;
-  attention_tiled(args(p, d, type, out.data()), pool, scratch);
+  attention_tiled(args(p, d, type, out.data()), pool, scratch, level);
   return out;
 }
 
 // The largest |scale q.k| summed term by term (A in the bounds below), the
 // longest row and the largest |v|.
 struct Sizes {
-  double a_max = 0, v_max = 0;
+  double a_max = 0, v_max = 0, k_max = 0;
+  double q1_max = 0;  // largest scale * sum_i |q_i| of one query head
   std::size_t n_max = 0;
 };
 
@@ -112,6 +133,12 @@ Sizes sizes(const Problem& p, const Data& d) {
     }
   }
   for (float x : d.v) s.v_max = std::max(s.v_max, static_cast<double>(std::abs(x)));
+  for (float x : d.k) s.k_max = std::max(s.k_max, static_cast<double>(std::abs(x)));
+  for (std::size_t i = 0; i < d.q.size(); i += hd) {
+    double sum = 0;
+    for (std::int32_t j = 0; j < hd; ++j) sum += std::abs(d.q[i + j]);
+    s.q1_max = std::max(s.q1_max, sum * scale);
+  }
   return s;
 }
 
@@ -153,24 +180,47 @@ void check(const Problem& p, const std::string& name) {
   // F16 against F32 data: each element of K and V moves by at most 2^-11 of
   // itself, so the output moves by at most max|v| 2^-11 (1 + 2 A) on top.
   const double bound16 = bound + s.v_max * (1.0 / 2048.0) * (1.0 + 2.0 * s.a_max);
+  // Q8_0 against F32 data: an element x of a block with largest |x| = amax
+  // becomes q d', d = amax / 127 rounded to F16, |q| <= 127, so it moves by at
+  // most d / 2 + 127 d 2^-11 <= amax (1/254 + 2^-11) =: amax e8. Each score
+  // moves by at most D = scale sum|q_i| k_max e8, each softmax weight by a
+  // factor within e^(+-2D), so the output moves by at most
+  // v_max (e^(2D) - 1) + v_max e8 on top of the rounding bound.
+  const double e8 = 1.0 / 254.0 + 1.0 / 2048.0;
+  const double bound8 = bound + s.v_max * (std::expm1(2.0 * s.q1_max * s.k_max * e8) + e8);
+  const bool has_q8 = p.head_dim % 32 == 0;
   const auto ref32 = reference(p, d, KvType::F32);
   const auto ref16 = reference(p, d, KvType::F16);
-  double worst = 0, worst16 = 0;
-  for (int threads = 1; threads <= 4; ++threads) {
-    for (KvType type : {KvType::F32, KvType::F16}) {
-      const auto got = tiled(p, d, type, threads);
-      const double diff = max_abs_diff(got, type == KvType::F32 ? ref32 : ref16);
-      EXPECT_LE(diff, bound) << name << " threads " << threads << " f16 " << (type == KvType::F16);
-      worst = std::max(worst, diff);
-      if (type == KvType::F16) {
-        const double diff16 = max_abs_diff(got, ref32);
-        EXPECT_LE(diff16, bound16) << name << " threads " << threads;
-        worst16 = std::max(worst16, diff16);
+  const auto ref8 = has_q8 ? reference(p, d, KvType::Q8_0) : std::vector<float>{};
+  double worst = 0, worst16 = 0, worst8 = 0;
+  std::vector<KvType> types = {KvType::F32, KvType::F16};
+  if (has_q8) types.push_back(KvType::Q8_0);
+  for (int lv = 0; lv <= static_cast<int>(detected_cpu_level()); ++lv) {
+    const auto level = static_cast<CpuLevel>(lv);
+    for (int threads = 1; threads <= 4; ++threads) {
+      for (KvType type : types) {
+        const auto& ref = type == KvType::F32 ? ref32 : type == KvType::F16 ? ref16 : ref8;
+        const auto got = tiled(p, d, type, threads, level);
+        const double diff = max_abs_diff(got, ref);
+        EXPECT_LE(diff, bound) << name << " " << cpu_level_name(level) << " threads " << threads
+                               << " type " << static_cast<int>(type);
+        worst = std::max(worst, diff);
+        if (type == KvType::F16) {
+          const double diff16 = max_abs_diff(got, ref32);
+          EXPECT_LE(diff16, bound16) << name << " threads " << threads;
+          worst16 = std::max(worst16, diff16);
+        } else if (type == KvType::Q8_0) {
+          const double diff8 = max_abs_diff(got, ref32);
+          EXPECT_LE(diff8, bound8) << name << " threads " << threads;
+          worst8 = std::max(worst8, diff8);
+        }
       }
     }
   }
-  std::printf("[ %s ] tiled vs reference %.3g (bound %.3g); F16 vs F32 %.3g (bound %.3g)\n",
-              name.c_str(), worst, bound, worst16, bound16);
+  std::printf(
+      "[ %s ] tiled vs reference %.3g (bound %.3g); F16 vs F32 %.3g (bound %.3g); Q8_0 vs F32 "
+      "%.3g (bound %.3g)\n",
+      name.c_str(), worst, bound, worst16, bound16, worst8, has_q8 ? bound8 : 0.0);
 }
 
 TEST(AttentionTiled, PrefillFromEmptyCache) {
@@ -206,6 +256,25 @@ TEST(AttentionTiled, SlidingWindowAndSoftcap) {
   check(p, "swa16_softcap");
   Problem one = sequence(0, 20, 1, 5);  // a window of one cell: each row sees itself
   check(one, "swa1");
+  Problem q8 = sequence(33, 19, 24, 6);  // head size 32: the Q8_0 cache too
+  q8.softcap = 5.0f;
+  q8.n_head = 3;
+  q8.n_head_kv = 1;
+  check(q8, "swa24_softcap_hd32");
+}
+
+TEST(AttentionTiled, Q8CacheRefusesHeadSizesNotMultipleOf32) {
+  Problem p = sequence(3, 2, 0, 1);
+  p.head_dim = 40;
+  const Data d = make_data(p, 1);
+  std::vector<std::byte> blocks(1024);
+  std::vector<float> out(2 * p.n_head * p.head_dim);
+  AttentionArgs a = args(p, d, KvType::F32, out.data());
+  a.kv_type = KvType::Q8_0;
+  a.k = a.v = blocks.data();
+  ThreadPool pool(1);
+  AttentionScratch scratch;
+  EXPECT_THROW(attention_tiled(a, pool, scratch), Error);
 }
 
 TEST(AttentionTiled, SeveralSequencesSharedCellsAndEmptyRows) {
@@ -229,8 +298,10 @@ TEST(AttentionTiled, RowsSeeingNothingGiveZeros) {
   p.rows = {{}, {}};
   const Data d = make_data(p, 1);
   for (int threads : {1, 3}) {
-    const auto got = tiled(p, d, KvType::F16, threads);
-    for (float x : got) EXPECT_EQ(x, 0.0f);
+    for (int lv = 0; lv <= static_cast<int>(detected_cpu_level()); ++lv) {
+      const auto got = tiled(p, d, KvType::F16, threads, static_cast<CpuLevel>(lv));
+      for (float x : got) EXPECT_EQ(x, 0.0f);
+    }
   }
 }
 

@@ -1,0 +1,212 @@
+// AVX2 + FMA + F16C attention steps (attention_kernels.h). Compiled with
+// -mavx2 -mfma -mf16c; see dot.h on keeping this unit's code out of baseline
+// callers (no inline library templates here: intrinsics and plain loops only).
+#include <immintrin.h>
+#include <math.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "compute/attention_kernels.h"
+
+namespace seam::attn::avx2 {
+
+namespace {
+
+constexpr int C = kAttnChunk;
+static_assert(C % 8 == 0);
+
+// Elements [d, d + 8) of one kv head's row at `row` (d + 8 <= hd; for Q8_0
+// the 8 lie in one block since d is a multiple of 8).
+inline __m256 load8(const std::byte* row, KvType t, int d) {
+  if (t == KvType::F32) return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + d);
+  if (t == KvType::F16)
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * d)));
+  const std::byte* blk = row + (d / 32) * 34;  // BlockQ8_0: F16 scale, 32 int8
+  std::uint16_t h;
+  std::memcpy(&h, blk, 2);
+  const __m128i q8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 2 + d % 32));
+  const __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8));
+  return _mm256_mul_ps(q, _mm256_set1_ps(_cvtsh_ss(h)));
+}
+
+inline float load1(const std::byte* row, KvType t, int d) {
+  if (t == KvType::F32) {
+    float x;
+    std::memcpy(&x, row + 4 * d, 4);
+    return x;
+  }
+  std::uint16_t h;
+  if (t == KvType::F16) {
+    std::memcpy(&h, row + 2 * d, 2);
+    return _cvtsh_ss(h);
+  }
+  const std::byte* blk = row + (d / 32) * 34;
+  std::memcpy(&h, blk, 2);
+  return static_cast<float>(static_cast<std::int8_t>(blk[2 + d % 32])) * _cvtsh_ss(h);
+}
+
+// r[i][k] <-> r[k][i] for an 8x8 block.
+inline void transpose8(__m256 r[8]) {
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  r[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+  r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+  r[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+  r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+  r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+  r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+  r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+  r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+inline float hsum(__m256 x) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline float hmax(__m256 x) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// exp_nonpositive (attention_kernels.cpp) in 8 lanes, with FMA for the
+// reduction r = x - n ln2 (a rounding fewer, same bound).
+inline __m256 exp8(__m256 x) {
+  const __m256 xc = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), xc);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-06f), r);
+  __m256 p = _mm256_set1_ps(1.0f / 720.0f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  const __m256i e =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  const __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+  const __m256 tiny = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_LT_OQ);
+  return _mm256_andnot_ps(tiny, y);
+}
+
+}  // namespace
+
+void load_chunk(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, float* kt, float* v) {
+  const int hd8 = hd & ~7;
+  for (int jb = 0; jb < C; jb += 8) {
+    const int nv = nc - jb < 0 ? 0 : (nc - jb > 8 ? 8 : nc - jb);
+    const std::byte* row[8];
+    for (int i = 0; i < nv; ++i)
+      row[i] = kv.k + static_cast<std::size_t>(cells[jb + i]) * kv.row_bytes + kv.head_bytes;
+    for (int d0 = 0; d0 < hd8; d0 += 8) {
+      __m256 r[8];
+      for (int i = 0; i < 8; ++i) r[i] = i < nv ? load8(row[i], kv.type, d0) : _mm256_setzero_ps();
+      transpose8(r);
+      for (int i = 0; i < 8; ++i) _mm256_storeu_ps(kt + (d0 + i) * C + jb, r[i]);
+    }
+    for (int d = hd8; d < hd; ++d)
+      for (int i = 0; i < 8; ++i) kt[d * C + jb + i] = i < nv ? load1(row[i], kv.type, d) : 0.0f;
+  }
+  for (int j = 0; j < nc; ++j) {
+    const std::byte* row = kv.v + static_cast<std::size_t>(cells[j]) * kv.row_bytes + kv.head_bytes;
+    float* vj = v + static_cast<std::size_t>(j) * hd;
+    for (int d = 0; d < hd8; d += 8) _mm256_storeu_ps(vj + d, load8(row, kv.type, d));
+    for (int d = hd8; d < hd; ++d) vj[d] = load1(row, kv.type, d);
+  }
+}
+
+void query_chunk(const float* q, const float* kt, const float* v, int jlo, int jhi, int hd,
+                 float scale, float softcap, float* m, float* l, float* acc) {
+  static_assert(C == 32, "the score registers below hold 32 lanes");
+  __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+  for (int d = 0; d < hd; ++d) {
+    const __m256 qd = _mm256_broadcast_ss(q + d);
+    const float* kd = kt + d * C;
+    s0 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kd), s0);
+    s1 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kd + 8), s1);
+    s2 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kd + 16), s2);
+    s3 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kd + 24), s3);
+  }
+  alignas(32) float sc[C];
+  const __m256 vs = _mm256_set1_ps(scale);
+  _mm256_store_ps(sc, _mm256_mul_ps(s0, vs));
+  _mm256_store_ps(sc + 8, _mm256_mul_ps(s1, vs));
+  _mm256_store_ps(sc + 16, _mm256_mul_ps(s2, vs));
+  _mm256_store_ps(sc + 24, _mm256_mul_ps(s3, vs));
+  if (softcap > 0.0f)
+    for (int j = jlo; j < jhi; ++j) sc[j] = softcap * tanhf(sc[j] / softcap);
+  // Lanes outside [jlo, jhi) get -inf: weight 0 below, and no effect on the max.
+  for (int j = 0; j < jlo; ++j) sc[j] = -__builtin_inff();
+  for (int j = jhi; j < C; ++j) sc[j] = -__builtin_inff();
+  __m256 x0 = _mm256_load_ps(sc), x1 = _mm256_load_ps(sc + 8);
+  __m256 x2 = _mm256_load_ps(sc + 16), x3 = _mm256_load_ps(sc + 24);
+  const float mx = hmax(_mm256_max_ps(_mm256_max_ps(x0, x1), _mm256_max_ps(x2, x3)));
+  const float m_old = *m;
+  const float m_new = m_old > mx ? m_old : mx;
+  if (m_old != m_new) {
+    const float corr = exp_nonpositive(m_old - m_new);  // 0 when m was -inf
+    *l *= corr;
+    const __m256 vc = _mm256_set1_ps(corr);
+    int d = 0;
+    for (; d + 8 <= hd; d += 8)
+      _mm256_storeu_ps(acc + d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), vc));
+    for (; d < hd; ++d) acc[d] *= corr;
+    *m = m_new;
+  }
+  const __m256 vm = _mm256_set1_ps(m_new);
+  x0 = exp8(_mm256_sub_ps(x0, vm));
+  x1 = exp8(_mm256_sub_ps(x1, vm));
+  x2 = exp8(_mm256_sub_ps(x2, vm));
+  x3 = exp8(_mm256_sub_ps(x3, vm));
+  *l += hsum(_mm256_add_ps(_mm256_add_ps(x0, x1), _mm256_add_ps(x2, x3)));
+  _mm256_store_ps(sc, x0);
+  _mm256_store_ps(sc + 8, x1);
+  _mm256_store_ps(sc + 16, x2);
+  _mm256_store_ps(sc + 24, x3);
+
+  // acc += sum_j p_j v_j, 32 then 8 columns of acc held in registers over the chunk.
+  int d0 = 0;
+  for (; d0 + 32 <= hd; d0 += 32) {
+    __m256 a0 = _mm256_loadu_ps(acc + d0), a1 = _mm256_loadu_ps(acc + d0 + 8);
+    __m256 a2 = _mm256_loadu_ps(acc + d0 + 16), a3 = _mm256_loadu_ps(acc + d0 + 24);
+    for (int j = jlo; j < jhi; ++j) {
+      const __m256 p = _mm256_broadcast_ss(sc + j);
+      const float* vj = v + static_cast<std::size_t>(j) * hd + d0;
+      a0 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vj), a0);
+      a1 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vj + 8), a1);
+      a2 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vj + 16), a2);
+      a3 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vj + 24), a3);
+    }
+    _mm256_storeu_ps(acc + d0, a0);
+    _mm256_storeu_ps(acc + d0 + 8, a1);
+    _mm256_storeu_ps(acc + d0 + 16, a2);
+    _mm256_storeu_ps(acc + d0 + 24, a3);
+  }
+  for (; d0 + 8 <= hd; d0 += 8) {
+    __m256 a0 = _mm256_loadu_ps(acc + d0);
+    for (int j = jlo; j < jhi; ++j)
+      a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(sc + j),
+                           _mm256_loadu_ps(v + static_cast<std::size_t>(j) * hd + d0), a0);
+    _mm256_storeu_ps(acc + d0, a0);
+  }
+  for (; d0 < hd; ++d0) {
+    float a = acc[d0];
+    for (int j = jlo; j < jhi; ++j) a += sc[j] * v[static_cast<std::size_t>(j) * hd + d0];
+    acc[d0] = a;
+  }
+}
+
+}  // namespace seam::attn::avx2

@@ -1,0 +1,56 @@
+// The inner steps of attention_tiled (attention.h) per CPU level, like the dot
+// kernels (dot.h): a scalar reference here, the SIMD bodies in
+// attention_avx2.cpp, compiled with that level's flags and reached only
+// through attn_fns() once cpu_level.h has said the CPU runs them.
+//
+// One step works on a chunk of at most kAttnChunk cells of one kv head:
+// load_chunk turns the chunk's K and V rows, whatever the cache type, into
+// F32 (K transposed, so the scores of one query are hd broadcast-FMAs over the
+// chunk's lanes); query_chunk folds the chunk into one query's online-softmax
+// state (m, l, acc).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "compute/attention_scratch.h"
+#include "compute/backend.h"
+#include "compute/cpu_level.h"
+
+namespace seam::attn {
+
+// Where one kv head's rows are in a K or V cache of `type`: cell c's part
+// starts at base + c * row_bytes + head_bytes.
+struct KvHead {
+  const std::byte* k;
+  const std::byte* v;
+  KvType type;
+  std::size_t row_bytes;   // bytes per cell (all kv heads)
+  std::size_t head_bytes;  // offset of this kv head within a cell's row
+};
+
+struct AttnFns {
+  // kt[d * kAttnChunk + j] = K[cells[j]][d], v[j * hd + d] = V[cells[j]][d] for
+  // j < nc, d < hd; kt's columns j >= nc are zero (v's rows there are not set).
+  void (*load_chunk)(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, float* kt,
+                     float* v);
+  // For s_j = scale q.kt[:, j] (softcap: softcap tanh(s_j / softcap)), j in
+  // [jlo, jhi) (jlo < jhi): m' = max(m, max s_j), l = l e^(m - m') + sum e^(s_j - m'),
+  // acc[0, hd) = acc e^(m - m') + sum_j e^(s_j - m') v[j], m = m'.
+  void (*query_chunk)(const float* q, const float* kt, const float* v, int jlo, int jhi, int hd,
+                      float scale, float softcap, float* m, float* l, float* acc);
+};
+
+// The functions of `level` (the highest present at or below it).
+const AttnFns& attn_fns(CpuLevel level);
+
+// e^x for x <= 0 to within a few ulp (0 below -87): the exp every level uses.
+float exp_nonpositive(float x);
+
+namespace avx2 {
+void load_chunk(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, float* kt, float* v);
+void query_chunk(const float* q, const float* kt, const float* v, int jlo, int jhi, int hd,
+                 float scale, float softcap, float* m, float* l, float* acc);
+}  // namespace avx2
+
+}  // namespace seam::attn
