@@ -251,7 +251,7 @@ void add_bench_command(CLI::App& app, CommandList& list) {
   sub->add_flag("--json", o->json, "Print the results as one JSON object instead of a table");
   list.emplace_back(sub, [o, membw_opt] {
     const std::vector<int> depths = parse_list(o->depths, "--depth", 0, 1 << 22);
-    const int n_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int n_cores = physical_cores();
     const std::vector<int> threads = o->threads.empty()
                                          ? std::vector<int>{n_cores}
                                          : parse_list(o->threads, "--threads", 1, 1024);

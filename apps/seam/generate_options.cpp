@@ -12,9 +12,9 @@
 #include <iostream>
 #include <limits>
 #include <random>
-#include <thread>
 
 #include "default_model.h"
+#include "seam/cpu.h"
 #include "seam/error.h"
 
 namespace seam::cli {
@@ -124,7 +124,7 @@ CLI::Option* add_threads_option(CLI::App* sub, int& threads) {
 int resolve_threads(int requested) {
   if (requested == 0) return 0;
   if (requested < 0) bad("--threads must be at least 1, got " + std::to_string(requested));
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int cores = physical_cores();
   const int cap = cores * kMaxThreadsPerCore;
   if (requested > cap) {
     std::fprintf(stderr,

@@ -1,4 +1,4 @@
-// Which CPU kernel level this process runs.
+// Which CPU kernel level this process runs, and how many cores it has.
 #pragma once
 
 namespace seam {
@@ -9,5 +9,11 @@ namespace seam {
 // lower one. Throws Error(InvalidArgument) when SEAM_CPU names an unknown level
 // or one this CPU lacks; every later call throws the same error.
 const char* cpu_level();
+
+// The number of physical cores among the CPUs this process may run on (two
+// hyper-threads of one core count once: they share its vector units). It is
+// the default thread count of a session and of the CLI; when the topology
+// cannot be read it is the number of logical CPUs. At least 1.
+int physical_cores();
 
 }  // namespace seam

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/cpu_cores.h"
 #include "seam/cpu.h"
 #include "seam/error.h"
 
@@ -80,5 +81,7 @@ CpuLevel active_cpu_level() {
 }
 
 const char* cpu_level() { return cpu_level_name(active_cpu_level()); }
+
+int physical_cores() { return core_count(); }
 
 }  // namespace seam

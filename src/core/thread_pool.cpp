@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/cpu_cores.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define SEAM_CPU_RELAX() _mm_pause()
@@ -17,10 +19,7 @@ namespace {
 constexpr int kSpinIterations = 20000;
 }  // namespace
 
-int ThreadPool::default_threads() {
-  unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : static_cast<int>(n);
-}
+int ThreadPool::default_threads() { return core_count(); }
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads <= 0 ? default_threads() : n_threads) {
   workers_.reserve(static_cast<std::size_t>(n_threads_ - 1));

@@ -17,7 +17,7 @@ namespace seam {
 class ThreadPool {
  public:
   // `n_threads` counts the calling thread: a pool of 1 runs everything inline.
-  // 0 means one thread per available core.
+  // 0 means default_threads(): one per physical core this process may use.
   explicit ThreadPool(int n_threads = 0);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;

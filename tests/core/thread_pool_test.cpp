@@ -1,6 +1,7 @@
 #include "core/thread_pool.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <atomic>
 #include <chrono>
@@ -12,8 +13,25 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu_cores.h"
+
 namespace seam {
 namespace {
+
+TEST(ThreadPool, DefaultIsOneThreadPerPhysicalCoreWeMayUse) {
+  // A core holds at most a few hardware threads, and the affinity mask only
+  // narrows the machine: between logical / 4 (SMT-4) and the logical count.
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  ASSERT_EQ(sched_getaffinity(0, sizeof mask, &mask), 0);
+  const int allowed = CPU_COUNT(&mask);
+  const int cores = core_count();
+  EXPECT_GE(cores, 1);
+  EXPECT_LE(cores, allowed);
+  EXPECT_GE(cores * 4, allowed);
+  EXPECT_EQ(ThreadPool(0).size(), cores);
+  std::printf("[ cores ] %d physical cores among %d allowed CPUs\n", cores, allowed);
+}
 
 TEST(ThreadPool, CoversEveryIndexExactlyOnce) {
   for (int threads : {1, 2, 3, 8}) {
