@@ -114,9 +114,12 @@ void query_chunk_scalar(const float* q, const float* kt, const float* v, int jlo
 
 constexpr AttnFns kScalar = {load_chunk_scalar, query_chunk_scalar};
 constexpr AttnFns kAvx2 = {avx2::load_chunk, avx2::query_chunk};
+constexpr AttnFns kAvx512 = {avx2::load_chunk, avx512::query_chunk};
 
 }  // namespace
 
-const AttnFns& attn_fns(CpuLevel level) { return level >= CpuLevel::Avx2 ? kAvx2 : kScalar; }
+const AttnFns& attn_fns(CpuLevel level) {
+  return level >= CpuLevel::Avx512 ? kAvx512 : level >= CpuLevel::Avx2 ? kAvx2 : kScalar;
+}
 
 }  // namespace seam::attn

@@ -1,7 +1,8 @@
 // The inner steps of attention_tiled (attention.h) per CPU level, like the dot
 // kernels (dot.h): a scalar reference here, the SIMD bodies in
-// attention_avx2.cpp, compiled with that level's flags and reached only
-// through attn_fns() once cpu_level.h has said the CPU runs them.
+// attention_avx2.cpp and attention_avx512.cpp, compiled with that level's flags and reached only
+// through attn_fns() once cpu_level.h has said the CPU runs them; the AVX-512
+// level (attention_avx512.cpp) has its own query_chunk and AVX2's load_chunk.
 //
 // One step works on a chunk of at most kAttnChunk cells of one kv head:
 // load_chunk turns the chunk's K and V rows, whatever the cache type, into
@@ -52,5 +53,10 @@ void load_chunk(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, fl
 void query_chunk(const float* q, const float* kt, const float* v, int jlo, int jhi, int hd,
                  float scale, float softcap, float* m, float* l, float* acc);
 }  // namespace avx2
+
+namespace avx512 {
+void query_chunk(const float* q, const float* kt, const float* v, int jlo, int jhi, int hd,
+                 float scale, float softcap, float* m, float* l, float* acc);
+}  // namespace avx512
 
 }  // namespace seam::attn
