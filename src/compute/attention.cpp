@@ -25,6 +25,10 @@ void plan_tiles(const AttentionArgs& a, AttentionScratch& s) {
   s.union_cells.clear();
   s.row_lo.resize(T);
   s.row_hi.resize(T);
+  // The unions hold at most the mask's cells; growing by doubling keeps a
+  // decode that adds one cell per token from reallocating every token.
+  if (s.union_cells.capacity() < a.mask.cells.size())
+    s.union_cells.reserve(2 * a.mask.cells.size());
   std::size_t r = 0;
   while (r < T) {
     const std::size_t r0 = r, ub = s.union_cells.size();

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "compute/attention_scratch.h"
 #include "compute/cpu_level.h"
@@ -119,6 +120,7 @@ class CpuBackend : public ComputeBackend {
   ThreadPool pool_;
   MatmulScratch scratch_;
   AttentionScratch attn_scratch_;
+  std::vector<float> rope_cs_;  // [n_rot/2][cos, sin] of one position, reused
 };
 
 }  // namespace seam

@@ -26,7 +26,8 @@ void CpuBackend::rms_norm(const float* x, const float* w, std::int64_t n_rows, s
 
 void CpuBackend::rope(float* x, std::int64_t n_tokens, std::int32_t n_heads, std::int32_t head_dim,
                       std::span<const std::int32_t> pos, const RopeParams& p) {
-  std::vector<float> cs(static_cast<std::size_t>(p.n_rot));  // [n_rot/2][cos, sin]
+  std::vector<float>& cs = rope_cs_;  // [n_rot/2][cos, sin]
+  if (cs.size() < static_cast<std::size_t>(p.n_rot)) cs.resize(static_cast<std::size_t>(p.n_rot));
   for (std::int64_t t = 0; t < n_tokens; ++t) {
     ops::rope_angles(pos[static_cast<std::size_t>(t)], p, cs.data());
     for (std::int32_t h = 0; h < n_heads; ++h) {

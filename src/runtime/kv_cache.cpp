@@ -1,5 +1,6 @@
 #include "runtime/kv_cache.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -41,9 +42,8 @@ void KvCache::store(std::uint32_t layer, std::uint32_t cell, const float* k, con
   }
 }
 
-std::vector<std::uint32_t> KvCache::allocate(std::span<const Decode> batch) {
-  std::vector<std::uint32_t> out;
-  out.reserve(batch.size());
+void KvCache::allocate(std::span<const Decode> batch, std::vector<std::uint32_t>& out) {
+  out.clear();
   for (const Decode& d : batch) {
     const std::uint32_t c = free_.back();
     free_.pop_back();
@@ -51,10 +51,11 @@ std::vector<std::uint32_t> KvCache::allocate(std::span<const Decode> batch) {
     cells_[c].token = d.token;
     cells_[c].seqs.reset();
     cells_[c].seqs.set(d.seq);
-    seqs_[d.seq][d.pos] = c;
+    SeqCells& sc = seqs_[d.seq];
+    if (sc.capacity() < cells_.size()) sc.reserve(cells_.size());
+    sc.emplace_back(d.pos, c);
     out.push_back(c);
   }
-  return out;
 }
 
 void KvCache::build_mask(std::span<const Decode> batch, std::vector<std::uint32_t>& offsets,
@@ -66,7 +67,11 @@ void KvCache::build_mask(std::span<const Decode> batch, std::vector<std::uint32_
     const auto& m = seqs_[d.seq];
     // First visible position: d.pos - window + 1 (in 64 bits: no overflow).
     const std::int64_t first = window > 0 ? std::int64_t{d.pos} - window + 1 : INT64_MIN;
-    auto it = first > INT32_MIN ? m.lower_bound(static_cast<std::int32_t>(first)) : m.begin();
+    auto it = m.begin();
+    if (first > INT32_MIN) {
+      it = std::lower_bound(m.begin(), m.end(), static_cast<std::int32_t>(first),
+                            [](const auto& e, std::int32_t p) { return e.first < p; });
+    }
     for (; it != m.end() && it->first <= d.pos; ++it) cells.push_back(it->second);
     offsets.push_back(static_cast<std::uint32_t>(cells.size()));
   }
@@ -91,15 +96,16 @@ void KvCache::copy_seq(std::uint32_t src, std::uint32_t dst) {
   if (src == dst) return;
   clear_seq(dst);
   for (const auto& [pos, cell] : seqs_[src]) cells_[cell].seqs.set(dst);
+  if (seqs_[dst].capacity() < cells_.size()) seqs_[dst].reserve(cells_.size());
   seqs_[dst] = seqs_[src];
 }
 
 void KvCache::truncate_seq(std::uint32_t seq, std::int32_t pos) {
   auto& m = seqs_[seq];
-  for (auto it = m.lower_bound(pos); it != m.end();) {
-    release(it->second, seq);
-    it = m.erase(it);
-  }
+  const auto first = std::lower_bound(m.begin(), m.end(), pos,
+                                      [](const auto& e, std::int32_t p) { return e.first < p; });
+  for (auto it = first; it != m.end(); ++it) release(it->second, seq);
+  m.erase(first, m.end());
 }
 
 }  // namespace seam

@@ -8,8 +8,8 @@
 #include <bitset>
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "compute/backend.h"
@@ -36,23 +36,22 @@ class KvCache {
   // converted to the cache's type.
   void store(std::uint32_t layer, std::uint32_t cell, const float* k, const float* v);
 
-  // Positions held by a sequence, ascending, mapped to their cells.
-  const std::map<std::int32_t, std::uint32_t>& seq_cells(std::uint32_t seq) const {
-    return seqs_[seq];
-  }
+  // (position, cell) pairs of a sequence, by ascending position.
+  using SeqCells = std::vector<std::pair<std::int32_t, std::uint32_t>>;
+  const SeqCells& seq_cells(std::uint32_t seq) const { return seqs_[seq]; }
   std::uint32_t seq_length(std::uint32_t seq) const {
     return static_cast<std::uint32_t>(seqs_[seq].size());
   }
   // Last position of `seq` + 1, or 0 when it is empty.
   std::int32_t seq_next_pos(std::uint32_t seq) const {
-    return seqs_[seq].empty() ? 0 : seqs_[seq].rbegin()->first + 1;
+    return seqs_[seq].empty() ? 0 : seqs_[seq].back().first + 1;
   }
   Token cell_token(std::uint32_t cell) const { return cells_[cell].token; }
 
   // Takes one free cell per Decode (the caller checked there are enough and
-  // that positions are new for their sequences) and records it; returns the
-  // cells in batch order.
-  std::vector<std::uint32_t> allocate(std::span<const Decode> batch);
+  // that positions are new for their sequences) and records it; `cells` gets
+  // them in batch order (its storage is reused: no allocation per token).
+  void allocate(std::span<const Decode> batch, std::vector<std::uint32_t>& cells);
 
   // For each row of `batch`, the cells it may attend to: those of its
   // sequence with position <= its own and, when `window` > 0, > its own -
@@ -76,8 +75,11 @@ class KvCache {
   std::uint32_t kv_width_;
   KvType type_;
   std::vector<Cell> cells_;
-  std::vector<std::uint32_t> free_;                          // stack of free cell indices
-  std::vector<std::map<std::int32_t, std::uint32_t>> seqs_;  // per sequence: pos -> cell
+  std::vector<std::uint32_t> free_;  // stack of free cell indices
+  // Per sequence, sorted by position: positions only grow (Session::decode
+  // checks), so a decode appends; each holds room for every cell once used,
+  // so decoding allocates nothing per token.
+  std::vector<SeqCells> seqs_;
   std::vector<std::vector<std::byte>> k_, v_;  // per layer: [n_cells][kv_width] of type_
 };
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
-#include <unordered_map>
 
 #include "runtime/forward.h"
 #include "runtime/kv_cache.h"
@@ -25,7 +24,13 @@ class SessionImpl final : public Session {
             cfg.cache_type == CacheType::F32   ? KvType::F32
             : cfg.cache_type == CacheType::F16 ? KvType::F16
                                                : KvType::Q8_0),
-        scratch_(m_.spec.hp, cfg.n_batch) {}
+        scratch_(m_.spec.hp, cfg.n_batch) {
+    // A decoded token's mask lists at most n_ctx cells: with this room taken
+    // now, decoding allocates nothing per token.
+    scratch_.mask_cells.reserve(cfg.n_ctx);
+    scratch_.swa_mask_cells.reserve(cfg.n_ctx);
+    cells_.reserve(cfg.n_batch);
+  }
 
   void decode(std::span<const Decode> batch) override {
     check_usable();
@@ -42,8 +47,8 @@ class SessionImpl final : public Session {
       const auto ub =
           batch.subspan(begin, std::min<std::size_t>(cfg_.n_batch, batch.size() - begin));
       try {
-        const std::vector<std::uint32_t> cells = kv_.allocate(ub);
-        forward(m_.spec, m_.weights, *backend_, kv_, ub, cells, scratch_,
+        kv_.allocate(ub, cells_);
+        forward(m_.spec, m_.weights, *backend_, kv_, ub, cells_, scratch_,
                 logits_.data() + out_row * n_vocab);
       } catch (const std::exception& e) {
         corrupted_ = true;
@@ -127,9 +132,15 @@ class SessionImpl final : public Session {
 
   // Every check happens before anything changes, so a rejected batch leaves
   // the session exactly as it was.
-  void validate(std::span<const Decode> batch) const {
+  void validate(std::span<const Decode> batch) {
     if (batch.empty()) throw Error(Errc::InvalidArgument, "decode called with an empty batch");
-    std::unordered_map<std::uint32_t, std::int32_t> last_pos;
+    // last_pos_[seq] is this batch's last position of seq when seen_[seq] ==
+    // batch_id_ (no clearing, no allocation per call).
+    ++batch_id_;
+    if (seen_.size() != kv_.n_seq_max()) {
+      seen_.assign(kv_.n_seq_max(), 0);
+      last_pos_.assign(kv_.n_seq_max(), 0);
+    }
     for (std::size_t i = 0; i < batch.size(); ++i) {
       const Decode& d = batch[i];
       const std::string where = "batch row " + std::to_string(i) + ": ";
@@ -146,15 +157,19 @@ class SessionImpl final : public Session {
       if (d.pos < 0) {
         throw Error(Errc::InvalidArgument, where + "negative position " + std::to_string(d.pos));
       }
-      auto [it, first] = last_pos.try_emplace(d.seq, kv_.seq_next_pos(d.seq) - 1);
-      if (d.pos <= it->second) {
+      if (seen_[d.seq] != batch_id_) {
+        seen_[d.seq] = batch_id_;
+        last_pos_[d.seq] = kv_.seq_next_pos(d.seq) - 1;
+      }
+      std::int32_t& last = last_pos_[d.seq];
+      if (d.pos <= last) {
         throw Error(Errc::InvalidArgument,
                     where + "position " + std::to_string(d.pos) + " of sequence " +
                         std::to_string(d.seq) + " does not follow position " +
-                        std::to_string(it->second) +
+                        std::to_string(last) +
                         "; positions must increase (use clear_seq or begin_prompt to rewind)");
       }
-      it->second = d.pos;
+      last = d.pos;
     }
     if (batch.size() > kv_.free_cells()) {
       throw Error(Errc::ContextFull,
@@ -170,8 +185,12 @@ class SessionImpl final : public Session {
   std::unique_ptr<ComputeBackend> backend_;
   KvCache kv_;
   ForwardScratch scratch_;
-  std::vector<float> logits_;         // [n_out][n_vocab] of the last decode
-  std::vector<std::int64_t> row_of_;  // batch row -> logits row, or -1
+  std::vector<float> logits_;           // [n_out][n_vocab] of the last decode
+  std::vector<std::int64_t> row_of_;    // batch row -> logits row, or -1
+  std::vector<std::uint32_t> cells_;    // [n_batch] KV cells of the chunk being decoded
+  std::vector<std::uint64_t> seen_;     // [n_seq_max] validate(): batch that last saw seq
+  std::vector<std::int32_t> last_pos_;  // [n_seq_max] validate(): its last position there
+  std::uint64_t batch_id_ = 0;
   bool corrupted_ = false;
 };
 

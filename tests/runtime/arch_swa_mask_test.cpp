@@ -28,12 +28,14 @@ TEST(SlidingWindowMask, SeesPositionsInsideTheWindowOfItsOwnSequence) {
   std::vector<Decode> prompt;
   for (std::int32_t p = 0; p < 10; ++p) prompt.push_back({Token(3 + p), p, 0, true});
   std::vector<std::uint32_t> cell_pos(32, 999);
-  auto cells = kv.allocate(prompt);
+  std::vector<std::uint32_t> cells;
+  kv.allocate(prompt, cells);
   for (std::size_t i = 0; i < cells.size(); ++i) cell_pos[cells[i]] = prompt[i].pos;
   kv.copy_seq(0, 1);
   kv.truncate_seq(1, 4);  // seq 1 shares positions 0..3 and then goes its own way
   const std::vector<Decode> next = {{50, 4, 1, true}, {51, 5, 1, true}};
-  auto more = kv.allocate(next);
+  std::vector<std::uint32_t> more;
+  kv.allocate(next, more);
   for (std::size_t i = 0; i < more.size(); ++i) cell_pos[more[i]] = next[i].pos;
 
   const std::vector<Decode> rows = {{0, 9, 0, true}, {0, 0, 0, true}, {0, 5, 1, true}};
