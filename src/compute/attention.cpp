@@ -151,8 +151,15 @@ void attention_tiled(const AttentionArgs& a, ThreadPool& pool, AttentionScratch&
   if (n_split > 1) {
     s.partial.resize(static_cast<std::size_t>(a.n_tokens) * a.n_head * n_split * (hd + 2));
   }
+  // A call with little work (a tiny model, a short context) runs on the
+  // calling thread alone: waking a worker costs more than it would save, and
+  // 2 threads must never be slower than 1.
+  constexpr std::size_t kInlineMacs = std::size_t{1} << 16;
+  const std::size_t macs = a.mask.cells.size() * static_cast<std::size_t>(a.n_head) * hd;
+  const std::size_t n_items = base * n_split;
+  const std::size_t grain = macs < kInlineMacs ? n_items : 1;
   const attn::AttnFns& fns = attn::attn_fns(level);
-  pool.parallel_for(base * n_split, 1, [&](std::size_t begin, std::size_t end) {
+  pool.parallel_for(n_items, grain, [&](std::size_t begin, std::size_t end) {
     thread_local ItemBuffers b;
     for (std::size_t item = begin; item < end; ++item) {
       const std::size_t split = item % n_split;

@@ -18,14 +18,12 @@ int count_physical_cores() {
   if (sched_getaffinity(0, sizeof mask, &mask) != 0) return logical > 0 ? logical : 1;
   // CPUs of one core list the same siblings: count the distinct lists.
   std::set<std::string> cores;
-  int allowed = 0;
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
     if (!CPU_ISSET(cpu, &mask)) continue;
-    ++allowed;
     std::ifstream f("/sys/devices/system/cpu/cpu" + std::to_string(cpu) +
                     "/topology/thread_siblings_list");
     std::string siblings;
-    if (!(f >> siblings)) return allowed > 0 ? CPU_COUNT(&mask) : 1;  // no topology: logical
+    if (!(f >> siblings)) return CPU_COUNT(&mask);  // no topology: the allowed logical CPUs
     cores.insert(siblings);
   }
   if (cores.empty()) return logical > 0 ? logical : 1;
