@@ -18,9 +18,11 @@ static_assert(C % 8 == 0);
 
 // Elements [d, d + 8) of one kv head's row at `row` (d + 8 <= hd; for Q8_0
 // the 8 lie in one block since d is a multiple of 8).
-inline __m256 load8(const std::byte* row, KvType t, int d) {
-  if (t == KvType::F32) return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + d);
-  if (t == KvType::F16)
+template <KvType t>
+inline __m256 load8(const std::byte* row, int d) {
+  if constexpr (t == KvType::F32)
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + d);
+  else if constexpr (t == KvType::F16)
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * d)));
   const std::byte* blk = row + (d / 32) * 34;  // BlockQ8_0: F16 scale, 32 int8
   std::uint16_t h;
@@ -30,14 +32,15 @@ inline __m256 load8(const std::byte* row, KvType t, int d) {
   return _mm256_mul_ps(q, _mm256_set1_ps(_cvtsh_ss(h)));
 }
 
-inline float load1(const std::byte* row, KvType t, int d) {
-  if (t == KvType::F32) {
+template <KvType t>
+inline float load1(const std::byte* row, int d) {
+  if constexpr (t == KvType::F32) {
     float x;
     std::memcpy(&x, row + 4 * d, 4);
     return x;
   }
   std::uint16_t h;
-  if (t == KvType::F16) {
+  if constexpr (t == KvType::F16) {
     std::memcpy(&h, row + 2 * d, 2);
     return _cvtsh_ss(h);
   }
@@ -104,7 +107,13 @@ inline __m256 exp8(__m256 x) {
 
 }  // namespace
 
-void load_chunk(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, float* kt, float* v) {
+namespace {
+
+// load_chunk for one cache type: the type is fixed at compile time so the
+// inner loops carry no branch on it.
+template <KvType t>
+void load_chunk_t(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, float* kt,
+                  float* v) {
   const int hd8 = hd & ~7;
   for (int jb = 0; jb < C; jb += 8) {
     const int nv = nc - jb < 0 ? 0 : (nc - jb > 8 ? 8 : nc - jb);
@@ -113,18 +122,35 @@ void load_chunk(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, fl
       row[i] = kv.k + static_cast<std::size_t>(cells[jb + i]) * kv.row_bytes + kv.head_bytes;
     for (int d0 = 0; d0 < hd8; d0 += 8) {
       __m256 r[8];
-      for (int i = 0; i < 8; ++i) r[i] = i < nv ? load8(row[i], kv.type, d0) : _mm256_setzero_ps();
+      if (nv == 8) {
+        for (int i = 0; i < 8; ++i) r[i] = load8<t>(row[i], d0);
+      } else {
+        for (int i = 0; i < 8; ++i) r[i] = i < nv ? load8<t>(row[i], d0) : _mm256_setzero_ps();
+      }
       transpose8(r);
       for (int i = 0; i < 8; ++i) _mm256_storeu_ps(kt + (d0 + i) * C + jb, r[i]);
     }
     for (int d = hd8; d < hd; ++d)
-      for (int i = 0; i < 8; ++i) kt[d * C + jb + i] = i < nv ? load1(row[i], kv.type, d) : 0.0f;
+      for (int i = 0; i < 8; ++i) kt[d * C + jb + i] = i < nv ? load1<t>(row[i], d) : 0.0f;
   }
   for (int j = 0; j < nc; ++j) {
     const std::byte* row = kv.v + static_cast<std::size_t>(cells[j]) * kv.row_bytes + kv.head_bytes;
     float* vj = v + static_cast<std::size_t>(j) * hd;
-    for (int d = 0; d < hd8; d += 8) _mm256_storeu_ps(vj + d, load8(row, kv.type, d));
-    for (int d = hd8; d < hd; ++d) vj[d] = load1(row, kv.type, d);
+    for (int d = 0; d < hd8; d += 8) _mm256_storeu_ps(vj + d, load8<t>(row, d));
+    for (int d = hd8; d < hd; ++d) vj[d] = load1<t>(row, d);
+  }
+}
+
+}  // namespace
+
+void load_chunk(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, float* kt, float* v) {
+  switch (kv.type) {
+    case KvType::F32:
+      return load_chunk_t<KvType::F32>(kv, cells, nc, hd, kt, v);
+    case KvType::F16:
+      return load_chunk_t<KvType::F16>(kv, cells, nc, hd, kt, v);
+    case KvType::Q8_0:
+      return load_chunk_t<KvType::Q8_0>(kv, cells, nc, hd, kt, v);
   }
 }
 
