@@ -106,7 +106,7 @@ void gated_delta_rule_ref(const GatedDeltaArgs& a) {
 
 void gated_delta_rule_heads(const GatedDeltaArgs& a, std::int32_t h0, std::int32_t h1,
                             CpuLevel level) {
-  const auto dot_f32 = vec::vec_fns(level).dot_f32;
+  const vec::VecFns& fns = vec::vec_fns(level);
   const std::int64_t dk = a.dk, dv = a.dv;
   for (std::int64_t t = 0; t < a.n_tokens; ++t) {
     for (std::int32_t h = h0; h < h1; ++h) {
@@ -120,13 +120,13 @@ void gated_delta_rule_heads(const GatedDeltaArgs& a, std::int32_t h0, std::int32
       float* o = a.out + (t * a.n_head_v + h) * dv;
       // One read of each state row: with s = S_i (before decay),
       //   S_i k = e^g (s.k),  S_i' = e^g s + d k,  S_i' q = e^g (s.q) + d (k.q).
-      const float kq = dot_f32(k, q, dk);
+      const float kq = fns.dot_f32(k, q, dk);
       for (std::int64_t i = 0; i < dv; ++i) {
         float* s = S + i * dk;
-        const float sk = decay * dot_f32(s, k, dk);
-        const float sq = decay * dot_f32(s, q, dk);
+        const float sk = decay * fns.dot_f32(s, k, dk);
+        const float sq = decay * fns.dot_f32(s, q, dk);
         const float d = beta * (v[i] - sk);
-        for (std::int64_t j = 0; j < dk; ++j) s[j] = decay * s[j] + d * k[j];
+        fns.scale_add(s, decay, d, k, dk);
         o[i] = (sq + d * kq) * a.scale;
       }
     }
