@@ -64,6 +64,25 @@ struct AttentionArgs {
   AttentionMask mask;
 };
 
+// How v-head h picks its k-head when there are fewer k-heads than v-heads
+// (r = n_head_v / n_head_k): Tiled reads h mod n_head_k (qwen35* GGUFs, whose
+// converter reorders V heads), Grouped reads h / r (Hugging Face order, qwen3next).
+enum class KHeadMap : std::uint8_t { Tiled, Grouped };
+
+struct GatedDeltaArgs {
+  const float* q = nullptr;     // [n_tokens][n_head_k][dk]
+  const float* k = nullptr;     // [n_tokens][n_head_k][dk]
+  const float* v = nullptr;     // [n_tokens][n_head_v][dv]
+  const float* g = nullptr;     // [n_tokens][n_head_v] log decay (<= 0 in the models)
+  const float* beta = nullptr;  // [n_tokens][n_head_v] write strength
+  float* state = nullptr;       // [n_head_v][dv][dk], updated in place
+  float* out = nullptr;         // [n_tokens][n_head_v][dv]
+  std::int64_t n_tokens = 0;    // tokens of ONE sequence, in order
+  std::int32_t n_head_k = 0, n_head_v = 0, dk = 0, dv = 0;
+  float scale = 1.0f;  // applied to q
+  KHeadMap map = KHeadMap::Tiled;
+};
+
 class ComputeBackend {
  public:
   virtual ~ComputeBackend() = default;
@@ -90,6 +109,27 @@ class ComputeBackend {
   virtual void add(float* x, const float* y, std::int64_t n) = 0;
   // x[r] = softmax(x[r]) over each of n_rows rows of length n.
   virtual void softmax(float* x, std::int64_t n_rows, std::int64_t n) = 0;
+
+  // Recurrent (gated delta net) layers; the math of each is in compute/recurrent_ops.h.
+  // y[i] = ln(1 + e^x[i]), stable for large |x|; in place allowed (also sigmoid, silu).
+  virtual void softplus(const float* x, std::int64_t n, float* y) = 0;
+  // y[i] = 1 / (1 + e^-x[i])
+  virtual void sigmoid(const float* x, std::int64_t n, float* y) = 0;
+  // y[i] = x[i] / (1 + e^-x[i])
+  virtual void silu(const float* x, std::int64_t n, float* y) = 0;
+  // y[r] = x[r] / max(||x[r]||_2, eps) per row of n; in place allowed.
+  virtual void l2_norm(const float* x, std::int64_t n_rows, std::int64_t n, float eps,
+                       float* y) = 0;
+  // y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w * silu(z[r]) per row of n (z laid out like x).
+  virtual void rms_norm_gated(const float* x, const float* w, const float* z, std::int64_t n_rows,
+                              std::int64_t n, float eps, float* y) = 0;
+  // Causal depthwise convolution of width `width` over the tokens of one
+  // sequence with its window `state` [width-1][n_ch] (updated);
+  // x, y [n_tokens][n_ch], w [n_ch][width].
+  virtual void ssm_conv(const float* x, std::int64_t n_tokens, std::int64_t n_ch, const float* w,
+                        std::int32_t width, float* state, float* y) = 0;
+  // The gated delta rule over the tokens of one sequence (GatedDeltaArgs).
+  virtual void gated_delta_rule(const GatedDeltaArgs& a) = 0;
 };
 
 class CpuBackend : public ComputeBackend {
@@ -112,6 +152,15 @@ class CpuBackend : public ComputeBackend {
                         float* out) override;
   void add(float* x, const float* y, std::int64_t n) override;
   void softmax(float* x, std::int64_t n_rows, std::int64_t n) override;
+  void softplus(const float* x, std::int64_t n, float* y) override;
+  void sigmoid(const float* x, std::int64_t n, float* y) override;
+  void silu(const float* x, std::int64_t n, float* y) override;
+  void l2_norm(const float* x, std::int64_t n_rows, std::int64_t n, float eps, float* y) override;
+  void rms_norm_gated(const float* x, const float* w, const float* z, std::int64_t n_rows,
+                      std::int64_t n, float eps, float* y) override;
+  void ssm_conv(const float* x, std::int64_t n_tokens, std::int64_t n_ch, const float* w,
+                std::int32_t width, float* state, float* y) override;
+  void gated_delta_rule(const GatedDeltaArgs& a) override;
 
  protected:
   ThreadPool& pool() { return pool_; }

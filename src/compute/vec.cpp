@@ -19,8 +19,12 @@ void f16_to_f32_scalar(const std::uint16_t* src, float* dst, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) dst[i] = fp16_to_f32(src[i]);
 }
 
-constexpr VecFns kScalar = {dot_f32_scalar, f32_to_f16_scalar, f16_to_f32_scalar};
-constexpr VecFns kAvx2 = {avx2::dot_f32, avx2::f32_to_f16, avx2::f16_to_f32};
+void scale_add_scalar(float* y, float a, float b, const float* x, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = a * y[i] + b * x[i];
+}
+
+constexpr VecFns kScalar = {dot_f32_scalar, f32_to_f16_scalar, f16_to_f32_scalar, scale_add_scalar};
+constexpr VecFns kAvx2 = {avx2::dot_f32, avx2::f32_to_f16, avx2::f16_to_f32, avx2::scale_add};
 
 }  // namespace
 

@@ -16,6 +16,8 @@ struct VecFns {
   void (*f32_to_f16)(const float* src, std::uint16_t* dst, std::int64_t n);
   // dst[i] = src[i] widened (exact).
   void (*f16_to_f32)(const std::uint16_t* src, float* dst, std::int64_t n);
+  // y[i] = a * y[i] + b * x[i] (the delta rule's row update; rounding differs per level).
+  void (*scale_add)(float* y, float a, float b, const float* x, std::int64_t n);
 };
 
 // The functions of `level` (the highest present at or below it).
@@ -27,6 +29,7 @@ namespace avx2 {
 float dot_f32(const float* a, const float* b, std::int64_t n);
 void f32_to_f16(const float* src, std::uint16_t* dst, std::int64_t n);
 void f16_to_f32(const std::uint16_t* src, float* dst, std::int64_t n);
+void scale_add(float* y, float a, float b, const float* x, std::int64_t n);
 }  // namespace avx2
 
 }  // namespace seam::vec

@@ -47,4 +47,14 @@ void f16_to_f32(const std::uint16_t* src, float* dst, std::int64_t n) {
   for (; i < n; ++i) dst[i] = _cvtsh_ss(src[i]);
 }
 
+void scale_add(float* y, float a, float b, const float* x, std::int64_t n) {
+  const __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 ay = _mm256_mul_ps(va, _mm256_loadu_ps(y + i));
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(vb, _mm256_loadu_ps(x + i), ay));
+  }
+  for (; i < n; ++i) y[i] = a * y[i] + b * x[i];
+}
+
 }  // namespace seam::vec::avx2

@@ -7,6 +7,7 @@
 #include "runtime/forward.h"
 #include "runtime/kv_cache.h"
 #include "runtime/model_impl.h"
+#include "runtime/seq_stores.h"
 #include "seam/error.h"
 
 namespace seam {
@@ -19,11 +20,13 @@ class SessionImpl final : public Session {
       : m_(ModelAccess::of(model)),
         cfg_(cfg),
         backend_(std::move(be)),
-        kv_(cfg.n_ctx, cfg.n_seq_max, m_.spec.hp.n_layer,
-            m_.spec.hp.n_head_kv * m_.spec.hp.head_dim,
-            cfg.cache_type == CacheType::F32   ? KvType::F32
-            : cfg.cache_type == CacheType::F16 ? KvType::F16
-                                               : KvType::Q8_0),
+        stores_(KvCache(cfg.n_ctx, cfg.n_seq_max, m_.spec.hp.n_layer,
+                        m_.spec.hp.n_head_kv * m_.spec.hp.head_dim,
+                        cfg.cache_type == CacheType::F32   ? KvType::F32
+                        : cfg.cache_type == CacheType::F16 ? KvType::F16
+                                                           : KvType::Q8_0),
+                RecurrentStore(cfg.n_seq_max, RecurrentShape{})),
+        kv_(stores_.kv()),
         scratch_(m_.spec.hp, cfg.n_batch) {
     // A decoded token's mask lists at most n_ctx cells: with this room taken
     // now, decoding allocates nothing per token.
@@ -34,7 +37,7 @@ class SessionImpl final : public Session {
 
   void decode(std::span<const Decode> batch) override {
     check_usable();
-    validate(batch);
+    stores_.validate(batch, m_.spec.hp.n_vocab);
     const std::size_t n_vocab = m_.spec.hp.n_vocab;
     row_of_.assign(batch.size(), -1);
     std::size_t n_out = 0;
@@ -74,31 +77,20 @@ class SessionImpl final : public Session {
   void clear_seq(std::uint32_t seq) override {
     check_usable();
     check_seq(seq);
-    kv_.clear_seq(seq);
+    stores_.clear_seq(seq);
   }
 
   void copy_seq(std::uint32_t src, std::uint32_t dst) override {
     check_usable();
     check_seq(src);
     check_seq(dst);
-    kv_.copy_seq(src, dst);
+    stores_.copy_seq(src, dst);
   }
 
   std::size_t begin_prompt(std::uint32_t seq, std::span<const Token> tokens) override {
     check_usable();
     check_seq(seq);
-    std::size_t n = 0;
-    for (const auto& [pos, cell] : kv_.seq_cells(seq)) {
-      if (n >= tokens.size() || pos != static_cast<std::int32_t>(n) ||
-          kv_.cell_token(cell) != tokens[n]) {
-        break;
-      }
-      ++n;
-    }
-    // The last prompt token is always decoded again: its logits are not cached.
-    if (n == tokens.size()) n = tokens.empty() ? 0 : tokens.size() - 1;
-    kv_.truncate_seq(seq, static_cast<std::int32_t>(n));
-    return n;
+    return stores_.begin_prompt(seq, tokens);
   }
 
   std::uint32_t n_ctx() const override { return kv_.n_cells(); }
@@ -130,67 +122,15 @@ class SessionImpl final : public Session {
     }
   }
 
-  // Every check happens before anything changes, so a rejected batch leaves
-  // the session exactly as it was.
-  void validate(std::span<const Decode> batch) {
-    if (batch.empty()) throw Error(Errc::InvalidArgument, "decode called with an empty batch");
-    // last_pos_[seq] is this batch's last position of seq when seen_[seq] ==
-    // batch_id_ (no clearing, no allocation per call).
-    ++batch_id_;
-    if (seen_.size() != kv_.n_seq_max()) {
-      seen_.assign(kv_.n_seq_max(), 0);
-      last_pos_.assign(kv_.n_seq_max(), 0);
-    }
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      const Decode& d = batch[i];
-      const std::string where = "batch row " + std::to_string(i) + ": ";
-      if (d.token < 0 || static_cast<std::uint32_t>(d.token) >= m_.spec.hp.n_vocab) {
-        throw Error(Errc::InvalidArgument, where + "token id " + std::to_string(d.token) +
-                                               " is outside the vocabulary [0, " +
-                                               std::to_string(m_.spec.hp.n_vocab) + ")");
-      }
-      if (d.seq >= kv_.n_seq_max()) {
-        throw Error(Errc::InvalidArgument, where + "sequence id " + std::to_string(d.seq) +
-                                               " is out of range: this session has n_seq_max = " +
-                                               std::to_string(kv_.n_seq_max()));
-      }
-      if (d.pos < 0) {
-        throw Error(Errc::InvalidArgument, where + "negative position " + std::to_string(d.pos));
-      }
-      if (seen_[d.seq] != batch_id_) {
-        seen_[d.seq] = batch_id_;
-        last_pos_[d.seq] = kv_.seq_next_pos(d.seq) - 1;
-      }
-      std::int32_t& last = last_pos_[d.seq];
-      if (d.pos <= last) {
-        throw Error(Errc::InvalidArgument,
-                    where + "position " + std::to_string(d.pos) + " of sequence " +
-                        std::to_string(d.seq) + " does not follow position " +
-                        std::to_string(last) +
-                        "; positions must increase (use clear_seq or begin_prompt to rewind)");
-      }
-      last = d.pos;
-    }
-    if (batch.size() > kv_.free_cells()) {
-      throw Error(Errc::ContextFull,
-                  "context full: the batch needs " + std::to_string(batch.size()) +
-                      " KV cells but only " + std::to_string(kv_.free_cells()) + " of " +
-                      std::to_string(kv_.n_cells()) +
-                      " are free; clear finished sequences or use a larger n_ctx");
-    }
-  }
-
   const Model::Impl& m_;
   SessionConfig cfg_;
   std::unique_ptr<ComputeBackend> backend_;
-  KvCache kv_;
+  SeqStores stores_;
+  KvCache& kv_;  // stores_.kv()
   ForwardScratch scratch_;
-  std::vector<float> logits_;           // [n_out][n_vocab] of the last decode
-  std::vector<std::int64_t> row_of_;    // batch row -> logits row, or -1
-  std::vector<std::uint32_t> cells_;    // [n_batch] KV cells of the chunk being decoded
-  std::vector<std::uint64_t> seen_;     // [n_seq_max] validate(): batch that last saw seq
-  std::vector<std::int32_t> last_pos_;  // [n_seq_max] validate(): its last position there
-  std::uint64_t batch_id_ = 0;
+  std::vector<float> logits_;         // [n_out][n_vocab] of the last decode
+  std::vector<std::int64_t> row_of_;  // batch row -> logits row, or -1
+  std::vector<std::uint32_t> cells_;  // [n_batch] KV cells of the chunk being decoded
   bool corrupted_ = false;
 };
 

@@ -44,6 +44,28 @@ TEST_P(VecLevels, DotWithinTheSummationBound) {
   }
 }
 
+// y = a y + b x: each level rounds a y, b x and the sum (or fuses one product):
+// within 2u (|a y| + |b x|) of the exact value.
+TEST_P(VecLevels, ScaleAddWithinTwoRoundings) {
+  const vec::VecFns& f = vec::vec_fns(GetParam());
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (std::int64_t n : {0, 1, 7, 8, 9, 16, 31, 128}) {
+    std::vector<float> y(n), x(n);
+    for (float& v : y) v = normal(rng);
+    for (float& v : x) v = normal(rng);
+    const float a = 0.73f, b = -1.9f;
+    std::vector<float> got = y;
+    f.scale_add(got.data(), a, b, x.data(), n);
+    const double u = std::ldexp(1.0, -24);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double ay = double{a} * y[i], bx = double{b} * x[i];
+      EXPECT_NEAR(got[i], ay + bx, 2 * u * (std::fabs(ay) + std::fabs(bx)))
+          << "n " << n << " i " << i;
+    }
+  }
+}
+
 // Conversions are exact operations: the same bits as core/half.h's.
 TEST_P(VecLevels, HalfConversionsMatchCoreHalf) {
   const vec::VecFns& f = vec::vec_fns(GetParam());

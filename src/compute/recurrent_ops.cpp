@@ -1,0 +1,136 @@
+#include "compute/recurrent_ops.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "compute/vec.h"
+
+namespace seam::ops {
+
+void softplus(const float* x, std::int64_t n, float* y) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] > 20.0f ? x[i] : std::log1p(std::exp(x[i]));
+}
+
+void sigmoid(const float* x, std::int64_t n, float* y) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (x[i] >= 0.0f) {
+      y[i] = 1.0f / (1.0f + std::exp(-x[i]));
+    } else {
+      const float e = std::exp(x[i]);
+      y[i] = e / (1.0f + e);
+    }
+  }
+}
+
+void silu(const float* x, std::int64_t n, float* y) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] / (1.0f + std::exp(-x[i]));
+}
+
+void l2_norm_row(const float* x, std::int64_t n, float eps, float* y) {
+  double sum = 0.0;
+  for (std::int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  const float inv = static_cast<float>(1.0 / std::max(std::sqrt(sum), static_cast<double>(eps)));
+  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] * inv;
+}
+
+void rms_norm_gated_row(const float* x, const float* w, const float* z, std::int64_t n, float eps,
+                        float* y) {
+  double sum = 0.0;
+  for (std::int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  const float scale = static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(n) + eps));
+  for (std::int64_t i = 0; i < n; ++i)
+    y[i] = x[i] * scale * w[i] * (z[i] / (1.0f + std::exp(-z[i])));
+}
+
+void ssm_conv_channels(const float* x, std::int64_t n_tokens, std::int64_t n_ch, const float* w,
+                       std::int32_t width, float* state, float* y, std::int64_t c0,
+                       std::int64_t c1) {
+  const std::int64_t hist = width - 1;
+  for (std::int64_t c = c0; c < c1; ++c) {
+    const float* wc = w + c * width;
+    // win[r] is state row r for r < hist, else x row r - hist.
+    const auto win = [&](std::int64_t r) {
+      return r < hist ? state[r * n_ch + c] : x[(r - hist) * n_ch + c];
+    };
+    for (std::int64_t t = 0; t < n_tokens; ++t) {
+      float acc = 0.0f;
+      for (std::int32_t j = 0; j < width; ++j) acc += wc[j] * win(t + j);
+      y[t * n_ch + c] = acc;
+    }
+    // The new window: the last hist rows of [state; x]. Walk upward so a row
+    // is read before it is overwritten (row r reads row r + T >= r).
+    for (std::int64_t r = 0; r < hist; ++r) state[r * n_ch + c] = win(n_tokens + r);
+  }
+}
+
+void ssm_conv_ref(const float* x, std::int64_t n_tokens, std::int64_t n_ch, const float* w,
+                  std::int32_t width, float* state, float* y) {
+  ssm_conv_channels(x, n_tokens, n_ch, w, width, state, y, 0, n_ch);
+}
+
+namespace {
+
+std::int32_t k_head(const GatedDeltaArgs& a, std::int32_t h) {
+  return a.map == KHeadMap::Tiled ? h % a.n_head_k : h / (a.n_head_v / a.n_head_k);
+}
+
+}  // namespace
+
+void gated_delta_rule_ref(const GatedDeltaArgs& a) {
+  const std::int64_t dk = a.dk, dv = a.dv;
+  for (std::int64_t t = 0; t < a.n_tokens; ++t) {
+    for (std::int32_t h = 0; h < a.n_head_v; ++h) {
+      const std::int64_t kh = k_head(a, h);
+      const float* q = a.q + (t * a.n_head_k + kh) * dk;
+      const float* k = a.k + (t * a.n_head_k + kh) * dk;
+      const float* v = a.v + (t * a.n_head_v + h) * dv;
+      const float decay = std::exp(a.g[t * a.n_head_v + h]);
+      const float beta = a.beta[t * a.n_head_v + h];
+      float* S = a.state + h * dv * dk;
+      float* o = a.out + (t * a.n_head_v + h) * dv;
+      for (std::int64_t i = 0; i < dv * dk; ++i) S[i] *= decay;
+      for (std::int64_t i = 0; i < dv; ++i) {
+        float sk = 0.0f;
+        for (std::int64_t j = 0; j < dk; ++j) sk += S[i * dk + j] * k[j];
+        const float d = beta * (v[i] - sk);
+        for (std::int64_t j = 0; j < dk; ++j) S[i * dk + j] += d * k[j];
+      }
+      for (std::int64_t i = 0; i < dv; ++i) {
+        float acc = 0.0f;
+        for (std::int64_t j = 0; j < dk; ++j) acc += S[i * dk + j] * q[j];
+        o[i] = acc * a.scale;
+      }
+    }
+  }
+}
+
+void gated_delta_rule_heads(const GatedDeltaArgs& a, std::int32_t h0, std::int32_t h1,
+                            CpuLevel level) {
+  const vec::VecFns& fns = vec::vec_fns(level);
+  const std::int64_t dk = a.dk, dv = a.dv;
+  for (std::int64_t t = 0; t < a.n_tokens; ++t) {
+    for (std::int32_t h = h0; h < h1; ++h) {
+      const std::int64_t kh = k_head(a, h);
+      const float* q = a.q + (t * a.n_head_k + kh) * dk;
+      const float* k = a.k + (t * a.n_head_k + kh) * dk;
+      const float* v = a.v + (t * a.n_head_v + h) * dv;
+      const float decay = std::exp(a.g[t * a.n_head_v + h]);
+      const float beta = a.beta[t * a.n_head_v + h];
+      float* S = a.state + h * dv * dk;
+      float* o = a.out + (t * a.n_head_v + h) * dv;
+      // One read of each state row: with s = S_i (before decay),
+      //   S_i k = e^g (s.k),  S_i' = e^g s + d k,  S_i' q = e^g (s.q) + d (k.q).
+      const float kq = fns.dot_f32(k, q, dk);
+      for (std::int64_t i = 0; i < dv; ++i) {
+        float* s = S + i * dk;
+        const float sk = decay * fns.dot_f32(s, k, dk);
+        const float sq = decay * fns.dot_f32(s, q, dk);
+        const float d = beta * (v[i] - sk);
+        fns.scale_add(s, decay, d, k, dk);
+        o[i] = (sq + d * kq) * a.scale;
+      }
+    }
+  }
+}
+
+}  // namespace seam::ops

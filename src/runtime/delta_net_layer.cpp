@@ -1,0 +1,110 @@
+#include "runtime/delta_net_layer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace seam {
+
+DeltaNetScratch::DeltaNetScratch(const DeltaNetParams& p, std::uint32_t n_batch) {
+  const std::size_t n = n_batch;
+  m.resize(n * p.conv_channels());
+  z.resize(n * p.v_width());
+  b.resize(n * 2 * p.n_head_v);
+  a.resize(n * p.n_head_v);
+  x.resize(n * p.conv_channels());
+  u.resize(n * p.conv_channels());
+  q.resize(n * p.qk_width());
+  k.resize(n * p.qk_width());
+  v.resize(n * p.v_width());
+  o.resize(n * p.v_width());
+  gb.resize(n * 2 * p.n_head_v);
+  y.resize(n * p.v_width());
+}
+
+void delta_net_layer(const DeltaNetParams& p, const DeltaNetWeights& w, float eps,
+                     ComputeBackend& be, RecurrentStore& store, std::uint32_t rl,
+                     std::span<const SeqRun> runs, const float* h, std::int64_t n_tokens,
+                     DeltaNetScratch& s, float* out) {
+  const std::int64_t T = n_tokens;
+  const std::int64_t C = p.conv_channels(), QK = p.qk_width(), V = p.v_width();
+  const std::int64_t Hv = p.n_head_v, S = p.d_state;
+
+  // Projections of every row at once (the batch's matmuls).
+  be.matmul(w.qkv, h, T, s.m.data(), C);
+  be.matmul(w.gate, h, T, s.z.data(), V);
+  if (p.ba_fused) {
+    // Per k-head [beta x r | alpha x r]: v-head j*r + i takes beta at j*2r + i
+    // and alpha at j*2r + r + i.
+    be.matmul(w.ba, h, T, s.b.data(), 2 * Hv);
+    // Unpacked through x (free until the fold): b [T][2 Hv] -> a, b [T][Hv].
+    const std::int64_t r = Hv / p.n_head_k;
+    std::copy_n(s.b.data(), T * 2 * Hv, s.x.data());
+    for (std::int64_t t = 0; t < T; ++t) {
+      const float* ba = s.x.data() + t * 2 * Hv;
+      for (std::int64_t j = 0; j < p.n_head_k; ++j) {
+        for (std::int64_t i = 0; i < r; ++i) {
+          s.b[t * Hv + j * r + i] = ba[j * 2 * r + i];
+          s.a[t * Hv + j * r + i] = ba[j * 2 * r + r + i];
+        }
+      }
+    }
+  } else {
+    be.matmul(w.beta, h, T, s.b.data(), Hv);
+    be.matmul(w.alpha, h, T, s.a.data(), Hv);
+  }
+  // beta = sigmoid(b); g = a_h * softplus(alpha + dt_bias) <= 0.
+  be.sigmoid(s.b.data(), T * Hv, s.b.data());
+  for (std::int64_t t = 0; t < T; ++t) be.add(s.a.data() + t * Hv, w.dt_bias, Hv);
+  be.softplus(s.a.data(), T * Hv, s.a.data());
+  for (std::int64_t t = 0; t < T; ++t) {
+    for (std::int64_t i = 0; i < Hv; ++i) s.a[t * Hv + i] *= w.a[i];
+  }
+
+  // The sequential part, one sequence's consecutive rows at a time.
+  store.fold_layer(runs, rl, [&](const SeqRun& run, std::size_t first, std::size_t n_rows) {
+    const auto n = static_cast<std::int64_t>(n_rows);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int64_t row = run.rows[first + static_cast<std::size_t>(i)];
+      std::memcpy(s.x.data() + i * C, s.m.data() + row * C, C * sizeof(float));
+      std::memcpy(s.gb.data() + i * Hv, s.a.data() + row * Hv, Hv * sizeof(float));
+      std::memcpy(s.gb.data() + (n + i) * Hv, s.b.data() + row * Hv, Hv * sizeof(float));
+    }
+    be.ssm_conv(s.x.data(), n, C, w.conv1d, static_cast<std::int32_t>(p.d_conv),
+                store.conv(rl, run.seq), s.u.data());
+    be.silu(s.u.data(), n * C, s.u.data());
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float* u = s.u.data() + i * C;
+      std::memcpy(s.q.data() + i * QK, u, QK * sizeof(float));
+      std::memcpy(s.k.data() + i * QK, u + QK, QK * sizeof(float));
+      std::memcpy(s.v.data() + i * V, u + 2 * QK, V * sizeof(float));
+    }
+    be.l2_norm(s.q.data(), n * p.n_head_k, S, eps, s.q.data());
+    be.l2_norm(s.k.data(), n * p.n_head_k, S, eps, s.k.data());
+    GatedDeltaArgs g;
+    g.q = s.q.data();
+    g.k = s.k.data();
+    g.v = s.v.data();
+    g.g = s.gb.data();              // [n][Hv]
+    g.beta = s.gb.data() + n * Hv;  // [n][Hv]
+    g.state = store.state(rl, run.seq);
+    g.out = s.o.data();
+    g.n_tokens = n;
+    g.n_head_k = static_cast<std::int32_t>(p.n_head_k);
+    g.n_head_v = static_cast<std::int32_t>(Hv);
+    g.dk = g.dv = static_cast<std::int32_t>(S);
+    g.scale = 1.0f / std::sqrt(static_cast<float>(S));
+    g.map = p.k_head_map;
+    be.gated_delta_rule(g);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int64_t row = run.rows[first + static_cast<std::size_t>(i)];
+      std::memcpy(s.y.data() + row * V, s.o.data() + i * V, V * sizeof(float));
+    }
+  });
+
+  // Per head: rms_norm(o) * norm * silu(z), then the output projection.
+  be.rms_norm_gated(s.y.data(), w.norm, s.z.data(), T * Hv, S, eps, s.y.data());
+  be.matmul(w.out, s.y.data(), T, out, static_cast<std::int64_t>(w.out.n_out));
+}
+
+}  // namespace seam

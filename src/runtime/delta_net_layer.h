@@ -1,0 +1,41 @@
+// The mixer of a gated-delta-net layer (Qwen3.5 / Qwen3-Next), run over a
+// batch of any mix of sequences; each sequence's state lives in the
+// RecurrentStore. With h the normed input of a token:
+//   m = Wqkv h; z = Wgate h; beta = sigmoid(Wbeta h); g = a * softplus(Walpha h + dt_bias)
+//   u = silu(causal_conv(m)) split into q, k [n_head_k][S] and v [n_head_v][S]
+//   q = l2(q) / sqrt(S), k = l2(k); o = gated delta rule (q, k, v, g, beta) per v-head
+//   out = Wout (rms_norm(o) * norm * silu(z)) per head
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "compute/backend.h"
+#include "model/delta_net.h"
+#include "runtime/recurrent_state.h"
+
+namespace seam {
+
+// Buffers for up to n_batch tokens, allocated once per session.
+struct DeltaNetScratch {
+  DeltaNetScratch(const DeltaNetParams& p, std::uint32_t n_batch);
+  std::vector<float> m;     // [n_batch][conv_channels] projections, then conv outputs
+  std::vector<float> z;     // [n_batch][v_width]
+  std::vector<float> b, a;  // [n_batch][n_head_v] beta, g (ba: [n_batch][2 n_head_v] first)
+  std::vector<float> x, u;  // [n_batch][conv_channels] one sequence's rows, gathered
+  std::vector<float> q, k;  // [n_batch][qk_width]
+  std::vector<float> v, o;  // [n_batch][v_width]
+  std::vector<float> gb;    // [n_batch][2][n_head_v] one sequence's g and beta
+  std::vector<float> y;     // [n_batch][v_width] every row's rule output
+};
+
+// out [T][n_embd] = the mixer of h [T][n_embd] for the rows of `batch`
+// (grouped into `runs`), folding each sequence's tokens into recurrent layer
+// `rl` of `store` (the caller brackets the layers with begin_batch/commit_batch).
+void delta_net_layer(const DeltaNetParams& p, const DeltaNetWeights& w, float eps,
+                     ComputeBackend& be, RecurrentStore& store, std::uint32_t rl,
+                     std::span<const SeqRun> runs, const float* h, std::int64_t n_tokens,
+                     DeltaNetScratch& s, float* out);
+
+}  // namespace seam
