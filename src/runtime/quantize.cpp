@@ -96,6 +96,8 @@ constexpr MixName kMixes[] = {
     {QuantMix::Q4_K_M, "Q4_K_M", 15, TensorType::Q4_K},
     {QuantMix::Q5_K_S, "Q5_K_S", 16, TensorType::Q5_K},
     {QuantMix::Q5_K_M, "Q5_K_M", 17, TensorType::Q5_K},
+    {QuantMix::IQ4_NL, "IQ4_NL", 25, TensorType::IQ4_NL},
+    {QuantMix::IQ4_XS, "IQ4_XS", 30, TensorType::IQ4_XS},
 };
 
 const MixName& mix_name(QuantMix mix) {
