@@ -50,10 +50,10 @@ for t in "${targets[@]}"; do
   log="$out/${t}.log"
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || true)
   rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || true)
-  crashes=$(ls "$out/${t}_"crash-* 2>/dev/null | wc -l)
+  crashes=$(ls "$out/${t}_"crash-* 2>/dev/null | wc -l || true)
   leaks=$(grep -c 'ERROR: LeakSanitizer' "$log" || true)
-  timeouts=$(ls "$out/${t}_"timeout-* 2>/dev/null | wc -l)
-  ooms=$(ls "$out/${t}_"oom-* 2>/dev/null | wc -l)
+  timeouts=$(ls "$out/${t}_"timeout-* 2>/dev/null | wc -l || true)
+  ooms=$(ls "$out/${t}_"oom-* 2>/dev/null | wc -l || true)
   echo "| $t | $seconds | ${execs:-?} | ${rate:-?} | $crashes | $leaks | $timeouts | $ooms | $(ls "$corpus" | wc -l) |" >>"$summary"
   tail -n 1 "$summary"
   grep -E "^(==[0-9]+==ERROR|SUMMARY)" "$log" | head -5 || true
