@@ -10,3 +10,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   return 0;
 }
+
+std::vector<std::string> seam_fuzz_seeds() {
+  std::vector<std::string> out;
+  for (const auto& s : seam::fuzz::gguf_seeds())
+    out.emplace_back(reinterpret_cast<const char*>(s.data()), s.size());
+  return out;
+}

@@ -1,34 +1,61 @@
 #!/usr/bin/env bash
 # A fuzzing campaign: builds the libFuzzer targets with clang (ASan + UBSan,
-# coverage-guided) into build-fuzz/, seeds each corpus from the targets' own
-# seeds, and runs every target for SECONDS (default 600). The executions and
-# any crash, leak or timeout are in build-fuzz/campaign/<target>.log; record
-# them in docs/reliability.md, and add each crash as a regression test.
+# coverage-guided) into build-fuzz/, makes the Hugging Face fixtures
+# (fuzz/make_hf_fixtures.sh), seeds each corpus from the target's own seeds,
+# and runs every target for SECONDS (default 600), one at a time. Each
+# target's log and any crash, leak or timeout input are in
+# build-fuzz/campaign/; summary.md holds one table row per target for
+# docs/reliability.md. Add each crash as a regression test.
 #
-#   scripts/fuzz_campaign.sh [SECONDS] [TARGET ...]    (targets: gguf template tool_call)
+#   scripts/fuzz_campaign.sh [SECONDS] [TARGET ...]
+#   targets: gguf template tool_call safetensors safetensors_index hf_config
+#            hf_tokenizer tokenize server_request
+#   env: PYTHON (python3 with numpy, for the fixtures), JOBS (build jobs, default 2),
+#        SEAM_SHARED_DIR (default ../shared), SEAM_FUZZ_NO_BUILD=1 (use the binaries as built)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-600}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(gguf template tool_call)
+[ ${#targets[@]} -eq 0 ] && targets=(gguf template tool_call safetensors safetensors_index
+  hf_config hf_tokenizer tokenize server_request)
 
+if [ -z "${SEAM_FUZZ_NO_BUILD:-}" ]; then
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
-  -DSEAM_LIBFUZZER=ON -DSEAM_SANITIZE=ON -DSEAM_NATIVE=OFF -DSEAM_BUILD_TESTS=OFF \
-  -DSEAM_BUILD_BENCH=OFF
-cmake --build build-fuzz -j "$(nproc)" --target \
-  $(for t in "${targets[@]}"; do printf '%s_libfuzzer %s_fuzz ' "$t" "$t"; done)
+  -DCMAKE_C_COMPILER=clang -DSEAM_LIBFUZZER=ON -DSEAM_SANITIZE=ON -DSEAM_NATIVE=OFF \
+  -DSEAM_BUILD_TESTS=OFF -DSEAM_BUILD_BENCH=OFF >/dev/null
+cmake --build build-fuzz -j "${JOBS:-2}" --target \
+  $(for t in "${targets[@]}"; do printf '%s_libfuzzer ' "$t"; done)
+fi
 
-mkdir -p build-fuzz/campaign
+out=build-fuzz/campaign
+mkdir -p "$out"
+fuzz/make_hf_fixtures.sh build-fuzz/fixtures/hf "${PYTHON:-python3}"
+export SEAM_FUZZ_HF_DIR="$PWD/build-fuzz/fixtures/hf"
+
+summary="$out/summary.md"
+echo "| target | seconds | executions | exec/s | crashes | leaks | timeouts | OOM | corpus |" >"$summary"
+echo "|---|---|---|---|---|---|---|---|---|" >>"$summary"
 for t in "${targets[@]}"; do
-  corpus="build-fuzz/campaign/${t}_corpus"
+  corpus="$out/${t}_corpus"
   mkdir -p "$corpus"
-  "build-fuzz/fuzz/${t}_fuzz" --dump-seeds "$corpus"
+  SEAM_FUZZ_DUMP_SEEDS="$corpus" "build-fuzz/fuzz/${t}_libfuzzer"
   echo "== $t: ${seconds} s"
   # -timeout: one input may take at most 10 s (the template budget ends renders long before);
   # -rss_limit_mb: a parser that allocates by a header's count is caught here.
+  # -fork=0 and -ignore_crashes=0: the run stops at the first finding, which is kept.
   ASAN_OPTIONS=detect_leaks=1 "build-fuzz/fuzz/${t}_libfuzzer" "$corpus" \
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
-    -artifact_prefix="build-fuzz/campaign/${t}_" 2>&1 | tee "build-fuzz/campaign/${t}.log" |
-    grep -E "stat::number_of_executed_units|ERROR|SUMMARY|Done" || true
+    -artifact_prefix="$out/${t}_" >"$out/${t}.log" 2>&1 || true
+  log="$out/${t}.log"
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || true)
+  rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || true)
+  crashes=$(ls "$out/${t}_"crash-* 2>/dev/null | wc -l || true)
+  leaks=$(grep -c 'ERROR: LeakSanitizer' "$log" || true)
+  timeouts=$(ls "$out/${t}_"timeout-* 2>/dev/null | wc -l || true)
+  ooms=$(ls "$out/${t}_"oom-* 2>/dev/null | wc -l || true)
+  echo "| $t | $seconds | ${execs:-?} | ${rate:-?} | $crashes | $leaks | $timeouts | $ooms | $(ls "$corpus" | wc -l) |" >>"$summary"
+  tail -n 1 "$summary"
+  grep -E "^(==[0-9]+==ERROR|SUMMARY)" "$log" | head -5 || true
 done
+cat "$summary"

@@ -41,23 +41,18 @@ constexpr const char* kEvalText =
     "former things; neither shall there be any remembrance of things that are to come with "
     "those that shall come after.\n";
 
-// The type the user asked for, in seam's terms: llama.cpp's file-type names
-// (Q4_K_M, ...) are accepted where seam implements them, and named otherwise.
+// The type the user asked for, in seam's terms: llama.cpp's file-type names of
+// mixes (Q4_K_M, ...) become --mix; plain type names go to quantize_model, which
+// names the types it knows when it refuses one.
 void resolve_type(std::string& type, std::string& mix) {
   std::string u;
   for (char c : type) u += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (u == "Q4_K_M") {
-    mix = "q4_k_m";
-    return;
-  }
-  for (const char* unimplemented :
-       {"Q2_K", "Q3_K_S", "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q5_K_S", "Q5_K_M", "IQ4_NL", "IQ4_XS"}) {
-    if (u == unimplemented)
-      throw Error(Errc::Unsupported,
-                  "llama.cpp's " + u +
-                      " mix is not implemented; seam writes Q4_K_M (--type Q4_K_M) or one type "
-                      "for every weight: Q8_0, Q6_K, Q5_K, Q4_K, Q5_1, Q5_0, Q4_1, Q4_0, F16, "
-                      "BF16, F32");
+  for (const char* m : {"Q2_K", "Q3_K_S", "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S",
+                        "Q5_K_M", "IQ4_NL", "IQ4_XS"}) {
+    if (u == m) {
+      mix = u;
+      return;
+    }
   }
   if (u == "Q6_K_M" || u == "Q8_0_M") u = u.substr(0, u.size() - 2);  // no mix: the plain type
   type = u;
@@ -79,9 +74,11 @@ void add_quantize_command(CLI::App& app, CommandList& list) {
                   "The weight type, as --type (llama-quantize's positional form)");
   sub->add_option("--type", o->type,
                   "Weight type: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, F16, BF16 or F32, "
-                  "or llama.cpp's Q4_K_M mix");
+                  "or one of llama.cpp's mixes Q5_K_M, Q5_K_S, Q4_K_M, Q4_K_S, Q3_K_L, Q3_K_M, "
+                  "Q3_K_S, Q2_K, IQ4_NL, IQ4_XS");
   sub->add_option("--mix", o->mix,
-                  "q4_k_m: llama.cpp's Q4_K_M mix of Q4_K and Q6_K (= --type Q4_K_M)");
+                  "q5_k_m, q5_k_s, q4_k_m, q4_k_s, q3_k_l, q3_k_m, q3_k_s, q2_k, iq4_nl or iq4_xs: "
+                  "llama.cpp's mixes (= --type Q5_K_M, ...)");
   sub->add_option("--eval-text", o->eval_text,
                   "Text file for the perplexity check (default: a built-in KJV passage)");
   sub->add_flag("--no-eval", o->no_eval, "Skip the perplexity check");
@@ -96,7 +93,8 @@ void add_quantize_command(CLI::App& app, CommandList& list) {
     if (type.empty() && mix.empty())
       throw Error(Errc::InvalidArgument,
                   "give the weight type: --type Q8_0 (or Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, "
-                  "Q6_K, F16, BF16, F32, Q4_K_M)");
+                  "Q6_K, F16, BF16, F32, Q5_K_M, Q5_K_S, Q4_K_M, Q4_K_S, Q3_K_L, Q3_K_M, Q3_K_S, "
+                  "Q2_K, IQ4_NL, IQ4_XS)");
     if (!type.empty()) resolve_type(type, mix);
     // Everything that can be checked is checked before minutes of quantizing.
     std::error_code ec;

@@ -13,9 +13,11 @@ struct QuantizeOptions {
   // Target weight type, as the ecosystem spells it: Q8_0, Q4_0, Q4_1, Q5_0,
   // Q5_1, Q4_K, Q5_K, Q6_K, F16 or F32.
   std::string type = "Q8_0";
-  // "" (every 2-D weight gets `type`) or "q4_k_m" (llama.cpp's Q4_K_M mix:
-  // Q6_K for output.weight and for attn_v/ffn_down in the layers
-  // llama.cpp's use_more_bits picks, Q4_K for the rest; `type` is then ignored).
+  // "" (every 2-D weight gets `type`) or one of llama.cpp's K-quant mixes,
+  // "q4_k_s", "q4_k_m", "q5_k_s" or "q5_k_m" (any case), which choose per
+  // tensor as llama.cpp's llama_tensor_get_type does (docs/quantize.md):
+  // Q6_K for output.weight, Q6_K (the *_M mixes) or Q5_K (Q4_K_S) for some
+  // layers' attn_v/ffn_down, Q4_K or Q5_K for the rest; `type` is then ignored.
   std::string mix;
   int n_threads = 0;  // 0 = one per core
   // Called after each tensor with the tensors done and in all (for a progress

@@ -7,6 +7,7 @@
 
 #include "compute/quant.h"
 #include "compute/quant_blocks.h"
+#include "compute/quantize_iq4.h"
 #include "core/half.h"
 #include "seam/error.h"
 
@@ -39,10 +40,13 @@ void check_k_row(std::int64_t n, const char* type) {
 // Asymmetric fit x ~= scale * q - min_out, q in [0, nmax], weighted by w.
 // Starts from the plain min/max mapping, then tries nstep stretched grids
 // (iscale = (nmax + rmin + rdelta*k) / range) and for each solves the weighted
-// least-squares scale and offset for the rounded levels; keeps the best.
+// least-squares scale and offset for the rounded levels; keeps the best by
+// weighted squared error, or by weighted absolute error when `abs_error` (Q2_K,
+// whose four levels make the squared error favour the extremes too much).
 // L[0..n) receives the levels. Returns scale; *min_out is the positive offset.
 float fit_scale_min(int n, int nmax, const float* x, const float* w, std::uint8_t* L,
-                    float* min_out, float rmin, float rdelta, int nstep) {
+                    float* min_out, float rmin, float rdelta, int nstep, bool abs_error = false) {
+  auto cost = [abs_error](float diff) { return abs_error ? std::fabs(diff) : diff * diff; };
   float lo = x[0], hi = x[0];
   float sum_w = w[0], sum_x = w[0] * x[0];
   for (int i = 1; i < n; ++i) {
@@ -64,8 +68,7 @@ float fit_scale_min(int n, int nmax, const float* x, const float* w, std::uint8_
   for (int i = 0; i < n; ++i) {
     const int l = std::clamp(nearest(iscale * (x[i] - lo)), 0, nmax);
     L[i] = static_cast<std::uint8_t>(l);
-    const float diff = scale * l + lo - x[i];
-    best += w[i] * diff * diff;
+    best += w[i] * cost(scale * l + lo - x[i]);
   }
   std::uint8_t aux[32];  // n <= 32
   for (int step = 0; step <= nstep; ++step) {
@@ -87,10 +90,7 @@ float fit_scale_min(int n, int nmax, const float* x, const float* w, std::uint8_
       s = sum_xl / sum_l2;
     }
     float err = 0;
-    for (int i = 0; i < n; ++i) {
-      const float diff = s * aux[i] + m - x[i];
-      err += w[i] * diff * diff;
-    }
+    for (int i = 0; i < n; ++i) err += w[i] * cost(s * aux[i] + m - x[i]);
     if (err < best) {
       std::copy(aux, aux + n, L);
       best = err;
@@ -149,6 +149,68 @@ float fit_scale_sym(int n, int nmax, const float* x, std::int8_t* L) {
     }
   }
   return scale;
+}
+
+// Symmetric fit for Q3_K, x ~= scale * (L - nmax) with L - nmax in [-nmax, nmax),
+// weighted by x^2: start from the max mapping, then up to five passes that move
+// one level at a time to its best value given the others, keeping a move when
+// the explained energy sum(w*x*l)^2 / sum(w*l^2) grows (ggml's make_q3_quants
+// with rmse). L[0..n) receives L in [0, 2*nmax). Returns the scale.
+float fit_scale_sym_refined(int n, int nmax, const float* x, std::int8_t* L) {
+  float amax = 0, vmax = 0;
+  for (int i = 0; i < n; ++i) {
+    if (std::fabs(x[i]) > amax) {
+      amax = std::fabs(x[i]);
+      vmax = x[i];
+    }
+  }
+  if (amax < kGroupEps) {
+    std::fill(L, L + n, 0);
+    return 0.f;
+  }
+  const float iscale = -nmax / vmax;
+  float sumlx = 0, suml2 = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = std::clamp(nearest(iscale * x[i]), -nmax, nmax - 1);
+    L[i] = static_cast<std::int8_t>(l);
+    const float w = x[i] * x[i];
+    sumlx += w * x[i] * l;
+    suml2 += w * l * l;
+  }
+  for (int pass = 0; pass < 5; ++pass) {
+    int changed = 0;
+    for (int i = 0; i < n; ++i) {
+      const float w = x[i] * x[i];
+      float slx = sumlx - w * x[i] * L[i];
+      if (slx <= 0) continue;
+      float sl2 = suml2 - w * L[i] * L[i];
+      const int l = std::clamp(nearest(x[i] * sl2 / slx), -nmax, nmax - 1);
+      if (l == L[i]) continue;
+      slx += w * x[i] * l;
+      sl2 += w * l * l;
+      if (sl2 > 0 && slx * slx * suml2 > sumlx * sumlx * sl2) {
+        L[i] = static_cast<std::int8_t>(l);
+        sumlx = slx;
+        suml2 = sl2;
+        ++changed;
+      }
+    }
+    if (!changed) break;
+  }
+  for (int i = 0; i < n; ++i) L[i] = static_cast<std::int8_t>(L[i] + nmax);
+  return suml2 > 0 ? sumlx / suml2 : 0.f;
+}
+
+// Q2_K and Q3_K pack 2-bit levels the same way: qs[32*h + l] holds element
+// 128*h + 32*k + l in bits 2k..2k+1.
+void pack_2bit(const std::uint8_t* L, std::uint8_t* qs) {
+  for (int h = 0; h < 2; ++h) {
+    for (int l = 0; l < 32; ++l) {
+      const std::uint8_t* q = L + 128 * h + l;
+      qs[32 * h + l] = static_cast<std::uint8_t>((q[0] & 3) | ((q[32] & 3) << 2) |
+                                                 ((q[64] & 3) << 4) | ((q[96] & 3) << 6));
+    }
+  }
 }
 
 // Shared by Q4_K and Q5_K: 8 sub-blocks of 32 with 6-bit scale and min.
@@ -289,11 +351,112 @@ void quantize_row_q6_K(const float* x, void* dst, std::int64_t n) {
   }
 }
 
+void quantize_row_q2_K(const float* x, void* dst, std::int64_t n) {
+  check_k_row(n, "Q2_K");
+  auto* out = static_cast<BlockQ2_K*>(dst);
+  std::uint8_t L[kQK_K];
+  for (std::int64_t b = 0; b < n / kQK_K; ++b, x += kQK_K) {
+    BlockQ2_K& blk = out[b];
+    // 16 sub-blocks of 16, each x ~= scale * q - min with q in 0..3, weighted by |x|.
+    float scales[16], mins[16], w[16];
+    float max_scale = 0, max_min = 0;
+    for (int j = 0; j < 16; ++j) {
+      for (int l = 0; l < 16; ++l) w[l] = std::fabs(x[16 * j + l]);
+      scales[j] = fit_scale_min(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], -0.5f, 0.1f, 15,
+                                /*abs_error=*/true);
+      max_scale = std::max(max_scale, scales[j]);
+      max_min = std::max(max_min, mins[j]);
+    }
+    // Scales and mins as 4-bit multiples of f16 super-scales (max / 15).
+    for (int j = 0; j < 16; ++j) blk.scales[j] = 0;
+    blk.d = f32_to_fp16(0.f);
+    blk.dmin = f32_to_fp16(0.f);
+    if (max_scale > 0) {
+      const float inv = 15.f / max_scale;
+      for (int j = 0; j < 16; ++j)
+        blk.scales[j] = static_cast<std::uint8_t>(nearest(inv * scales[j]));
+      blk.d = f32_to_fp16(max_scale / 15.f);
+    }
+    if (max_min > 0) {
+      const float inv = 15.f / max_min;
+      for (int j = 0; j < 16; ++j)
+        blk.scales[j] |= static_cast<std::uint8_t>(nearest(inv * mins[j]) << 4);
+      blk.dmin = f32_to_fp16(max_min / 15.f);
+    }
+    // Requantize against the scales as decoded; a zero scale keeps the fit's levels.
+    const float d = fp16_to_f32(blk.d), dmin = fp16_to_f32(blk.dmin);
+    for (int j = 0; j < 16; ++j) {
+      const float ds = d * (blk.scales[j] & 0xF);
+      if (ds == 0) continue;
+      const float dm = dmin * (blk.scales[j] >> 4);
+      for (int l = 0; l < 16; ++l)
+        L[16 * j + l] =
+            static_cast<std::uint8_t>(std::clamp(nearest((x[16 * j + l] + dm) / ds), 0, 3));
+    }
+    pack_2bit(L, blk.qs);
+  }
+}
+
+void quantize_row_q3_K(const float* x, void* dst, std::int64_t n) {
+  check_k_row(n, "Q3_K");
+  auto* out = static_cast<BlockQ3_K*>(dst);
+  std::int8_t Ls[kQK_K];
+  std::uint8_t L[kQK_K];
+  for (std::int64_t b = 0; b < n / kQK_K; ++b, x += kQK_K) {
+    BlockQ3_K& blk = out[b];
+    // 16 sub-blocks of 16, each x ~= scale * (q - 4) with q in 0..7.
+    float scales[16];
+    float max_scale = 0, max_abs = 0;
+    for (int j = 0; j < 16; ++j) {
+      scales[j] = fit_scale_sym_refined(16, 4, x + 16 * j, Ls + 16 * j);
+      if (std::fabs(scales[j]) > max_abs) {
+        max_abs = std::fabs(scales[j]);
+        max_scale = scales[j];
+      }
+    }
+    // Signed 6-bit scales (stored + 32): low 4 bits in scales[0..7] (nibble j / 8),
+    // top 2 bits of sub-block j in scales[8 + j % 4] at bit 2 * (j / 4).
+    std::memset(blk.scales, 0, sizeof blk.scales);
+    blk.d = f32_to_fp16(0.f);
+    if (max_scale != 0) {
+      const float iscale = -32.f / max_scale;
+      for (int j = 0; j < 16; ++j) {
+        const int l = std::clamp(nearest(iscale * scales[j]), -32, 31) + 32;
+        blk.scales[j % 8] |= static_cast<std::uint8_t>((l & 0xF) << (4 * (j / 8)));
+        blk.scales[8 + j % 4] |= static_cast<std::uint8_t>((l >> 4) << (2 * (j / 4)));
+      }
+      blk.d = f32_to_fp16(1.f / iscale);
+    }
+    const float d = fp16_to_f32(blk.d);
+    for (int j = 0; j < 16; ++j) {
+      const int sc = ((blk.scales[j % 8] >> (4 * (j / 8))) & 0xF) |
+                     (((blk.scales[8 + j % 4] >> (2 * (j / 4))) & 3) << 4);
+      const float ds = d * (sc - 32);
+      for (int l = 0; l < 16; ++l) {
+        // A zero scale keeps the fit's levels.
+        L[16 * j + l] =
+            ds == 0 ? static_cast<std::uint8_t>(Ls[16 * j + l])
+                    : static_cast<std::uint8_t>(std::clamp(nearest(x[16 * j + l] / ds), -4, 3) + 4);
+      }
+    }
+    // The third bit of element 32k + l goes to bit k of hmask[l]; qs keeps the low two.
+    std::memset(blk.hmask, 0, sizeof blk.hmask);
+    for (int i = 0; i < kQK_K; ++i) {
+      if (L[i] > 3) blk.hmask[i % 32] |= static_cast<std::uint8_t>(1u << (i / 32));
+    }
+    pack_2bit(L, blk.qs);
+  }
+}
+
 bool can_quantize_weight(TensorType t) {
   switch (t) {
+    case TensorType::Q2_K:
+    case TensorType::Q3_K:
     case TensorType::Q4_K:
     case TensorType::Q5_K:
     case TensorType::Q6_K:
+    case TensorType::IQ4_NL:
+    case TensorType::IQ4_XS:
     case TensorType::Q8_0:
     case TensorType::Q4_0:
     case TensorType::Q4_1:
@@ -310,17 +473,25 @@ bool can_quantize_weight(TensorType t) {
 
 void quantize_weight_row(TensorType t, const float* x, void* dst, std::int64_t n) {
   switch (t) {
+    case TensorType::Q2_K:
+      return quantize_row_q2_K(x, dst, n);
+    case TensorType::Q3_K:
+      return quantize_row_q3_K(x, dst, n);
     case TensorType::Q4_K:
       return quantize_row_q4_K(x, dst, n);
     case TensorType::Q5_K:
       return quantize_row_q5_K(x, dst, n);
     case TensorType::Q6_K:
       return quantize_row_q6_K(x, dst, n);
+    case TensorType::IQ4_NL:
+      return quantize_row_iq4_nl(x, dst, n);
+    case TensorType::IQ4_XS:
+      return quantize_row_iq4_xs(x, dst, n);
     default:
       if (!can_quantize_weight(t)) {
         throw Error(Errc::Unsupported, "cannot write weights as " + type_name(t) +
-                                           "; choose Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, "
-                                           "Q6_K, F16 or F32");
+                                           "; choose Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, "
+                                           "Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, F16 or F32");
       }
       return quantize_row(t, x, dst, n);
   }

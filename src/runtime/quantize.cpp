@@ -57,6 +57,8 @@ TensorType fit_row(TensorType t, std::uint64_t row, std::string& note) {
   if (t == TensorType::Q4_K) alt = TensorType::Q5_0;
   if (t == TensorType::Q5_K) alt = TensorType::Q5_1;
   if (t == TensorType::Q6_K) alt = TensorType::Q8_0;
+  if (t == TensorType::Q2_K || t == TensorType::Q3_K) alt = TensorType::Q4_0;
+  if (t == TensorType::IQ4_XS) alt = TensorType::IQ4_NL;
   if (!fits(alt)) alt = TensorType::F16;
   note = "row length " + std::to_string(row) + " is not a multiple of " +
          std::to_string(type_info(t).block_size) + "; stored as " + quant::type_name(alt);
@@ -74,11 +76,53 @@ TensorType parse_quant_type(const std::string& name) {
   }
   throw Error(Errc::InvalidArgument, "unknown quantization type '" + name +
                                          "'; choose Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, "
-                                         "Q6_K, F16, BF16 or F32");
+                                         "Q6_K, F16, BF16 or F32, or a mix (Q4_K_M, ...)");
 }
 
-std::uint32_t llama_file_type(TensorType target, bool q4_k_m) {
-  if (q4_k_m) return 15;
+namespace {
+
+struct MixName {
+  QuantMix mix;
+  const char* name;
+  std::uint32_t file_type;  // llama_ftype
+  TensorType base;
+};
+constexpr MixName kMixes[] = {
+    {QuantMix::Q2_K, "Q2_K", 10, TensorType::Q2_K},
+    {QuantMix::Q3_K_S, "Q3_K_S", 11, TensorType::Q3_K},
+    {QuantMix::Q3_K_M, "Q3_K_M", 12, TensorType::Q3_K},
+    {QuantMix::Q3_K_L, "Q3_K_L", 13, TensorType::Q3_K},
+    {QuantMix::Q4_K_S, "Q4_K_S", 14, TensorType::Q4_K},
+    {QuantMix::Q4_K_M, "Q4_K_M", 15, TensorType::Q4_K},
+    {QuantMix::Q5_K_S, "Q5_K_S", 16, TensorType::Q5_K},
+    {QuantMix::Q5_K_M, "Q5_K_M", 17, TensorType::Q5_K},
+    {QuantMix::IQ4_NL, "IQ4_NL", 25, TensorType::IQ4_NL},
+    {QuantMix::IQ4_XS, "IQ4_XS", 30, TensorType::IQ4_XS},
+};
+
+const MixName& mix_name(QuantMix mix) {
+  for (const MixName& m : kMixes)
+    if (m.mix == mix) return m;
+  throw Error(Errc::InvalidArgument, "no mix");
+}
+
+}  // namespace
+
+QuantMix parse_quant_mix(const std::string& name) {
+  const std::string u = upper(name);
+  if (u.empty()) return QuantMix::None;
+  for (const MixName& m : kMixes)
+    if (u == m.name) return m.mix;
+  throw Error(Errc::InvalidArgument,
+              "unknown --mix '" + name +
+                  "'; the mixes are q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, "
+                  "iq4_nl and iq4_xs");
+}
+
+TensorType mix_base_type(QuantMix mix) { return mix_name(mix).base; }
+
+std::uint32_t llama_file_type(TensorType target, QuantMix mix) {
+  if (mix != QuantMix::None) return mix_name(mix).file_type;
   switch (target) {
     case TensorType::F32:
       return 0;
@@ -107,18 +151,113 @@ std::uint32_t llama_file_type(TensorType target, bool q4_k_m) {
   }
 }
 
-std::vector<PlannedTensor> plan_quantization(const GgufFile& file, TensorType target, bool q4_k_m) {
-  // The *_M mix counts layers as llama.cpp does: by the attn_v / ffn_down tensors present.
-  int n_attn_v = 0, n_ffn_down = 0;
+namespace {
+
+// llama.cpp's llama_tensor_get_type for its mixed file types (LLAMA_FTYPE_MOSTLY_Q2_K,
+// Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, IQ4_NL, IQ4_XS), without an
+// importance matrix, as seam quantizes. Not reproduced: its Falcon branches
+// (seam runs no Falcon). Its 70B rule (attn_v Q4_K -> Q5_K) keys on llama.cpp's model-size label;
+// it is applied where that label is 70B for the architectures seam runs: llama with 80 layers and
+// grouped-query attention.
+struct MixCounters {
+  int n_attn_v = 0, i_attn_v = 0;
+  int n_ffn_down = 0, i_ffn_down = 0;
   bool has_output = false;
-  for (const GgufTensor& t : file.tensors()) {
-    if (contains(t.name, "attn_v.weight")) ++n_attn_v;
-    if (contains(t.name, "ffn_down")) ++n_ffn_down;
-    if (t.name == "output.weight") has_output = true;
+  bool eight_experts = false;
+  bool llama_70b = false;
+  std::uint64_t n_gqa = 1;  // query heads per KV head
+};
+
+TensorType mix_type(QuantMix mix, const GgufTensor& t, MixCounters& c) {
+  using M = QuantMix;
+  using T = TensorType;
+  const bool m_mix = mix == M::Q4_K_M || mix == M::Q5_K_M;
+  const bool iq4 = mix == M::IQ4_NL || mix == M::IQ4_XS;
+  T want = mix_base_type(mix);
+  if (t.name == "output.weight" || (!c.has_output && t.name == "token_embd.weight")) {
+    // fit_row turns Q6_K into Q8_0 when the row is not a multiple of 256, as llama.cpp does here.
+    return T::Q6_K;
   }
-  if (q4_k_m) target = TensorType::Q4_K;
+  if (contains(t.name, "attn_v.weight")) {
+    if (mix == M::Q2_K)
+      want = c.n_gqa >= 4 ? T::Q4_K : T::Q3_K;
+    else if (mix == M::Q3_K_M)
+      want = c.i_attn_v < 2 ? T::Q5_K : T::Q4_K;
+    else if (mix == M::Q3_K_L)
+      want = T::Q5_K;
+    else if (iq4 && c.n_gqa >= 4)
+      want = T::Q5_K;
+    else if (m_mix && use_more_bits(c.i_attn_v, c.n_attn_v))
+      want = T::Q6_K;
+    else if (mix == M::Q4_K_S && c.i_attn_v < 4)
+      want = T::Q5_K;
+    if (c.llama_70b && (want == T::Q3_K || want == T::Q4_K)) want = T::Q5_K;
+    if (c.eight_experts) want = T::Q8_0;  // llama.cpp: ~128 MB for 8-expert models
+    ++c.i_attn_v;
+  } else if (contains(t.name, "ffn_down")) {
+    const int i_layer = layer_of(t.name).value_or(c.i_ffn_down);
+    const int n_layer = c.n_ffn_down;
+    if (mix == M::Q2_K)
+      want = T::Q3_K;
+    else if (mix == M::Q3_K_M)
+      want = i_layer < n_layer / 16 ? T::Q5_K : T::Q4_K;
+    else if (mix == M::Q3_K_L)
+      want = T::Q5_K;
+    else if (mix == M::Q4_K_M && use_more_bits(i_layer, n_layer))
+      want = T::Q6_K;
+    else if (iq4 && i_layer < n_layer / 8)  // llama.cpp: without an importance matrix
+      want = T::Q5_K;
+    else if (mix == M::Q5_K_M && use_more_bits(i_layer, n_layer))
+      want = T::Q6_K;
+    else if (mix == M::Q4_K_S && i_layer < n_layer / 8)
+      want = T::Q5_K;
+    ++c.i_ffn_down;
+  } else if (contains(t.name, "attn_output.weight")) {
+    if (c.eight_experts) {
+      if (mix == M::Q2_K || mix == M::Q3_K_S || mix == M::Q3_K_M || mix == M::Q4_K_S ||
+          mix == M::Q4_K_M || iq4)
+        want = T::Q5_K;
+    } else if (mix == M::Q2_K) {
+      want = T::Q3_K;
+    } else if (mix == M::Q3_K_M) {
+      want = T::Q4_K;
+    } else if (mix == M::Q3_K_L) {
+      want = T::Q5_K;
+    }
+  } else if (contains(t.name, "attn_qkv.weight")) {
+    if (mix == M::Q3_K_M || mix == M::Q3_K_L) want = T::Q4_K;
+    if (mix == M::Q4_K_M) want = T::Q5_K;
+    if (mix == M::Q5_K_M) want = T::Q6_K;
+  }
+  return want;
+}
+
+}  // namespace
+
+std::vector<PlannedTensor> plan_quantization(const GgufFile& file, TensorType target,
+                                             QuantMix mix) {
+  // The mixes count layers as llama.cpp does: attn_v by the tensors present,
+  // ffn_down by the model's layer count (the tensors present when it is absent).
+  MixCounters c;
+  for (const GgufTensor& t : file.tensors()) {
+    if (contains(t.name, "attn_v.weight")) ++c.n_attn_v;
+    if (contains(t.name, "ffn_down")) ++c.n_ffn_down;
+    if (t.name == "output.weight") c.has_output = true;
+  }
+  try {
+    const std::string arch = file.get_string("general.architecture").value_or("");
+    const std::uint64_t n_layer = file.get_uint(arch + ".block_count").value_or(0);
+    if (n_layer > 0 && n_layer < 1000000) c.n_ffn_down = static_cast<int>(n_layer);
+    c.eight_experts = file.get_uint(arch + ".expert_count").value_or(0) == 8;
+    const std::uint64_t n_head = file.get_uint(arch + ".attention.head_count").value_or(0);
+    const std::uint64_t n_head_kv =
+        file.get_uint(arch + ".attention.head_count_kv").value_or(n_head);
+    c.llama_70b = arch == "llama" && n_layer == 80 && n_head_kv != n_head;
+    if (n_head_kv > 0) c.n_gqa = n_head / n_head_kv;
+  } catch (const Error&) {
+    // A key of the wrong type: the counts come from the tensors, as without it.
+  }
   std::vector<PlannedTensor> plan;
-  int i_attn_v = 0, i_ffn_down = 0;
   for (const GgufTensor& t : file.tensors()) {
     PlannedTensor p{&t, t.type, {}};
     const bool is_float_or_quant = quant::traits(t.type) != nullptr;
@@ -130,22 +269,7 @@ std::vector<PlannedTensor> plan_quantization(const GgufFile& file, TensorType ta
     } else if (!is_weight) {
       p.note = "kept: not a weight";
     } else {
-      TensorType want = target;
-      if (q4_k_m) {
-        // llama.cpp's llama_tensor_get_type for LLAMA_FTYPE_MOSTLY_Q4_K_M.
-        if (t.name == "output.weight" || (!has_output && t.name == "token_embd.weight")) {
-          want = TensorType::Q6_K;
-        } else if (contains(t.name, "attn_v.weight")) {
-          if (use_more_bits(i_attn_v, n_attn_v)) want = TensorType::Q6_K;
-          ++i_attn_v;
-        } else if (contains(t.name, "ffn_down")) {
-          const int i_layer = layer_of(t.name).value_or(i_ffn_down);
-          if (use_more_bits(i_layer, n_ffn_down)) want = TensorType::Q6_K;
-          ++i_ffn_down;
-        } else if (contains(t.name, "attn_qkv.weight")) {
-          want = TensorType::Q5_K;
-        }
-      }
+      const TensorType want = mix == QuantMix::None ? target : mix_type(mix, t, c);
       p.to = fit_row(want, t.ne[0], p.note);
     }
     plan.push_back(std::move(p));
@@ -155,24 +279,19 @@ std::vector<PlannedTensor> plan_quantization(const GgufFile& file, TensorType ta
 
 QuantizeReport quantize_model(const std::string& in, const std::string& out,
                               const QuantizeOptions& options) {
-  std::string mix = options.mix;
-  for (char& c : mix) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (!mix.empty() && mix != "q4_k_m") {
-    throw Error(Errc::InvalidArgument,
-                "unknown --mix '" + options.mix + "'; the one mix is q4_k_m");
-  }
-  const bool q4_k_m = mix == "q4_k_m";
-  const TensorType target = q4_k_m ? TensorType::Q4_K : parse_quant_type(options.type);
+  const QuantMix mix = parse_quant_mix(options.mix);
+  const TensorType target =
+      mix != QuantMix::None ? mix_base_type(mix) : parse_quant_type(options.type);
   std::error_code ec;
   if (std::filesystem::equivalent(in, out, ec)) {
     throw Error(Errc::InvalidArgument, "the output must be a different file from the input");
   }
   const GgufFile file = open_model_file(in);
-  const auto plan = plan_quantization(file, target, q4_k_m);
+  const auto plan = plan_quantization(file, target, mix);
 
   GgufWriter w;
   for (const auto& [key, value] : file.metadata()) w.set(key, value);
-  const std::uint32_t file_type = llama_file_type(target, q4_k_m);
+  const std::uint32_t file_type = llama_file_type(target, mix);
   w.set("general.file_type", GgufValue::u32(file_type));
   w.set("general.quantization_version", GgufValue::u32(2));
 

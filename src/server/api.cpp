@@ -441,6 +441,42 @@ CompletionRequest parse_completion_request(const Json& b, const ApiContext& ctx)
   return r;
 }
 
+TokenizeRequest parse_tokenize_request(const Json& body) {
+  auto it = body.find("content");
+  if (it == body.end() || !it->is_string())
+    throw ApiError{400, "'content' (a string) is required", "invalid_request_error", "content"};
+  auto flag = [&](const char* k, bool fallback) {
+    auto f = body.find(k);
+    if (f == body.end() || f->is_null()) return fallback;
+    if (!f->is_boolean())
+      throw ApiError{400, "'" + std::string(k) + "' must be a boolean", "invalid_request_error", k};
+    return f->get<bool>();
+  };
+  TokenizeRequest r;
+  r.content = it->get<std::string>();
+  r.add_special = flag("add_special", true);
+  r.parse_special = flag("parse_special", true);
+  r.with_pieces = flag("with_pieces", false);
+  return r;
+}
+
+std::vector<Token> parse_detokenize_request(const Json& body, std::uint32_t n_vocab) {
+  auto it = body.find("tokens");
+  if (it == body.end() || !it->is_array())
+    throw ApiError{400, "'tokens' (an array of token ids) is required", "invalid_request_error",
+                   "tokens"};
+  std::vector<Token> toks;
+  for (const Json& t : *it) {
+    if (!t.is_number_integer() || t.get<std::int64_t>() < 0 || t.get<std::int64_t>() >= n_vocab)
+      throw ApiError{400,
+                     "'tokens' must hold token ids in 0.." +
+                         std::to_string(static_cast<std::int64_t>(n_vocab) - 1),
+                     "invalid_request_error", "tokens"};
+    toks.push_back(static_cast<Token>(t.get<std::int64_t>()));
+  }
+  return toks;
+}
+
 std::string finish_reason(const GenerateResult& r, bool tool_calls) {
   if (tool_calls) return "tool_calls";
   return r.finish == FinishReason::Stop ? "stop" : "length";

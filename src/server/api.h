@@ -65,6 +65,16 @@ struct CompletionRequest {
 CompletionRequest parse_chat_request(const Json& body, const ApiContext& ctx);
 CompletionRequest parse_completion_request(const Json& body, const ApiContext& ctx);
 
+// /tokenize: {"content": string, "add_special", "parse_special", "with_pieces": booleans}.
+struct TokenizeRequest {
+  std::string content;
+  bool add_special = true, parse_special = true, with_pieces = false;
+};
+// Throw ApiError (400) naming the field that is missing or of the wrong type.
+TokenizeRequest parse_tokenize_request(const Json& body);
+// /detokenize: {"tokens": [ids]}, each id in 0..n_vocab-1.
+std::vector<Token> parse_detokenize_request(const Json& body, std::uint32_t n_vocab);
+
 // OpenAI's finish_reason for a generation (timeout and cancel read as "length").
 std::string finish_reason(const GenerateResult& r, bool tool_calls);
 

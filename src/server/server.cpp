@@ -372,25 +372,11 @@ void HttpServer::setup() {
     chat_or_completion(b, res, false);
   });
   post("/tokenize", [this](const Json& b, const httplib::Request&, httplib::Response& res) {
-    auto it = b.find("content");
-    if (it == b.end() || !it->is_string())
-      throw ApiError{400, "'content' (a string) is required", "invalid_request_error", "content"};
-    auto flag = [&](const char* k, bool fallback) {
-      auto f = b.find(k);
-      if (f == b.end() || f->is_null()) return fallback;
-      if (!f->is_boolean())
-        throw ApiError{400, "'" + std::string(k) + "' must be a boolean", "invalid_request_error",
-                       k};
-      return f->get<bool>();
-    };
-    const bool add_special = flag("add_special", true);
-    const bool parse_special = flag("parse_special", true);
-    const bool with_pieces = flag("with_pieces", false);
-    const std::vector<Token> toks =
-        model_->tokenize(it->get<std::string>(), add_special, parse_special);
+    const TokenizeRequest r = parse_tokenize_request(b);
+    const std::vector<Token> toks = model_->tokenize(r.content, r.add_special, r.parse_special);
     Json out = Json::array();
     for (Token t : toks) {
-      if (with_pieces)
+      if (r.with_pieces)
         out.push_back({{"id", t}, {"piece", model_->detok(t, Detok::Text)}});
       else
         out.push_back(t);
@@ -398,19 +384,7 @@ void HttpServer::setup() {
     send_json(res, 200, {{"tokens", std::move(out)}});
   });
   post("/detokenize", [this](const Json& b, const httplib::Request&, httplib::Response& res) {
-    auto it = b.find("tokens");
-    if (it == b.end() || !it->is_array())
-      throw ApiError{400, "'tokens' (an array of token ids) is required", "invalid_request_error",
-                     "tokens"};
-    std::vector<Token> toks;
-    for (const Json& t : *it) {
-      if (!t.is_number_integer() || t.get<std::int64_t>() < 0 ||
-          t.get<std::int64_t>() >= model_->info().n_vocab)
-        throw ApiError{
-            400, "'tokens' must hold token ids in 0.." + std::to_string(model_->info().n_vocab - 1),
-            "invalid_request_error", "tokens"};
-      toks.push_back(static_cast<Token>(t.get<std::int64_t>()));
-    }
+    const std::vector<Token> toks = parse_detokenize_request(b, model_->info().n_vocab);
     send_json(res, 200, {{"content", model_->detok(toks, Detok::Text)}});
   });
 

@@ -328,6 +328,8 @@ void PreTokenizer::split(std::string_view text,
   }
 }
 
+std::span<const Family> pre_families() { return kFamilies; }
+
 const Family& require_pre_family(std::string_view pre, const std::string& source) {
   if (const Family* f = family_of(pre)) return *f;
   for (const auto& [name, why] : kRefused) {

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -35,6 +36,10 @@ struct Family {
 // The family `pre` names (aliases resolved). Error(Unsupported) otherwise, giving the reason for a
 // name we know and refuse, else the supported names; `source` names the file in the message.
 const Family& require_pre_family(std::string_view pre, const std::string& source);
+
+// Every family this build implements, once each (aliases not listed): the
+// tokenize fuzz target runs a byte-level vocabulary through each.
+std::span<const Family> pre_families();
 
 // The two digit-grouping patterns rescan the rest of a digit run from every
 // position, which is quadratic in PCRE2 (minutes for a megabyte of digits).

@@ -3,7 +3,7 @@
 // seam::Error may come out. The campaign itself is scripts/fuzz_campaign.sh.
 #include <gtest/gtest.h>
 
-#include "../../fuzz/gguf_fuzz.h"  // the byte Mutator
+#include "../../fuzz/mutator.h"
 #include "../../fuzz/template_fuzz.h"
 #include "../../fuzz/tool_call_fuzz.h"
 

@@ -132,7 +132,7 @@ TEST(Quantize, RowsThatDoNotFitFallBackAndSaySo) {
                                                       {TensorType::Q5_K, TensorType::Q5_1},
                                                       {TensorType::Q6_K, TensorType::Q8_0}};
   for (const auto& [target, alt] : expect) {
-    for (const PlannedTensor& p : plan_quantization(f, target, false)) {
+    for (const PlannedTensor& p : plan_quantization(f, target, QuantMix::None)) {
       if (p.src->ne.size() >= 2) {
         EXPECT_EQ(p.to, alt) << p.src->name;
         EXPECT_FALSE(p.note.empty());
@@ -145,14 +145,14 @@ TEST(Quantize, RowsThatDoNotFitFallBackAndSaySo) {
 TEST(Quantize, Q4KMMixMatchesLlamaQuantize) {
   const GgufFile ref =
       GgufFile::open(std::string(SEAM_SHARED_DIR) + "/models/quant/ref-llama-512-q4_k_m.gguf");
-  const auto plan = plan_quantization(ref, TensorType::Q8_0, true);
+  const auto plan = plan_quantization(ref, TensorType::Q8_0, QuantMix::Q4_K_M);
   int q6 = 0;
   for (const PlannedTensor& p : plan) {
     EXPECT_EQ(p.to, p.src->type) << p.src->name;
     q6 += p.to == TensorType::Q6_K;
   }
   EXPECT_EQ(q6, 5);  // output + attn_v and ffn_down of layers 2 and 3
-  EXPECT_EQ(llama_file_type(TensorType::Q4_K, true), ref.get_uint("general.file_type"));
+  EXPECT_EQ(llama_file_type(TensorType::Q4_K, QuantMix::Q4_K_M), ref.get_uint("general.file_type"));
 }
 
 TEST(Quantize, BadRequestsAreRefusedClearly) {
