@@ -310,7 +310,8 @@ bool Engine::step() {
   // it when nothing is generating, else what keeps this step short (a whole
   // --batch of prompt would stall every stream for its duration).
   const std::size_t decode_rows = batch.size();
-  if (decode_rows > 0) budget = prefill_cap(budget);
+  const std::size_t short_step = prefill_cap(budget);
+  if (decode_rows > 0) budget = short_step;
   std::vector<Slot*> prefilling;
   for (Slot& slot : slots_)
     if (slot.job && slot.job->gen->phase() == Generation::Phase::Prefill)
@@ -343,7 +344,14 @@ bool Engine::step() {
       stalled.push_back(slot);
       continue;
     }
+    const bool last_chunk = n == left(slot);
     take(*slot, n);
+    // A prompt read to its end waits on this step for its first token: the
+    // rest of the step stays as short as it would beside running streams.
+    if (last_chunk) {
+      const std::size_t prompt_rows = batch.size() - decode_rows;
+      budget = std::min(budget, short_step > prompt_rows ? short_step - prompt_rows : 0);
+    }
   }
 
   if (batch.empty()) {
