@@ -4,6 +4,7 @@
 #include <ctime>
 #include <limits>
 #include <random>
+#include <utility>
 
 #include "seam/chat.h"
 #include "seam/error.h"
@@ -559,10 +560,11 @@ StreamEncoder::StreamEncoder(const Model* model, const CompletionRequest& r, std
       chat_(r.chat),
       include_usage_(r.include_usage),
       logprobs_(r.logprobs),
-      tool_format_(r.tool_format),
       id_(random_id(r.chat ? "chatcmpl-" : "cmpl-")),
       model_id_(std::move(model_id)),
-      created_(static_cast<std::int64_t>(std::time(nullptr))) {}
+      created_(static_cast<std::int64_t>(std::time(nullptr))) {
+  if (r.tool_format) tools_.emplace(*r.tool_format);
+}
 
 std::string StreamEncoder::chunk(Json choices, const Json* usage) const {
   Json c = {{"id", id_},
@@ -593,6 +595,29 @@ std::string StreamEncoder::start() {
       choice({{"role", "assistant"}, {"content", ""}, {"refusal", nullptr}}, nullptr, nullptr));
 }
 
+std::string StreamEncoder::tool_events(const std::vector<chat::ToolCallEvent>& events, Json lp) {
+  std::string out;
+  for (const chat::ToolCallEvent& e : events) {
+    Json delta;
+    if (e.kind == chat::ToolCallEvent::Kind::Content) {
+      delta = {{"content", e.text}};
+    } else if (e.kind == chat::ToolCallEvent::Kind::Begin) {
+      delta = {
+          {"tool_calls", Json::array({{{"index", e.index},
+                                       {"id", e.id.empty() ? random_id("call_") : e.id},
+                                       {"type", "function"},
+                                       {"function", {{"name", e.name}, {"arguments", ""}}}}})}};
+    } else {
+      delta = {{"tool_calls",
+                Json::array({{{"index", e.index}, {"function", {{"arguments", e.text}}}}})}};
+    }
+    out += chunk(choice(std::move(delta), std::exchange(lp, nullptr), nullptr));
+  }
+  // Logprobs of tokens still held (a possible call) go out on their own.
+  if (!lp.is_null()) out += chunk(choice({{"content", ""}}, std::move(lp), nullptr));
+  return out;
+}
+
 std::string StreamEncoder::text(const std::string& text,
                                 const std::optional<TokenLogprob>& logprob) {
   Json lp = nullptr;
@@ -601,43 +626,18 @@ std::string StreamEncoder::text(const std::string& text,
     lp = chat_ ? chat_logprobs_json(*model_, one)
                : completion_logprobs_json(*model_, one, text_offset_);
   }
-  std::string shown = text;
-  if (tool_format_) {
-    held_ += text;  // calls are parsed from the whole answer at the end
-    shown.clear();
-    if (lp.is_null()) return "";
-  }
-  if (shown.empty() && lp.is_null()) return "";
-  text_offset_ += shown.size();
-  return chunk(choice(chat_ ? Json{{"content", shown}} : Json(shown), std::move(lp), nullptr));
+  if (tools_) return tool_events(tools_->feed(text), std::move(lp));
+  if (text.empty() && lp.is_null()) return "";
+  text_offset_ += text.size();
+  return chunk(choice(chat_ ? Json{{"content", text}} : Json(text), std::move(lp), nullptr));
 }
 
 std::string StreamEncoder::finish(const GenerateResult& g) {
   std::string out;
   bool calls = false;
-  if (tool_format_) {
-    ToolCallsOut tc = extract_tool_calls(held_, *tool_format_);
-    if (!tc.content.empty()) out += chunk(choice({{"content", tc.content}}, nullptr, nullptr));
-    calls = !tc.calls.empty();
-    for (std::size_t i = 0; i < tc.calls.size(); ++i) {
-      const Json& call = tc.calls[i];
-      Json head = {{"index", i},
-                   {"id", call["id"]},
-                   {"type", "function"},
-                   {"function", {{"name", call["function"]["name"]}, {"arguments", ""}}}};
-      out += chunk(choice({{"tool_calls", Json::array({head})}}, nullptr, nullptr));
-      // The arguments in fragments, as OpenAI streams them (never splitting
-      // a UTF-8 character).
-      const std::string args = call["function"]["arguments"].get<std::string>();
-      std::size_t at = 0;
-      while (at < args.size()) {
-        std::size_t end = std::min(args.size(), at + 16);
-        while (end < args.size() && (static_cast<unsigned char>(args[end]) & 0xC0) == 0x80) ++end;
-        Json frag = {{"index", i}, {"function", {{"arguments", args.substr(at, end - at)}}}};
-        out += chunk(choice({{"tool_calls", Json::array({frag})}}, nullptr, nullptr));
-        at = end;
-      }
-    }
+  if (tools_) {
+    out += tool_events(tools_->finish(), nullptr);
+    calls = tools_->calls() > 0;
   }
   out += chunk(choice(chat_ ? Json::object() : Json(""), nullptr, finish_reason(g, calls)));
   if (include_usage_) {

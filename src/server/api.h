@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "chat/tool_call_stream.h"
 #include "chat/tool_calls.h"
 #include "seam/generate.h"
 #include "seam/model.h"
@@ -95,9 +96,10 @@ ToolCallsOut extract_tool_calls(const std::string& text, chat::ToolCallFormat fo
 // Server-sent events in OpenAI's chunk format, one request's worth: one
 // shared id; for chat the first delta carries the role; the last chunk
 // carries finish_reason; then the usage chunk when asked; then
-// "data: [DONE]". With tools the answer is held and parsed at the end, then
-// sent as content and delta.tool_calls (index, id, name, then argument
-// fragments). Each call returns zero or more whole events.
+// "data: [DONE]". With tools, text goes out as soon as it cannot be the start
+// of a call (chat::ToolCallStream), and calls as OpenAI streams them:
+// delta.tool_calls with index, id and name, then argument fragments as they
+// are generated. Each call returns zero or more whole events.
 class StreamEncoder {
  public:
   // `model` renders logprob token texts (may be null when logprobs are off).
@@ -110,14 +112,14 @@ class StreamEncoder {
  private:
   std::string chunk(Json choices, const Json* usage = nullptr) const;
   Json choice(Json delta, Json logprobs, Json finish) const;
+  std::string tool_events(const std::vector<chat::ToolCallEvent>& events, Json logprobs);
 
   const Model* model_;
   bool chat_, include_usage_, logprobs_;
-  std::optional<chat::ToolCallFormat> tool_format_;
   std::string id_, model_id_;
   std::int64_t created_;
   std::size_t text_offset_ = 0;
-  std::string held_;  // tool mode: the whole answer so far
+  std::optional<chat::ToolCallStream> tools_;  // chat with tools
 };
 
 // "chatcmpl-..." / "cmpl-..." / "call_...": a random id.

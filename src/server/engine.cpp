@@ -249,6 +249,33 @@ void Engine::evict_idle_cells(std::size_t need) {
   }
 }
 
+// How many prompt tokens a step that also carries decode tokens may take:
+// as many as fit in (step_ratio - 1) decode steps' time, at least a few so
+// every prompt advances. Until both times are measured, a small chunk.
+std::size_t Engine::prefill_cap(std::size_t budget) const {
+  constexpr std::size_t kMinChunk = 8, kFirstChunk = 32;
+  if (decode_step_s_ <= 0 || prompt_token_s_ <= 0) return std::min(budget, kFirstChunk);
+  const double fit = (cfg_.step_ratio - 1.0) * decode_step_s_ / prompt_token_s_;
+  const std::size_t n = fit >= static_cast<double>(budget) ? budget : static_cast<std::size_t>(fit);
+  return std::min(budget, std::max(kMinChunk, n));
+}
+
+// Updates the step-time model from one timed decode call: t = decode_step +
+// prompt_rows * prompt_token. Moving averages follow the machine's load and
+// the number of running streams.
+void Engine::time_step(double seconds, std::size_t decode_rows, std::size_t prompt_rows) {
+  constexpr double kAlpha = 0.2;
+  auto mix = [&](double& avg, double x) { avg = avg <= 0 ? x : avg + kAlpha * (x - avg); };
+  if (prompt_rows == 0) {
+    if (decode_rows > 0) mix(decode_step_s_, seconds);
+    return;
+  }
+  // A step of prompt tokens alone charges its fixed cost to them: an
+  // overestimate, so the first mixed steps err on the short side.
+  const double fixed = decode_rows > 0 ? std::min(decode_step_s_, seconds) : 0.0;
+  mix(prompt_token_s_, (seconds - fixed) / static_cast<double>(prompt_rows));
+}
+
 bool Engine::step() {
   std::vector<Decode> batch;
   std::vector<std::uint32_t> owner;  // slot of each row
@@ -279,13 +306,24 @@ bool Engine::step() {
     }
     take(slot, 1);
   }
-  // Then prompt chunks, oldest request first, within what is left.
+  // Then prompt chunks within what is left of the budget: all of
+  // it when nothing is generating, else what keeps this step short (a whole
+  // --batch of prompt would stall every stream for its duration).
+  const std::size_t decode_rows = batch.size();
+  const std::size_t short_step = prefill_cap(budget);
+  if (decode_rows > 0) budget = short_step;
   std::vector<Slot*> prefilling;
   for (Slot& slot : slots_)
     if (slot.job && slot.job->gen->phase() == Generation::Phase::Prefill)
       prefilling.push_back(&slot);
-  std::sort(prefilling.begin(), prefilling.end(),
-            [](Slot* a, Slot* b) { return a->job->submitted < b->job->submitted; });
+  // Shortest prompt left first (then oldest): a short question is answered
+  // in a step or two instead of waiting out a long document's prefill, which
+  // loses only those few tokens of its budget.
+  auto left = [](const Slot* s) { return s->job->prompt.size() - s->cached.size(); };
+  std::sort(prefilling.begin(), prefilling.end(), [&](Slot* a, Slot* b) {
+    if (left(a) != left(b)) return left(a) < left(b);
+    return a->job->submitted < b->job->submitted;
+  });
   std::vector<Slot*> stalled;
   for (Slot* slot : prefilling) {
     if (budget == 0) break;
@@ -295,8 +333,7 @@ bool Engine::step() {
       continue;
     }
     // During prefill every token this slot decoded is a prompt token.
-    const std::size_t left = slot->job->prompt.size() - slot->cached.size();
-    std::size_t want = std::min(budget, left);
+    std::size_t want = std::min(budget, left(slot));
     if (free < want) {
       evict_idle_cells(want + batch.size());
       const std::size_t f = session_->free_cells();
@@ -307,14 +344,23 @@ bool Engine::step() {
       stalled.push_back(slot);
       continue;
     }
+    const bool last_chunk = n == left(slot);
     take(*slot, n);
+    // A prompt read to its end waits on this step for its first token: the
+    // rest of the step stays as short as it would beside running streams.
+    if (last_chunk) {
+      const std::size_t prompt_rows = batch.size() - decode_rows;
+      budget = std::min(budget, short_step > prompt_rows ? short_step - prompt_rows : 0);
+    }
   }
 
   if (batch.empty()) {
     if (stalled.empty()) return false;
     // Partly prefilled prompts hold every free cell between them: send the
     // youngest back to the queue (its cells freed) so the older ones finish.
-    Slot* young = stalled.back();
+    Slot* young = *std::max_element(stalled.begin(), stalled.end(), [](Slot* a, Slot* b) {
+      return a->job->submitted < b->job->submitted;
+    });
     std::shared_ptr<Job> job = std::move(young->job);
     young->job.reset();
     job->gen.reset();
@@ -325,6 +371,7 @@ bool Engine::step() {
     return true;
   }
 
+  const auto t0 = Clock::now();
   try {
     session_->decode(batch);
   } catch (const Error& e) {
@@ -358,6 +405,7 @@ bool Engine::step() {
     session_ = model_->session(sc);
     return true;
   }
+  time_step(seconds_between(t0, Clock::now()), decode_rows, batch.size() - decode_rows);
   metrics_.decode_call(static_cast<std::uint32_t>(batch.size()));
 
   for (std::size_t i = 0; i < batch.size(); ++i) {

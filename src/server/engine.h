@@ -59,6 +59,11 @@ struct EngineConfig {
   std::uint32_t parallel = 4;
   std::uint32_t n_ctx = 0;
   std::uint32_t batch = 512;
+  // While requests are generating, a step with prompt tokens may take at most
+  // this many times a step of their decode tokens alone (estimated from the
+  // steps timed so far); the prompt chunk is cut to fit. Bounds the streams'
+  // inter-token latency while long prompts arrive.
+  double step_ratio = 1.5;
   std::uint32_t queue = 64;
   double timeout_s = 0;
 };
@@ -94,6 +99,8 @@ class Engine {
   void evict_idle_cells(std::size_t need);
   void publish(Job& job, Piece piece);
   void update_gauges();
+  std::size_t prefill_cap(std::size_t budget) const;
+  void time_step(double seconds, std::size_t decode_rows, std::size_t prompt_rows);
 
   std::shared_ptr<const Model> model_;
   EngineConfig cfg_;
@@ -102,6 +109,9 @@ class Engine {
   std::unique_ptr<Session> session_;
   std::vector<Slot> slots_;
   std::uint64_t clock_ = 0;
+  // Step-time model, scheduler thread only (moving averages, seconds).
+  double decode_step_s_ = 0;   // a step holding only decode tokens
+  double prompt_token_s_ = 0;  // what each prompt token adds to a step
 
   std::mutex m_;
   std::condition_variable cv_;

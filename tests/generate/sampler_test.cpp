@@ -2,6 +2,7 @@
 // distribution, determinism and validation.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -44,6 +45,44 @@ std::map<Token, float> logits_of(const std::vector<Candidate>& c) {
 // logits whose softmax is {0.5, 0.25, 0.125, 0.125}, shifted so the shift matters not
 std::vector<float> quarters() {
   return {std::log(0.5f) + 3, std::log(0.25f) + 3, std::log(0.125f) + 3, std::log(0.125f) + 3};
+}
+
+// Full rows (the large-vocabulary path sorts them by radix) come out in
+// exactly the comparison order: logit descending, lowest id on ties, -0 and
+// +0 equal, -inf last.
+TEST(Sampler, FullRowsSortExactlyByLogitThenId) {
+  std::mt19937 rng(7);
+  for (const std::size_t n : {5u, 2047u, 2048u, 32000u, 151936u}) {
+    std::vector<float> l(n);
+    std::normal_distribution<float> normal(0.0f, 4.0f);
+    for (std::size_t i = 0; i < n; ++i) {
+      switch (rng() % 8) {
+        case 0:
+          l[i] = static_cast<float>(static_cast<int>(rng() % 5) - 2);  // ties
+          break;
+        case 1:
+          l[i] = (rng() % 2) ? 0.0f : -0.0f;
+          break;
+        case 2:
+          l[i] = (rng() % 4) ? -std::numeric_limits<float>::infinity()
+                             : std::numeric_limits<float>::denorm_min();
+          break;
+        default:
+          l[i] = normal(rng);
+      }
+    }
+    std::vector<Candidate> want(n);
+    for (std::size_t i = 0; i < n; ++i) want[i] = {static_cast<Token>(i), l[i]};
+    std::sort(want.begin(), want.end(), [](const Candidate& a, const Candidate& b) {
+      return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+    });
+    const std::vector<Candidate> got = Sampler(neutral()).candidates(l, {});
+    ASSERT_EQ(got.size(), n);
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(got[i].id, want[i].id) << "n=" << n << " at " << i;
+      ASSERT_EQ(got[i].logit, want[i].logit);
+    }
+  }
 }
 
 TEST(Sampler, GreedyIsArgmaxWithLowestIdOnTies) {
