@@ -74,10 +74,13 @@ TEST(ObserverLong, MillionTokensFlatMemoryAndConstantWork) {
   o.top_k = 5;
   o.interject = false;
   Segment cur;
+  std::uint64_t decoded = 0;  // over the whole run
   o.debug_log = [&](const std::string& line) {
     if (line.rfind("decode tokens=", 0) == 0) {
+      const std::uint64_t n = std::stoull(line.substr(14));
       ++cur.decode_calls;
-      cur.decoded += std::stoull(line.substr(14));
+      cur.decoded += n;
+      decoded += n;
     } else if (line.rfind("roll dropped=", 0) == 0) {
       ++cur.rolls;
     }
@@ -117,18 +120,22 @@ TEST(ObserverLong, MillionTokensFlatMemoryAndConstantWork) {
               static_cast<unsigned long long>(s.tokens), static_cast<unsigned long long>(s.rolls),
               s.mean_surprisal_bits);
   EXPECT_GE(s.tokens, kTokens);
-  // A 64-token context keeping 32 rolls every 32 tokens (BOS stays).
-  EXPECT_GT(s.rolls, kTokens / 33);
+  // Every token is decoded exactly once, BOS too: a roll decodes nothing again.
+  EXPECT_EQ(decoded, s.tokens + 1);
+  // BOS + 63 tokens fill the 64-token context; each roll keeps 32 and makes
+  // room for 31 more.
+  EXPECT_EQ(s.rolls, (s.tokens - 63 + 30) / 31);
+  // Segments are cut where a feed's events are read (a 4 KiB feed is about a
+  // thousand tokens), so per-segment counts agree within a few percent.
   const Segment& first = segs[1];  // segment 0 includes start-up
   for (std::size_t k = 2; k < segs.size(); ++k) {
-    // Every token is decoded once (a roll decodes nothing again; a segment
-    // edge may split one call's 32 tokens), in the same number of calls.
-    EXPECT_NEAR(static_cast<double>(segs[k].decoded), static_cast<double>(segs[k].tokens), 64) << k;
+    EXPECT_NEAR(static_cast<double>(segs[k].decoded), static_cast<double>(segs[k].tokens), 2500)
+        << k;
     EXPECT_NEAR(static_cast<double>(segs[k].decode_calls), static_cast<double>(first.decode_calls),
-                0.01 * first.decode_calls)
+                0.05 * first.decode_calls)
         << k;
     EXPECT_NEAR(static_cast<double>(segs[k].rolls), static_cast<double>(first.rolls),
-                0.01 * first.rolls + 2)
+                0.05 * first.rolls)
         << k;
 #if !defined(__SANITIZE_ADDRESS__)
     // Flat memory: nothing per token is kept (a 40-byte record per token would
