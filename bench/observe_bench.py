@@ -84,6 +84,9 @@ def throughput(a, t, base):
           f"  ({100 * ppl[1] / obs10[1]:.1f}% of perplexity by CPU)")
     print(line("seam observe --top-k 0", obs0) +
           f"  (top-10 costs {100 * (obs10[1] / obs0[1] - 1):+.1f}% CPU)")
+    pre = best(a.runs, obs + ["--top-k", "10", "--roll", "prefill"])
+    print(line("seam observe --roll prefill", pre) +
+          f"  ({100 * ppl[1] / pre[1]:.1f}% of perplexity by CPU)")
     for w in a.windows:
         r = best(a.runs, obs + ["--top-k", "10", "--window", str(w)])
         print(line(f"seam observe --window {w}", r) +

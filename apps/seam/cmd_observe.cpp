@@ -35,7 +35,7 @@ struct Opts {
   std::string compare;
   std::string file;
   std::string input;  // positional: FILE or -
-  std::string jsonl, html, debug_log, baseline = "welford";
+  std::string jsonl, html, debug_log, baseline = "welford", roll = "shift";
   int threads = 0;
   std::string cache_type = "f16";
   ObserveOptions obs;
@@ -118,6 +118,13 @@ int run_observe(Opts& o) {
   } else {
     throw Error(Errc::InvalidArgument,
                 "--baseline must be welford or ewma, not '" + o.baseline + "'");
+  }
+  if (o.roll == "shift") {
+    o.obs.roll = RollMode::Shift;
+  } else if (o.roll == "prefill") {
+    o.obs.roll = RollMode::Prefill;
+  } else {
+    throw Error(Errc::InvalidArgument, "--roll must be shift or prefill, not '" + o.roll + "'");
   }
   o.obs.interject = !o.no_interject;
   o.obs.cache_type = parse_cache_type(o.cache_type);
@@ -229,6 +236,10 @@ void add_observe_command(CLI::App& app, CommandList& list) {
                   "interjection's room. When full, the oldest tokens are dropped")
       ->capture_default_str();
   sub->add_option("--window", o->obs.window, "Tokens kept when the context rolls; 0 = half of it")
+      ->capture_default_str();
+  sub->add_option("--roll", o->roll,
+                  "shift (move the kept tokens' cached keys, no new prefill) or prefill (decode "
+                  "the kept tokens again, as from a cold start)")
       ->capture_default_str();
   sub->add_option("-b,--batch-size", o->obs.n_batch, "Most tokens per decode call")
       ->capture_default_str()

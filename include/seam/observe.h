@@ -48,6 +48,19 @@ enum class Baseline {
   Ewma,     // exponentially weighted mean and variance (ObserveOptions::ewma_window)
 };
 
+// How the observed context drops its oldest tokens when it is full.
+enum class RollMode {
+  // Session::drop_positions: the kept tokens' cached keys are rotated to their
+  // new positions, nothing is decoded again; they keep what they saw of the
+  // dropped text (llama.cpp's context shift). Falls back to Prefill for a
+  // model whose keys cannot be moved.
+  Shift,
+  // The sequence is cleared and BOS + the kept tokens are decoded again: the
+  // next tokens are predicted exactly as from a cold start on the kept text,
+  // at the cost of one prefill of --window tokens per roll.
+  Prefill,
+};
+
 // Mirrors the flags of `seam observe` (docs/observe.md).
 struct ObserveOptions {
   // Context of the observed stream in tokens; 0 = min(4096, the model's
@@ -56,8 +69,9 @@ struct ObserveOptions {
   // reaches it, the oldest tokens are dropped (a RollEvent) and observation
   // goes on. Interjections use positions beyond it.
   std::uint32_t n_ctx = 0;
-  // Tokens kept (and prefilled again) at a roll; 0 = half the context.
+  // Tokens kept at a roll; 0 = half the context.
   std::uint32_t window = 0;
+  RollMode roll = RollMode::Shift;
   std::uint32_t n_batch = 512;  // most tokens per decode call (observed + interjection)
   std::uint32_t top_k = 5;      // alternatives reported per token (0 = none)
   // How the sessions store K and V. F16 (the default, as everywhere) rounds

@@ -70,6 +70,33 @@ class Session {
   // token (whose logits it needs): decode tokens[n..] at positions n.. next.
   virtual std::size_t begin_prompt(std::uint32_t seq, std::span<const Token> tokens) = 0;
 
+  // Context shift without a new prefill: removes the positions [p0, p1) of
+  // sequence `seq` and moves each of its later positions down by p1 - p0
+  // (llama.cpp's seq_rm then seq_add). Their cached keys are rotated by the
+  // position delta with the model's own RoPE (YaRN, LongRoPE and per-layer
+  // bases included; the attention factor is not applied a second time) and
+  // their values are kept, so the next token goes at seq_next_pos(seq).
+  // What the moved tokens hold: a key is exactly the one a prefill at the new
+  // position would compute from the same layer input, within float32 rounding
+  // of the rotation (an F16 cache rounds it once more, relative error 2^-11).
+  // In the first layer that input is the token alone; in later layers it was
+  // computed while the dropped tokens were in context, and the moved tokens
+  // keep what they saw of them. So the logits after a shift equal a cold
+  // prefill of the kept tokens at their new positions when nothing was
+  // dropped (p0 == p1, or no position of `seq` in [p0, p1)) or the model has
+  // one layer; otherwise they are the usual context-shift approximation. A
+  // model with attention temperature (Llama 4, Mistral 3: queries scaled by
+  // their absolute position) is exact only with one layer: the kept tokens'
+  // later layers saw queries scaled for their old positions.
+  // Sliding-window layers stay exact: their masks depend on position
+  // differences, which a shift keeps. Cells `seq` shares with other sequences
+  // (copy_seq) are copied first, so the others see no change.
+  // Errors (session unchanged): Error(InvalidArgument) for seq >= n_seq_max,
+  // p0 < 0 or p1 < p0; Error(ContextFull) when the shared cells to copy need
+  // more free cells than there are; Error(Unsupported) for a model whose keys
+  // carry no rotary position (nothing to rotate: the caller prefills again).
+  virtual void drop_positions(std::uint32_t seq, std::int32_t p0, std::int32_t p1);
+
   virtual std::uint32_t n_ctx() const = 0;
   virtual std::uint32_t n_seq_max() const = 0;
   virtual std::uint32_t free_cells() const = 0;

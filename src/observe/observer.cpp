@@ -108,6 +108,7 @@ struct Observer::Impl {
   double sum_word_bits = 0;
   std::uint64_t words = 0;
   std::uint64_t triggers = 0, interjections = 0, rolls = 0;
+  bool can_shift = true;                       // false once a session refused drop_positions
   observe::Welford kl_stats;                   // KL per scored token (bits)
   double sum_xent = 0;                         // cross-entropy over scored tokens (bits)
   std::deque<std::pair<double, double>> bino;  // (surprisal, xent) of the last compare_window
@@ -338,19 +339,56 @@ struct Observer::Impl {
 
   // --------------------------------------------------------------- decode
 
-  // Drops the oldest tokens: sequence 0 is rebuilt from the last `window`.
+  // Drops the oldest tokens, keeping BOS and the last `window`: shifted in
+  // place, or sequence 0 rebuilt from them.
   void roll() {
     // A running interjection goes on: its sequence keeps the cells it shares
-    // with the old context (the session has room for both).
+    // with the old context (the session has room for both, copies included).
     const std::size_t have = main_tokens.size() - (bos ? 1u : 0u);
     const std::size_t keep = std::min<std::size_t>(window, have);
     std::vector<Token> kept;
     if (bos) kept.push_back(*bos);
     kept.insert(kept.end(), main_tokens.end() - static_cast<std::ptrdiff_t>(keep),
                 main_tokens.end());
+    const auto t0 = Clock::now();
+    const bool shifted = o.roll == RollMode::Shift && can_shift && shift(have - keep);
+    if (!shifted) prefill_kept(kept);
+    main_first_i += have - keep;
+    main_tokens = std::move(kept);
+    // A waiting interjection whose trigger was dropped has nothing to fork from.
+    const std::size_t before = waiting.size();
+    std::erase_if(waiting, [&](std::uint64_t i) { return i < main_first_i; });
+    if (waiting.size() != before)
+      log("roll: " + std::to_string(before - waiting.size()) +
+          " waiting interjections dropped with their tokens");
+    ++rolls;
+    log("roll dropped=" + std::to_string(have - keep) + " kept=" + std::to_string(keep) +
+        (shifted ? " shift_ms=" : " prefill_ms=") +
+        std::to_string(std::chrono::duration<double, std::milli>(Clock::now() - t0).count()));
+    events.emplace_back(RollEvent{next_i, have - keep, keep});
+  }
+
+  // Drops `n` stream tokens after BOS from both sessions without decoding;
+  // false (and a prefill follows) when a session cannot move its keys. The
+  // last row stays: it predicts the next token from the whole old context.
+  bool shift(std::size_t n) {
+    const std::int32_t p0 = bos ? 1 : 0, p1 = p0 + static_cast<std::int32_t>(n);
+    try {
+      session->drop_positions(kMain, p0, p1);
+      if (cmp_session) cmp_session->drop_positions(kMain, p0, p1);
+      return true;
+    } catch (const Error& e) {
+      // Unsupported stays so; a shared cell without room to copy it may not.
+      if (e.code() == Errc::Unsupported) can_shift = false;
+      if (e.code() != Errc::Unsupported && e.code() != Errc::ContextFull) throw;
+      log(std::string("roll: no shift, prefill instead: ") + e.what());
+      return false;
+    }
+  }
+
+  void prefill_kept(const std::vector<Token>& kept) {
     session->clear_seq(kMain);
     std::vector<Decode> batch;
-    const auto t0 = Clock::now();
     for (std::size_t p = 0; p < kept.size(); ++p)
       batch.push_back({kept[p], static_cast<std::int32_t>(p), kMain, p + 1 == kept.size()});
     session->decode(batch);
@@ -363,19 +401,6 @@ struct Observer::Impl {
       const auto crow = cmp_session->logits(batch.size() - 1);
       cmp_last_row.assign(crow.begin(), crow.end());
     }
-    main_first_i += have - keep;
-    main_tokens = std::move(kept);
-    // A waiting interjection whose trigger was dropped has nothing to fork from.
-    const std::size_t before = waiting.size();
-    std::erase_if(waiting, [&](std::uint64_t i) { return i < main_first_i; });
-    if (waiting.size() != before)
-      log("roll: " + std::to_string(before - waiting.size()) +
-          " waiting interjections dropped with their tokens");
-    ++rolls;
-    log("roll dropped=" + std::to_string(have - keep) + " kept=" + std::to_string(keep) +
-        " prefill_ms=" +
-        std::to_string(std::chrono::duration<double, std::milli>(Clock::now() - t0).count()));
-    events.emplace_back(RollEvent{next_i, have - keep, keep});
   }
 
   // One decode call: the next chunk of the stream and the interjection's next Decodes.

@@ -108,4 +108,56 @@ void KvCache::truncate_seq(std::uint32_t seq, std::int32_t pos) {
   m.erase(first, m.end());
 }
 
+std::uint32_t KvCache::shift_cells_needed(std::uint32_t seq, std::int32_t p0,
+                                          std::int32_t p1) const {
+  std::uint32_t shared = 0, freed = 0;
+  for (const auto& [pos, cell] : seqs_[seq]) {
+    const bool alone = cells_[cell].seqs.count() == 1;
+    if (pos >= p0 && pos < p1) freed += alone ? 1 : 0;
+    if (pos >= p1) shared += alone ? 0 : 1;
+  }
+  return shared > freed ? shared - freed : 0;
+}
+
+std::vector<std::uint32_t> KvCache::shift_positions(std::uint32_t seq, std::int32_t p0,
+                                                    std::int32_t p1) {
+  auto& m = seqs_[seq];
+  for (auto it = m.lower_bound(p0); it != m.end() && it->first < p1;) {
+    release(it->second, seq);
+    it = m.erase(it);
+  }
+  const std::int32_t delta = p1 - p0;
+  const std::size_t row_bytes = static_cast<std::size_t>(kv_width_) * kv_type_size(type_);
+  std::vector<std::uint32_t> moved;
+  std::map<std::int32_t, std::uint32_t> shifted;
+  for (auto it = m.begin(); it != m.end();) {
+    if (it->first < p1) {
+      shifted.insert(*it);
+      it = m.erase(it);
+      continue;
+    }
+    std::uint32_t c = it->second;
+    if (cells_[c].seqs.count() > 1) {
+      // Copy on write: the other sequences keep the cell at its old position.
+      const std::uint32_t copy = free_.back();
+      free_.pop_back();
+      for (std::size_t l = 0; l < k_.size(); ++l) {
+        std::memcpy(k_[l].data() + copy * row_bytes, k_[l].data() + c * row_bytes, row_bytes);
+        std::memcpy(v_[l].data() + copy * row_bytes, v_[l].data() + c * row_bytes, row_bytes);
+      }
+      cells_[copy].token = cells_[c].token;
+      cells_[copy].seqs.reset();
+      cells_[copy].seqs.set(seq);
+      cells_[c].seqs.reset(seq);
+      c = copy;
+    }
+    cells_[c].pos = it->first - delta;
+    shifted.emplace(it->first - delta, c);
+    moved.push_back(c);
+    it = m.erase(it);
+  }
+  m = std::move(shifted);
+  return moved;
+}
+
 }  // namespace seam

@@ -31,6 +31,7 @@ class KvCache {
   KvType type() const { return type_; }
   const void* k(std::uint32_t layer) const { return k_[layer].data(); }  // [n_cells][kv_width]
   const void* v(std::uint32_t layer) const { return v_[layer].data(); }
+  void* k_mut(std::uint32_t layer) { return k_[layer].data(); }  // for re-rotating moved keys
   std::uint32_t kv_width() const { return kv_width_; }
   // Stores one row of K and of V (kv_width floats each) in `cell` of `layer`,
   // converted to the cache's type.
@@ -63,6 +64,16 @@ class KvCache {
   void copy_seq(std::uint32_t src, std::uint32_t dst);
   // Drops the positions >= pos from `seq`.
   void truncate_seq(std::uint32_t seq, std::int32_t pos);
+
+  // Free cells shift_positions(seq, p0, p1) needs beyond the ones its drop frees:
+  // every moved cell another sequence shares must be copied first.
+  std::uint32_t shift_cells_needed(std::uint32_t seq, std::int32_t p0, std::int32_t p1) const;
+  // Drops the positions [p0, p1) of `seq` and moves its positions >= p1 down by
+  // p1 - p0. A moved cell that other sequences share is copied to a free cell
+  // (K and V rows of every layer) and only the copy moves, so they keep theirs.
+  // Returns the moved cells, each now held by `seq` alone; their keys still
+  // carry the old rotation. The caller checked shift_cells_needed.
+  std::vector<std::uint32_t> shift_positions(std::uint32_t seq, std::int32_t p0, std::int32_t p1);
 
  private:
   struct Cell {

@@ -6,6 +6,7 @@
 
 #include "runtime/forward.h"
 #include "runtime/kv_cache.h"
+#include "runtime/kv_shift.h"
 #include "runtime/model_impl.h"
 #include "runtime/seq_stores.h"
 #include "seam/error.h"
@@ -93,6 +94,31 @@ class SessionImpl final : public Session {
     return stores_.begin_prompt(seq, tokens);
   }
 
+  void drop_positions(std::uint32_t seq, std::int32_t p0, std::int32_t p1) override {
+    check_usable();
+    check_seq(seq);
+    if (p0 < 0 || p1 < p0) {
+      throw Error(Errc::InvalidArgument, "drop_positions: the range [" + std::to_string(p0) + ", " +
+                                             std::to_string(p1) + ") must satisfy 0 <= p0 <= p1");
+    }
+    if (const std::string why = key_shift_refusal(m_.spec); !why.empty()) {
+      throw Error(Errc::Unsupported, "drop_positions: " + why + "; decode the kept tokens again");
+    }
+    if (p0 == p1) return;
+    const std::uint32_t need = kv_.shift_cells_needed(seq, p0, p1);
+    if (need > kv_.free_cells()) {
+      throw Error(Errc::ContextFull,
+                  "drop_positions: sequence " + std::to_string(seq) + " shares " +
+                      std::to_string(need) +
+                      " cells with other sequences that must be copied "
+                      "but only " +
+                      std::to_string(kv_.free_cells()) +
+                      " are free; clear the other sequences first or use a larger n_ctx");
+    }
+    const std::vector<std::uint32_t> moved = kv_.shift_positions(seq, p0, p1);
+    shift_keys(m_.spec, m_.weights, kv_, moved, p0 - p1);
+  }
+
   std::uint32_t n_ctx() const override { return kv_.n_cells(); }
   std::uint32_t n_seq_max() const override { return kv_.n_seq_max(); }
   std::uint32_t free_cells() const override { return kv_.free_cells(); }
@@ -135,6 +161,11 @@ class SessionImpl final : public Session {
 };
 
 }  // namespace
+
+void Session::drop_positions(std::uint32_t, std::int32_t, std::int32_t) {
+  throw Error(Errc::Unsupported,
+              "this session cannot move cached positions; decode the kept tokens again");
+}
 
 std::unique_ptr<Session> make_session(const Model& model, const SessionConfig& config,
                                       std::unique_ptr<ComputeBackend> backend) {

@@ -336,6 +336,7 @@ TEST(Observer, RollsWhenTheContextFills) {
   ObserveOptions o = quiet();
   o.n_ctx = 64;
   o.window = 24;
+  o.roll = RollMode::Prefill;
   const Observed r = observe(m, text, o);
   const std::vector<Token> whole = m->tokenize(text, false, false);
   ASSERT_EQ(r.tokens.size(), whole.size());
@@ -358,6 +359,65 @@ TEST(Observer, RollsWhenTheContextFills) {
     EXPECT_NEAR(r.tokens[e.i].surprisal_bits, bits, 1e-4) << e.i;
   }
   EXPECT_EQ(r.summaries.at(0).rolls, r.rolls.size());
+}
+
+// Surprisal in bits of `target` under one logits row.
+double surprisal_bits(std::span<const float> row, Token target) {
+  double mx = row[0];
+  for (float l : row) mx = std::max<double>(mx, l);
+  double z = 0;
+  for (float l : row) z += std::exp(l - mx);
+  return (std::log(z) + mx - row[static_cast<std::size_t>(target)]) / std::numbers::ln2;
+}
+
+// The default roll moves the kept tokens' keys (Session::drop_positions) and
+// decodes nothing again: the tokens after the first roll score as a session
+// that holds BOS + the first 63 tokens, drops 39 of them and goes on.
+TEST(Observer, RollShiftsWithoutPrefill) {
+  std::string text;
+  for (int i = 0; i < 4; ++i) text += kStory;
+  auto m = stories();
+  ObserveOptions o = quiet();
+  o.n_ctx = 64;
+  o.window = 24;
+  std::string debug;
+  o.debug_log = [&](const std::string& line) { debug += line + "\n"; };
+  const Observed r = observe(m, text, o);
+  const std::vector<Token> whole = m->tokenize(text, false, false);
+  ASSERT_EQ(r.tokens.size(), whole.size());
+  ASSERT_GE(r.rolls.size(), 5u);
+  EXPECT_NE(debug.find("shift_ms="), std::string::npos);
+  EXPECT_EQ(debug.find("prefill_ms="), std::string::npos) << "no roll decoded its tokens again";
+
+  const RollEvent& e = r.rolls.at(0);
+  ASSERT_EQ(e.i, 63u);  // BOS + 63 tokens fill the 64-token context
+  ASSERT_EQ(e.kept, 24u);
+  auto s = m->session({64, 64, 1, CacheType::F32});
+  std::vector<Token> ctx = {*m->bos()};
+  ctx.insert(ctx.end(), whole.begin(), whole.begin() + 63);
+  const auto before = decode_all(*s, ctx, 0);
+  // Token 63 is predicted by the row computed before the roll.
+  EXPECT_NEAR(r.tokens[63].surprisal_bits, surprisal_bits(before.back(), whole[63]), 1e-4);
+  s->drop_positions(0, 1, 1 + static_cast<std::int32_t>(e.dropped));
+  const std::vector<Token> next(whole.begin() + 63, whole.begin() + 70);
+  const auto after = decode_all(*s, next, 0, 25);
+  for (std::size_t k = 0; k + 1 < next.size(); ++k)
+    EXPECT_NEAR(r.tokens[64 + k].surprisal_bits, surprisal_bits(after[k], whole[64 + k]), 1e-4)
+        << 64 + k;
+
+  // Prefill rolls at the same tokens; the stream, offsets and roll events agree.
+  o.roll = RollMode::Prefill;
+  debug.clear();
+  const Observed p = observe(m, text, o);
+  EXPECT_NE(debug.find("prefill_ms="), std::string::npos);
+  ASSERT_EQ(p.rolls.size(), r.rolls.size());
+  for (std::size_t k = 0; k < r.rolls.size(); ++k) {
+    EXPECT_EQ(p.rolls[k].i, r.rolls[k].i);
+    EXPECT_EQ(p.rolls[k].dropped, r.rolls[k].dropped);
+  }
+  // Before the first roll both are the same computation.
+  for (std::size_t k = 0; k < 63; ++k)
+    EXPECT_NEAR(p.tokens[k].surprisal_bits, r.tokens[k].surprisal_bits, 1e-4) << k;
 }
 
 std::size_t rss_kib() {
