@@ -48,11 +48,26 @@ struct GemmFns {
               float* out, std::size_t ldy);
 };
 
+// Decode (few tokens) at the AVX-512 level for the 32-element block types: the
+// activation rows, quantized as usual, are put once per matmul into a layout
+// from which the kernel reads each weight row's partner values with plain
+// loads (int8 values contiguous, each 4-value group's offset correction and
+// each block's scale precomputed), so a weight row costs only its own unpacking.
+struct RowFns {
+  // Bytes of one token's prepared activations for rows of n (a multiple of 64).
+  std::size_t (*act_bytes)(std::int64_t n);
+  // One token: its activation row in the kernel's dot_type -> the prepared layout.
+  void (*prepare)(std::int64_t n, const void* act, void* dst);
+  // A DotFn whose activation rows are prepared ones, act_bytes(n) apart.
+  DotFn dot;
+};
+
 struct Kernels {
   DotFn scalar;  // reference, always present
   DotFn avx2;    // AVX2 + FMA + F16C, or null
   DotFn avx512;  // AVX-512 F/BW/VL/VNNI, or null (the level then runs the AVX2 kernel)
   const GemmFns* gemm512 = nullptr;  // prefill at the AVX-512 level, or null
+  const RowFns* rows512 = nullptr;   // decode at the AVX-512 level on prepared rows, or null
 
   // The kernel for `level`: the highest one present at or below it.
   DotFn at(CpuLevel level) const {
@@ -79,7 +94,7 @@ void q6_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*,
 void iq4_nl_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void iq4_xs_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 
-// SIMD versions, one namespace per level.
+// SIMD versions, one namespace per level (AVX-512 decode kernels: dot_rows_avx512.cpp).
 namespace avx2 {
 void f32_f32(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void f16_f32(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
@@ -99,6 +114,17 @@ void iq4_xs_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float
 }  // namespace avx2
 
 namespace avx512 {
+void f32_f32(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
+void f16_f32(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
+void bf16_f32(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
+void q4_0_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
+void q5_0_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
+void q8_0_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
+void iq4_nl_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
+void q4_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
+void q5_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
+void q6_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
+extern const RowFns rows_q4_0, rows_q5_0, rows_q8_0, rows_iq4_nl;
 extern const GemmFns gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_iq4_nl, gemm_q4_k, gemm_q6_k, gemm_f32,
     gemm_f16, gemm_bf16;
 }  // namespace avx512

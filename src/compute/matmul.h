@@ -26,7 +26,7 @@ struct WeightView {
 // Reusable buffers for quantized activations; sized on first use, reused after.
 struct MatmulScratch {
   std::vector<std::byte> act;
-  std::vector<std::byte> gemm_act;  // activations in the GEMM layout (dot.h GemmFns)
+  std::vector<std::byte> gemm_act;  // activations in the GEMM or prepared-row layout (dot.h)
 };
 
 // y[t][r] = sum_k W[r][k] * x[t][k]

@@ -241,7 +241,13 @@ void erased(const void* src, float* y, std::int64_t n_blocks) {
 #define SEAM_DOT(name) \
   dot::Kernels { dot::name, dot::avx2::name, nullptr }
 #define SEAM_DOT_GEMM(name, gemm) \
-  dot::Kernels { dot::name, dot::avx2::name, nullptr, &dot::avx512::gemm }
+  dot::Kernels { dot::name, dot::avx2::name, dot::avx512::name, &dot::avx512::gemm }
+#define SEAM_DOT_ROWS(name, gemm, rows)                                                   \
+  dot::Kernels {                                                                          \
+    dot::name, dot::avx2::name, dot::avx512::name, &dot::avx512::gemm, &dot::avx512::rows \
+  }
+#define SEAM_DOT_512(name) \
+  dot::Kernels { dot::name, dot::avx2::name, dot::avx512::name }
 
 // Every weight type compute can decode and multiply, each in one row.
 struct TypeEntry {
@@ -258,19 +264,19 @@ constexpr TypeEntry kTypes[] = {
       SEAM_DOT_GEMM(bf16_f32, gemm_bf16)}},
     {TensorType::Q4_0,
      {kQK4_0, sizeof(BlockQ4_0), TensorType::Q8_0, erased<BlockQ4_0, dequant_q4_0>,
-      SEAM_DOT_GEMM(q4_0_q8_0, gemm_q4_0)}},
+      SEAM_DOT_ROWS(q4_0_q8_0, gemm_q4_0, rows_q4_0)}},
     {TensorType::Q4_1,
      {kQK4_1, sizeof(BlockQ4_1), TensorType::Q8_1, erased<BlockQ4_1, dequant_q4_1>,
       SEAM_DOT(q4_1_q8_1)}},
     {TensorType::Q5_0,
      {kQK5_0, sizeof(BlockQ5_0), TensorType::Q8_0, erased<BlockQ5_0, dequant_q5_0>,
-      SEAM_DOT_GEMM(q5_0_q8_0, gemm_q5_0)}},
+      SEAM_DOT_ROWS(q5_0_q8_0, gemm_q5_0, rows_q5_0)}},
     {TensorType::Q5_1,
      {kQK5_1, sizeof(BlockQ5_1), TensorType::Q8_1, erased<BlockQ5_1, dequant_q5_1>,
       SEAM_DOT(q5_1_q8_1)}},
     {TensorType::Q8_0,
      {kQK8_0, sizeof(BlockQ8_0), TensorType::Q8_0, erased<BlockQ8_0, dequant_q8_0>,
-      SEAM_DOT_GEMM(q8_0_q8_0, gemm_q8_0)}},
+      SEAM_DOT_ROWS(q8_0_q8_0, gemm_q8_0, rows_q8_0)}},
     {TensorType::Q2_K,
      {kQK_K, sizeof(BlockQ2_K), TensorType::Q8_K, erased<BlockQ2_K, dequant_q2_k>,
       SEAM_DOT(q2_k_q8_k)}},
@@ -282,19 +288,21 @@ constexpr TypeEntry kTypes[] = {
       SEAM_DOT_GEMM(q4_k_q8_k, gemm_q4_k)}},
     {TensorType::Q5_K,
      {kQK_K, sizeof(BlockQ5_K), TensorType::Q8_K, erased<BlockQ5_K, dequant_q5_k>,
-      SEAM_DOT(q5_k_q8_k)}},
+      SEAM_DOT_512(q5_k_q8_k)}},
     {TensorType::Q6_K,
      {kQK_K, sizeof(BlockQ6_K), TensorType::Q8_K, erased<BlockQ6_K, dequant_q6_k>,
       SEAM_DOT_GEMM(q6_k_q8_k, gemm_q6_k)}},
     {TensorType::IQ4_NL,
      {32, sizeof(BlockIQ4_NL), TensorType::Q8_0, erased<BlockIQ4_NL, dequant_iq4_nl>,
-      SEAM_DOT_GEMM(iq4_nl_q8_0, gemm_iq4_nl)}},
+      SEAM_DOT_ROWS(iq4_nl_q8_0, gemm_iq4_nl, rows_iq4_nl)}},
     {TensorType::IQ4_XS,
      {kQK_K, sizeof(BlockIQ4_XS), TensorType::Q8_K, erased<BlockIQ4_XS, dequant_iq4_xs>,
       SEAM_DOT(iq4_xs_q8_k)}},
 };
 #undef SEAM_DOT
 #undef SEAM_DOT_GEMM
+#undef SEAM_DOT_512
+#undef SEAM_DOT_ROWS
 
 }  // namespace
 

@@ -24,7 +24,7 @@ class DotTypes : public ::testing::TestWithParam<std::tuple<TensorType, CpuLevel
 // which per-block f32 terms are accumulated (and in FMA use). Each of the ~n/32
 // additions rounds by <= 2^-24 of a partial sum bounded by sum|terms|, so
 // 1e-5 * sum|terms| (terms include the separately accumulated min parts) is a
-// safe bound for these row lengths (<= 1000 elements: 1e-5 > 30 * 2^-24).
+// safe bound for these row lengths (<= 40 blocks: 1e-5 > 40 * 2^-24).
 TEST_P(DotTypes, LevelMatchesScalar) {
   const auto [type, level] = GetParam();
   if (level > detected_cpu_level()) {
@@ -36,7 +36,12 @@ TEST_P(DotTypes, LevelMatchesScalar) {
   const TensorType dt = quant::traits(type)->dot_type;
   std::mt19937 rng(99 + static_cast<int>(type));
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (std::int64_t n : {testutil::test_row_len(type), 4 * testutil::test_row_len(type) / 3}) {
+  // 37 blocks of 32: the AVX-512 kernels take scales 16 blocks at a time and
+  // blocks in pairs, so this crosses two full groups and ends on an odd block.
+  const std::int64_t long_row = quant::traits(type)->block_size == 32 ? 37 * 32 : 0;
+  for (std::int64_t n :
+       {testutil::test_row_len(type), 4 * testutil::test_row_len(type) / 3, long_row}) {
+    if (n == 0) continue;
     if (n % quant::traits(type)->block_size) continue;
     const std::size_t row = quant::row_size(type, n);
     const std::size_t arow = dt == TensorType::F32 ? n * 4 : quant::row_size(dt, n);
@@ -138,6 +143,58 @@ TEST(DotGemm, PanelsMatchScalarRows) {
     }
   }
   EXPECT_GE(checked, 9);  // Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q6_K, F32, F16, BF16
+}
+
+// The AVX-512 decode kernels on prepared activation rows (dot.h RowFns) against
+// the scalar kernel on the plain quantized rows: even and odd block counts
+// (the kernels pair blocks), one to three 16-block scale groups, 1..7 tokens
+// (crossing the kMaxTile split), activations with outliers at +-127. Same
+// bound as above: integer sums are exact, only f32 accumulation order differs.
+TEST(DotRows, PreparedRowsMatchScalar) {
+  if (detected_cpu_level() < CpuLevel::Avx512) {
+    GTEST_SKIP() << "this CPU runs up to " << cpu_level_name(detected_cpu_level());
+  }
+  int checked = 0;
+  for (TensorType type : testutil::kernel_types()) {
+    const quant::TypeTraits& tr = *quant::traits(type);
+    const dot::RowFns* rf = tr.dot.rows512;
+    if (!rf) continue;
+    ++checked;
+    const TensorType dt = tr.dot_type;
+    std::mt19937 rng(11 + static_cast<int>(type));
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (std::int64_t n : {32, 64, 7 * 32, 16 * 32, 37 * 32}) {
+      const std::size_t row = quant::row_size(type, n);
+      const std::size_t arow = quant::row_size(dt, n);
+      const std::size_t prow = rf->act_bytes(n);
+      for (int rep = 0; rep < 8; ++rep) {
+        const int n_act = 1 + rep % 7;
+        const std::vector<std::byte> w = testutil::random_weights(type, 1, n, row, rng);
+        std::vector<float> wf(n);
+        quant::dequantize_row(type, w.data(), wf.data(), n);
+        std::vector<std::byte> act(arow * n_act), prepared(prow * n_act);
+        std::vector<float> x(n);
+        for (int t = 0; t < n_act; ++t) {
+          for (float& v : x) v = normal(rng) * (rep % 4 == 3 ? 100.0f : 1.0f);
+          if (rep % 3 == 2) x[(7 * t) % n] = -1e4f;
+          quant::quantize_row(dt, x.data(), act.data() + t * arow, n);
+          rf->prepare(n, act.data() + t * arow, prepared.data() + t * prow);
+        }
+        std::vector<float> ref(n_act * 2, -1.0f), got(n_act * 2, -1.0f);
+        tr.dot.scalar(n, w.data(), act.data(), arow, n_act, ref.data(), 2);
+        rf->dot(n, w.data(), prepared.data(), prow, n_act, got.data(), 2);
+        for (int t = 0; t < n_act; ++t) {
+          const std::vector<double> a = testutil::decode_act(dt, act.data() + t * arow, n);
+          double mag = 0;
+          for (std::int64_t i = 0; i < n; ++i) mag += std::fabs(wf[i]) * std::fabs(a[i]);
+          EXPECT_NEAR(got[2 * t], ref[2 * t], 1e-5 * mag + 1e-30)
+              << quant::type_name(type) << " n " << n << " rep " << rep << " t " << t;
+          EXPECT_EQ(got[2 * t + 1], -1.0f);  // the stride is respected
+        }
+      }
+    }
+  }
+  EXPECT_GE(checked, 4);  // Q4_0, Q5_0, Q8_0, IQ4_NL
 }
 
 // Every type has a kernel at every level (a level without its own runs the one below).
