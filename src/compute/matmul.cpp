@@ -108,7 +108,7 @@ void matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y
     act = q;
   }
 
-  const dot::GemmFns* gemm = level >= CpuLevel::Avx512 ? k->gemm512 : nullptr;
+  const dot::GemmFns* gemm = k->gemm_at(level);
   if (gemm && n_tokens >= gemm->min_tokens) {
     gemm_matmul(*gemm, w, act, act_stride, n_tokens, y, ldy, pool, scratch);
     return;

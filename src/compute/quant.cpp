@@ -242,6 +242,8 @@ void erased(const void* src, float* y, std::int64_t n_blocks) {
   dot::Kernels { dot::name, dot::avx2::name, nullptr }
 #define SEAM_DOT_GEMM(name, gemm) \
   dot::Kernels { dot::name, dot::avx2::name, nullptr, &dot::avx512::gemm }
+#define SEAM_DOT_GEMM2(name, gemm) \
+  dot::Kernels { dot::name, dot::avx2::name, nullptr, &dot::avx512::gemm, &dot::avx2::gemm }
 
 // Every weight type compute can decode and multiply, each in one row.
 struct TypeEntry {
@@ -250,27 +252,28 @@ struct TypeEntry {
 };
 constexpr TypeEntry kTypes[] = {
     {TensorType::F32,
-     {1, 4, TensorType::F32, erased<float, dequant_f32>, SEAM_DOT_GEMM(f32_f32, gemm_f32)}},
+     {1, 4, TensorType::F32, erased<float, dequant_f32>, SEAM_DOT_GEMM2(f32_f32, gemm_f32)}},
     {TensorType::F16,
-     {1, 2, TensorType::F32, erased<std::uint16_t, dequant_f16>, SEAM_DOT_GEMM(f16_f32, gemm_f16)}},
+     {1, 2, TensorType::F32, erased<std::uint16_t, dequant_f16>,
+      SEAM_DOT_GEMM2(f16_f32, gemm_f16)}},
     {TensorType::BF16,
      {1, 2, TensorType::F32, erased<std::uint16_t, dequant_bf16>,
-      SEAM_DOT_GEMM(bf16_f32, gemm_bf16)}},
+      SEAM_DOT_GEMM2(bf16_f32, gemm_bf16)}},
     {TensorType::Q4_0,
      {kQK4_0, sizeof(BlockQ4_0), TensorType::Q8_0, erased<BlockQ4_0, dequant_q4_0>,
-      SEAM_DOT_GEMM(q4_0_q8_0, gemm_q4_0)}},
+      SEAM_DOT_GEMM2(q4_0_q8_0, gemm_q4_0)}},
     {TensorType::Q4_1,
      {kQK4_1, sizeof(BlockQ4_1), TensorType::Q8_1, erased<BlockQ4_1, dequant_q4_1>,
       SEAM_DOT(q4_1_q8_1)}},
     {TensorType::Q5_0,
      {kQK5_0, sizeof(BlockQ5_0), TensorType::Q8_0, erased<BlockQ5_0, dequant_q5_0>,
-      SEAM_DOT_GEMM(q5_0_q8_0, gemm_q5_0)}},
+      SEAM_DOT_GEMM2(q5_0_q8_0, gemm_q5_0)}},
     {TensorType::Q5_1,
      {kQK5_1, sizeof(BlockQ5_1), TensorType::Q8_1, erased<BlockQ5_1, dequant_q5_1>,
       SEAM_DOT(q5_1_q8_1)}},
     {TensorType::Q8_0,
      {kQK8_0, sizeof(BlockQ8_0), TensorType::Q8_0, erased<BlockQ8_0, dequant_q8_0>,
-      SEAM_DOT_GEMM(q8_0_q8_0, gemm_q8_0)}},
+      SEAM_DOT_GEMM2(q8_0_q8_0, gemm_q8_0)}},
     {TensorType::Q2_K,
      {kQK_K, sizeof(BlockQ2_K), TensorType::Q8_K, erased<BlockQ2_K, dequant_q2_k>,
       SEAM_DOT(q2_k_q8_k)}},
@@ -279,13 +282,13 @@ constexpr TypeEntry kTypes[] = {
       SEAM_DOT(q3_k_q8_k)}},
     {TensorType::Q4_K,
      {kQK_K, sizeof(BlockQ4_K), TensorType::Q8_K, erased<BlockQ4_K, dequant_q4_k>,
-      SEAM_DOT_GEMM(q4_k_q8_k, gemm_q4_k)}},
+      SEAM_DOT_GEMM2(q4_k_q8_k, gemm_q4_k)}},
     {TensorType::Q5_K,
      {kQK_K, sizeof(BlockQ5_K), TensorType::Q8_K, erased<BlockQ5_K, dequant_q5_k>,
       SEAM_DOT(q5_k_q8_k)}},
     {TensorType::Q6_K,
      {kQK_K, sizeof(BlockQ6_K), TensorType::Q8_K, erased<BlockQ6_K, dequant_q6_k>,
-      SEAM_DOT_GEMM(q6_k_q8_k, gemm_q6_k)}},
+      SEAM_DOT_GEMM2(q6_k_q8_k, gemm_q6_k)}},
     {TensorType::IQ4_NL,
      {32, sizeof(BlockIQ4_NL), TensorType::Q8_0, erased<BlockIQ4_NL, dequant_iq4_nl>,
       SEAM_DOT_GEMM(iq4_nl_q8_0, gemm_iq4_nl)}},
@@ -295,6 +298,7 @@ constexpr TypeEntry kTypes[] = {
 };
 #undef SEAM_DOT
 #undef SEAM_DOT_GEMM
+#undef SEAM_DOT_GEMM2
 
 }  // namespace
 

@@ -79,18 +79,23 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, DotTypes,
                                   cpu_level_name(std::get<1>(info.param));
                          });
 
-// The AVX-512 prefill GEMM (packed panels, prepared activations) against the
-// scalar dot kernel on the same quantized activations: every token count up to
-// 2.5 tiles of 8 (each remainder tile), full and partial panels. Same bound as
-// above: both sums are exact in integers and differ only in f32 rounding.
-TEST(DotGemm, PanelsMatchScalarRows) {
-  if (detected_cpu_level() < CpuLevel::Avx512) {
+// The prefill GEMMs of each level (packed panels, prepared activations)
+// against the scalar dot kernel on the same quantized activations: every token
+// count up to 20 (2.5 AVX-512 tiles of 8, 5 AVX2 int tiles of 4, 3.3 AVX2 float
+// tiles of 6: every remainder tile), full and partial panels (7 rows: a partial
+// first half; 1 row). Same bound as above: both sums are exact in integers and
+// differ only in f32 rounding.
+class DotGemm : public ::testing::TestWithParam<CpuLevel> {};
+
+TEST_P(DotGemm, PanelsMatchScalarRows) {
+  const CpuLevel level = GetParam();
+  if (detected_cpu_level() < level) {
     GTEST_SKIP() << "this CPU runs up to " << cpu_level_name(detected_cpu_level());
   }
   int checked = 0;
   for (TensorType type : testutil::kernel_types()) {
     const quant::TypeTraits& tr = *quant::traits(type);
-    const dot::GemmFns* g = tr.dot.gemm512;
+    const dot::GemmFns* g = level == CpuLevel::Avx512 ? tr.dot.gemm512 : tr.dot.gemm2;
     if (!g) continue;
     ++checked;
     const TensorType dt = tr.dot_type;
@@ -108,7 +113,7 @@ TEST(DotGemm, PanelsMatchScalarRows) {
       g->prepare(n, act.data() + t * arow, prepared.data() + t * g->act_bytes(n));
     }
     std::vector<std::byte> panel(g->panel_bytes(n));
-    for (int n_rows : {dot::kPanelRows, 7, 1}) {
+    for (int n_rows : {dot::kPanelRows, 11, 7, 1}) {
       const std::vector<std::byte> w = testutil::random_weights(type, n_rows, n, row, rng);
       g->pack(n, w.data(), row, n_rows, panel.data());
       for (int n_tok = 1; n_tok <= kTok; ++n_tok) {
@@ -127,8 +132,8 @@ TEST(DotGemm, PanelsMatchScalarRows) {
             for (std::int64_t i = 0; i < n; ++i)
               mag += (std::fabs(wf[i]) + 2 * mins[i]) * std::fabs(a[i]);
             ASSERT_NEAR(got[t * ldy + r], ref[t], 1e-5 * mag + 1e-30)
-                << quant::type_name(type) << " rows " << n_rows << " n_tok " << n_tok << " r " << r
-                << " t " << t;
+                << cpu_level_name(level) << " " << quant::type_name(type) << " rows " << n_rows
+                << " n_tok " << n_tok << " r " << r << " t " << t;
           }
         }
         for (int t = 0; t < n_tok; ++t) {
@@ -137,8 +142,12 @@ TEST(DotGemm, PanelsMatchScalarRows) {
       }
     }
   }
-  EXPECT_GE(checked, 9);  // Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q6_K, F32, F16, BF16
+  // AVX-512: Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q6_K, F32, F16, BF16; AVX2: all but IQ4_NL.
+  EXPECT_GE(checked, level == CpuLevel::Avx512 ? 9 : 8);
 }
+
+INSTANTIATE_TEST_SUITE_P(Levels, DotGemm, ::testing::Values(CpuLevel::Avx2, CpuLevel::Avx512),
+                         [](const auto& info) { return cpu_level_name(info.param); });
 
 // Every type has a kernel at every level (a level without its own runs the one below).
 TEST(Dot, EveryLevelHasAKernelForEveryType) {
