@@ -52,8 +52,9 @@ struct Kernels {
   DotFn scalar;  // reference, always present
   DotFn avx2;    // AVX2 + FMA + F16C, or null
   DotFn avx512;  // AVX-512 F/BW/VL/VNNI, or null (the level then runs the AVX2 kernel)
-  const GemmFns* gemm512 = nullptr;  // prefill at the AVX-512 level, or null
-  const GemmFns* gemm2 = nullptr;    // prefill at the AVX2 level, or null
+  const GemmFns* gemm512 = nullptr;   // prefill at the AVX-512 level, or null
+  const GemmFns* gemm2 = nullptr;     // prefill at the AVX2 level, or null
+  const GemmFns* gemm_amx = nullptr;  // prefill at the AMX level, or null
 
   // The kernel for `level`: the highest one present at or below it.
   DotFn at(CpuLevel level) const {
@@ -63,6 +64,7 @@ struct Kernels {
   }
   // The prefill GEMM for `level`: the highest one present at or below it, or null.
   const GemmFns* gemm_at(CpuLevel level) const {
+    if (level >= CpuLevel::Amx && gemm_amx) return gemm_amx;
     if (level >= CpuLevel::Avx512 && gemm512) return gemm512;
     if (level >= CpuLevel::Avx2 && gemm2) return gemm2;
     return nullptr;
@@ -112,5 +114,17 @@ namespace avx512 {
 extern const GemmFns gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_iq4_nl, gemm_q4_k, gemm_q6_k, gemm_f32,
     gemm_f16, gemm_bf16;
 }  // namespace avx512
+
+// AMX-INT8 (gemm_amx.cpp): `run` for the AVX-512 GEMM's panels and prepared
+// activations (its act_bytes, panel_bytes, prepare and pack), 16 tokens per
+// tile multiply; the tokens left over go to the AVX-512 run.
+namespace amx {
+void run_q4_0(std::int64_t, const void*, const void*, std::int64_t, int, float*, std::size_t);
+void run_q5_0(std::int64_t, const void*, const void*, std::int64_t, int, float*, std::size_t);
+void run_q8_0(std::int64_t, const void*, const void*, std::int64_t, int, float*, std::size_t);
+void run_iq4_nl(std::int64_t, const void*, const void*, std::int64_t, int, float*, std::size_t);
+void run_q4_k(std::int64_t, const void*, const void*, std::int64_t, int, float*, std::size_t);
+void run_q6_k(std::int64_t, const void*, const void*, std::int64_t, int, float*, std::size_t);
+}  // namespace amx
 
 }  // namespace seam::dot

@@ -238,12 +238,28 @@ void erased(const void* src, float* y, std::int64_t n_blocks) {
   F(static_cast<const Block*>(src), y, n_blocks);
 }
 
+// The AMX GEMMs are the AVX-512 ones with the tile unit's `run` (dot.h).
+dot::GemmFns with_amx_run(const dot::GemmFns& vnni, decltype(dot::GemmFns::run) run) {
+  dot::GemmFns g = vnni;
+  g.run = run;
+  g.min_tokens = 16;  // one full A tile; fewer tokens run the VNNI kernel anyway
+  return g;
+}
+const dot::GemmFns kAmxQ4_0 = with_amx_run(dot::avx512::gemm_q4_0, dot::amx::run_q4_0);
+const dot::GemmFns kAmxQ5_0 = with_amx_run(dot::avx512::gemm_q5_0, dot::amx::run_q5_0);
+const dot::GemmFns kAmxQ8_0 = with_amx_run(dot::avx512::gemm_q8_0, dot::amx::run_q8_0);
+const dot::GemmFns kAmxIQ4_NL = with_amx_run(dot::avx512::gemm_iq4_nl, dot::amx::run_iq4_nl);
+const dot::GemmFns kAmxQ4_K = with_amx_run(dot::avx512::gemm_q4_k, dot::amx::run_q4_k);
+const dot::GemmFns kAmxQ6_K = with_amx_run(dot::avx512::gemm_q6_k, dot::amx::run_q6_k);
+
 #define SEAM_DOT(name) \
   dot::Kernels { dot::name, dot::avx2::name, nullptr }
 #define SEAM_DOT_GEMM(name, gemm) \
   dot::Kernels { dot::name, dot::avx2::name, nullptr, &dot::avx512::gemm }
 #define SEAM_DOT_GEMM2(name, gemm) \
   dot::Kernels { dot::name, dot::avx2::name, nullptr, &dot::avx512::gemm, &dot::avx2::gemm }
+#define SEAM_DOT_AMX(name, gemm, amx) \
+  dot::Kernels { dot::name, dot::avx2::name, nullptr, &dot::avx512::gemm, &dot::avx2::gemm, &amx }
 
 // Every weight type compute can decode and multiply, each in one row.
 struct TypeEntry {
@@ -261,19 +277,19 @@ constexpr TypeEntry kTypes[] = {
       SEAM_DOT_GEMM2(bf16_f32, gemm_bf16)}},
     {TensorType::Q4_0,
      {kQK4_0, sizeof(BlockQ4_0), TensorType::Q8_0, erased<BlockQ4_0, dequant_q4_0>,
-      SEAM_DOT_GEMM2(q4_0_q8_0, gemm_q4_0)}},
+      SEAM_DOT_AMX(q4_0_q8_0, gemm_q4_0, kAmxQ4_0)}},
     {TensorType::Q4_1,
      {kQK4_1, sizeof(BlockQ4_1), TensorType::Q8_1, erased<BlockQ4_1, dequant_q4_1>,
       SEAM_DOT(q4_1_q8_1)}},
     {TensorType::Q5_0,
      {kQK5_0, sizeof(BlockQ5_0), TensorType::Q8_0, erased<BlockQ5_0, dequant_q5_0>,
-      SEAM_DOT_GEMM2(q5_0_q8_0, gemm_q5_0)}},
+      SEAM_DOT_AMX(q5_0_q8_0, gemm_q5_0, kAmxQ5_0)}},
     {TensorType::Q5_1,
      {kQK5_1, sizeof(BlockQ5_1), TensorType::Q8_1, erased<BlockQ5_1, dequant_q5_1>,
       SEAM_DOT(q5_1_q8_1)}},
     {TensorType::Q8_0,
      {kQK8_0, sizeof(BlockQ8_0), TensorType::Q8_0, erased<BlockQ8_0, dequant_q8_0>,
-      SEAM_DOT_GEMM2(q8_0_q8_0, gemm_q8_0)}},
+      SEAM_DOT_AMX(q8_0_q8_0, gemm_q8_0, kAmxQ8_0)}},
     {TensorType::Q2_K,
      {kQK_K, sizeof(BlockQ2_K), TensorType::Q8_K, erased<BlockQ2_K, dequant_q2_k>,
       SEAM_DOT(q2_k_q8_k)}},
@@ -282,16 +298,17 @@ constexpr TypeEntry kTypes[] = {
       SEAM_DOT(q3_k_q8_k)}},
     {TensorType::Q4_K,
      {kQK_K, sizeof(BlockQ4_K), TensorType::Q8_K, erased<BlockQ4_K, dequant_q4_k>,
-      SEAM_DOT_GEMM2(q4_k_q8_k, gemm_q4_k)}},
+      SEAM_DOT_AMX(q4_k_q8_k, gemm_q4_k, kAmxQ4_K)}},
     {TensorType::Q5_K,
      {kQK_K, sizeof(BlockQ5_K), TensorType::Q8_K, erased<BlockQ5_K, dequant_q5_k>,
       SEAM_DOT(q5_k_q8_k)}},
     {TensorType::Q6_K,
      {kQK_K, sizeof(BlockQ6_K), TensorType::Q8_K, erased<BlockQ6_K, dequant_q6_k>,
-      SEAM_DOT_GEMM2(q6_k_q8_k, gemm_q6_k)}},
+      SEAM_DOT_AMX(q6_k_q8_k, gemm_q6_k, kAmxQ6_K)}},
     {TensorType::IQ4_NL,
      {32, sizeof(BlockIQ4_NL), TensorType::Q8_0, erased<BlockIQ4_NL, dequant_iq4_nl>,
-      SEAM_DOT_GEMM(iq4_nl_q8_0, gemm_iq4_nl)}},
+      dot::Kernels{dot::iq4_nl_q8_0, dot::avx2::iq4_nl_q8_0, nullptr, &dot::avx512::gemm_iq4_nl,
+                   nullptr, &kAmxIQ4_NL}}},
     {TensorType::IQ4_XS,
      {kQK_K, sizeof(BlockIQ4_XS), TensorType::Q8_K, erased<BlockIQ4_XS, dequant_iq4_xs>,
       SEAM_DOT(iq4_xs_q8_k)}},
@@ -299,6 +316,7 @@ constexpr TypeEntry kTypes[] = {
 #undef SEAM_DOT
 #undef SEAM_DOT_GEMM
 #undef SEAM_DOT_GEMM2
+#undef SEAM_DOT_AMX
 
 }  // namespace
 

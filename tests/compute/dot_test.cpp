@@ -81,8 +81,8 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, DotTypes,
 
 // The prefill GEMMs of each level (packed panels, prepared activations)
 // against the scalar dot kernel on the same quantized activations: every token
-// count up to 20 (2.5 AVX-512 tiles of 8, 5 AVX2 int tiles of 4, 3.3 AVX2 float
-// tiles of 6: every remainder tile), full and partial panels (7 rows: a partial
+// count up to 36 (AVX-512 tiles of 8, AVX2 int tiles of 4, AVX2 float tiles of
+// 6, AMX tiles of 16: every remainder), full and partial panels (7 rows: a partial
 // first half; 1 row). Same bound as above: both sums are exact in integers and
 // differ only in f32 rounding.
 class DotGemm : public ::testing::TestWithParam<CpuLevel> {};
@@ -95,7 +95,9 @@ TEST_P(DotGemm, PanelsMatchScalarRows) {
   int checked = 0;
   for (TensorType type : testutil::kernel_types()) {
     const quant::TypeTraits& tr = *quant::traits(type);
-    const dot::GemmFns* g = level == CpuLevel::Avx512 ? tr.dot.gemm512 : tr.dot.gemm2;
+    const dot::GemmFns* g = level == CpuLevel::Amx      ? tr.dot.gemm_amx
+                            : level == CpuLevel::Avx512 ? tr.dot.gemm512
+                                                        : tr.dot.gemm2;
     if (!g) continue;
     ++checked;
     const TensorType dt = tr.dot_type;
@@ -104,7 +106,7 @@ TEST_P(DotGemm, PanelsMatchScalarRows) {
     const std::int64_t n = testutil::test_row_len(type);
     const std::size_t row = quant::row_size(type, n);
     const std::size_t arow = dt == TensorType::F32 ? n * 4 : quant::row_size(dt, n);
-    constexpr int kTok = 20;
+    constexpr int kTok = 36;
     std::vector<std::byte> act(arow * kTok), prepared(g->act_bytes(n) * kTok);
     std::vector<float> x(n);
     for (int t = 0; t < kTok; ++t) {
@@ -142,11 +144,13 @@ TEST_P(DotGemm, PanelsMatchScalarRows) {
       }
     }
   }
-  // AVX-512: Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q6_K, F32, F16, BF16; AVX2: all but IQ4_NL.
-  EXPECT_GE(checked, level == CpuLevel::Avx512 ? 9 : 8);
+  // AVX-512: Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q6_K, F32, F16, BF16; AVX2: all but IQ4_NL;
+  // AMX: the int8 ones.
+  EXPECT_GE(checked, level == CpuLevel::Avx512 ? 9 : level == CpuLevel::Avx2 ? 8 : 6);
 }
 
-INSTANTIATE_TEST_SUITE_P(Levels, DotGemm, ::testing::Values(CpuLevel::Avx2, CpuLevel::Avx512),
+INSTANTIATE_TEST_SUITE_P(Levels, DotGemm,
+                         ::testing::Values(CpuLevel::Avx2, CpuLevel::Avx512, CpuLevel::Amx),
                          [](const auto& info) { return cpu_level_name(info.param); });
 
 // Every type has a kernel at every level (a level without its own runs the one below).
@@ -161,7 +165,7 @@ TEST(Dot, EveryLevelHasAKernelForEveryType) {
 }
 
 TEST(CpuLevel, NamesRoundTrip) {
-  for (CpuLevel l : {CpuLevel::Scalar, CpuLevel::Avx2, CpuLevel::Avx512}) {
+  for (CpuLevel l : {CpuLevel::Scalar, CpuLevel::Avx2, CpuLevel::Avx512, CpuLevel::Amx}) {
     EXPECT_EQ(parse_cpu_level(cpu_level_name(l)), l);
   }
   EXPECT_EQ(parse_cpu_level("AVX2"), std::nullopt);
@@ -173,10 +177,13 @@ TEST(CpuLevel, NamesRoundTrip) {
 TEST(CpuLevel, ChoiceHonoursAndRefusesSeamCpu) {
   EXPECT_EQ(choose_cpu_level(nullptr, CpuLevel::Avx2), CpuLevel::Avx2);
   EXPECT_EQ(choose_cpu_level("", CpuLevel::Avx512), CpuLevel::Avx512);
+  EXPECT_EQ(choose_cpu_level(nullptr, CpuLevel::Amx), CpuLevel::Avx512);  // AMX is opt-in
   EXPECT_EQ(choose_cpu_level("scalar", CpuLevel::Avx512), CpuLevel::Scalar);
   EXPECT_EQ(choose_cpu_level("avx2", CpuLevel::Avx512), CpuLevel::Avx2);
   EXPECT_EQ(choose_cpu_level("avx512", CpuLevel::Avx512), CpuLevel::Avx512);
-  for (const char* bad : {"avx512", "sse4"}) {
+  EXPECT_EQ(choose_cpu_level("avx512", CpuLevel::Amx), CpuLevel::Avx512);
+  EXPECT_EQ(choose_cpu_level("amx", CpuLevel::Amx), CpuLevel::Amx);
+  for (const char* bad : {"avx512", "amx", "sse4"}) {
     try {
       choose_cpu_level(bad, CpuLevel::Avx2);
       FAIL() << bad << " accepted";

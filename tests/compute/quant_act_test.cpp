@@ -46,7 +46,7 @@ std::vector<float> nasty_row(std::mt19937& rng, int rep) {
 }
 
 TEST(ActQuantizer, EveryLevelWritesTheReferenceBytes) {
-  for (CpuLevel level : {CpuLevel::Scalar, CpuLevel::Avx2, CpuLevel::Avx512}) {
+  for (CpuLevel level : {CpuLevel::Scalar, CpuLevel::Avx2, CpuLevel::Avx512, CpuLevel::Amx}) {
     if (level > detected_cpu_level()) continue;
     for (TensorType t : {TensorType::Q8_0, TensorType::Q8_1, TensorType::Q8_K}) {
       const quant::QuantizeFn fn = quant::act_quantizer(t, level);
