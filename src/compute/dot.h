@@ -111,8 +111,8 @@ extern const GemmFns gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_q4_k, gemm_q6_k, gemm
 }  // namespace avx2
 
 namespace avx512 {
-extern const GemmFns gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_iq4_nl, gemm_q4_k, gemm_q6_k, gemm_f32,
-    gemm_f16, gemm_bf16;
+extern const GemmFns gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_iq4_nl, gemm_q4_k, gemm_q5_k, gemm_q6_k,
+    gemm_iq4_xs, gemm_f32, gemm_f16, gemm_bf16;
 }  // namespace avx512
 
 // AMX-INT8 (gemm_amx.cpp): `run` for the AVX-512 GEMM's panels and prepared

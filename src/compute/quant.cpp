@@ -301,7 +301,7 @@ constexpr TypeEntry kTypes[] = {
       SEAM_DOT_AMX(q4_k_q8_k, gemm_q4_k, kAmxQ4_K)}},
     {TensorType::Q5_K,
      {kQK_K, sizeof(BlockQ5_K), TensorType::Q8_K, erased<BlockQ5_K, dequant_q5_k>,
-      SEAM_DOT(q5_k_q8_k)}},
+      SEAM_DOT_GEMM(q5_k_q8_k, gemm_q5_k)}},
     {TensorType::Q6_K,
      {kQK_K, sizeof(BlockQ6_K), TensorType::Q8_K, erased<BlockQ6_K, dequant_q6_k>,
       SEAM_DOT_AMX(q6_k_q8_k, gemm_q6_k, kAmxQ6_K)}},
@@ -311,7 +311,7 @@ constexpr TypeEntry kTypes[] = {
                    nullptr, &kAmxIQ4_NL}}},
     {TensorType::IQ4_XS,
      {kQK_K, sizeof(BlockIQ4_XS), TensorType::Q8_K, erased<BlockIQ4_XS, dequant_iq4_xs>,
-      SEAM_DOT(iq4_xs_q8_k)}},
+      SEAM_DOT_GEMM(iq4_xs_q8_k, gemm_iq4_xs)}},
 };
 #undef SEAM_DOT
 #undef SEAM_DOT_GEMM
