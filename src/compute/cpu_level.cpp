@@ -1,7 +1,10 @@
 #include "compute/cpu_level.h"
 
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -13,7 +16,7 @@
 namespace seam {
 namespace {
 
-constexpr const char* kNames[kNumCpuLevels] = {"scalar", "avx2", "avx512"};
+constexpr const char* kNames[kNumCpuLevels] = {"scalar", "avx2", "avx512", "amx"};
 
 // XCR0: which register states the OS saves on a context switch. A CPU's AVX
 // bits mean nothing unless the OS saves the YMM (and, for AVX-512, opmask and
@@ -22,6 +25,18 @@ std::uint64_t xcr0() {
   std::uint32_t lo, hi;
   __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
   return (static_cast<std::uint64_t>(hi) << 32) | lo;
+}
+
+// Linux (5.16+) hands out the 8 KiB AMX tile state only to processes that ask
+// (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); the grant covers
+// every thread of the process. Without it the first tile instruction faults.
+bool request_tile_data() {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+  constexpr int kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
 }
 
 CpuLevel detect() {
@@ -37,8 +52,11 @@ CpuLevel detect() {
   const bool avx512f = b & (1u << 16), avx512bw = b & (1u << 30), avx512vl = b & (1u << 31),
              vnni = c & (1u << 11);
   const bool zmm_state = (xcr & 0xe0) == 0xe0;  // opmask, ZMM0-15 high halves, ZMM16-31
-  if (avx512f && avx512bw && avx512vl && vnni && zmm_state) return CpuLevel::Avx512;
-  return CpuLevel::Avx2;
+  if (!(avx512f && avx512bw && avx512vl && vnni && zmm_state)) return CpuLevel::Avx2;
+  const bool amx_tile = d & (1u << 24), amx_int8 = d & (1u << 25);
+  const bool tile_state = (xcr & 0x60000) == 0x60000;  // XTILECFG, XTILEDATA
+  if (amx_tile && amx_int8 && tile_state && request_tile_data()) return CpuLevel::Amx;
+  return CpuLevel::Avx512;
 }
 
 }  // namespace
@@ -58,13 +76,16 @@ CpuLevel detected_cpu_level() {
 }
 
 CpuLevel choose_cpu_level(const char* seam_cpu, CpuLevel detected) {
-  if (!seam_cpu || !*seam_cpu) return detected;
+  // AMX is opt-in: its GEMM measured slower than the AVX-512 VNNI one in a
+  // whole prefill (docs/performance.md), so the default stops at avx512.
+  if (!seam_cpu || !*seam_cpu) return std::min(detected, CpuLevel::Avx512);
   const std::optional<CpuLevel> want = parse_cpu_level(seam_cpu);
   if (!want) {
     throw Error(Errc::InvalidArgument, std::string("SEAM_CPU=") + seam_cpu +
-                                           " is not a CPU level; use scalar, avx2 or avx512, "
-                                           "or unset it to use the best this CPU has (" +
-                                           cpu_level_name(detected) + ")");
+                                           " is not a CPU level; use scalar, avx2, avx512 or amx, "
+                                           "or unset it for this CPU's default (" +
+                                           cpu_level_name(std::min(detected, CpuLevel::Avx512)) +
+                                           ")");
   }
   if (*want > detected) {
     throw Error(Errc::InvalidArgument, std::string("SEAM_CPU=") + seam_cpu +

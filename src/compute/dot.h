@@ -26,11 +26,11 @@ using DotFn = void (*)(std::int64_t n, const void* w, const void* act, std::size
 
 inline constexpr int kMaxTile = 4;
 
-// Prefill as a GEMM (AVX-512 VNNI): kPanelRows weight rows are unpacked once
-// per matmul into a panel of int8 in the order vpdpbusd consumes them (for
-// each 4 consecutive elements, 16 rows side by side), with per-unit scales; the
-// activations, quantized once as usual, are put once into a layout the
-// micro-kernel broadcasts from. Each panel then meets every token, 8 at a time.
+// Prefill as a GEMM (AVX-512 VNNI: vpdpbusd; AVX2: vpmaddubsw + vpmaddwd): kPanelRows weight rows
+// are unpacked once per matmul into a panel of int8 in the order vpdpbusd consumes them (for each 4
+// consecutive elements, 16 rows side by side), with per-unit scales; the activations, quantized
+// once as usual, are put once into a layout the micro-kernel broadcasts from. Each panel then meets
+// every token, 8 at a time.
 inline constexpr int kPanelRows = 16;
 
 struct GemmFns {
@@ -63,17 +63,26 @@ struct RowFns {
 };
 
 struct Kernels {
-  DotFn scalar;  // reference, always present
-  DotFn avx2;    // AVX2 + FMA + F16C, or null
-  DotFn avx512;  // AVX-512 F/BW/VL/VNNI, or null (the level then runs the AVX2 kernel)
-  const GemmFns* gemm512 = nullptr;  // prefill at the AVX-512 level, or null
-  const RowFns* rows512 = nullptr;   // decode at the AVX-512 level on prepared rows, or null
+  DotFn scalar;            // reference, always present
+  DotFn avx2 = nullptr;    // AVX2 + FMA + F16C, or null
+  DotFn avx512 = nullptr;  // AVX-512 F/BW/VL/VNNI, or null (the level then runs the AVX2 kernel)
+  const GemmFns* gemm512 = nullptr;   // prefill at the AVX-512 level, or null
+  const RowFns* rows512 = nullptr;    // decode at the AVX-512 level on prepared rows, or null
+  const GemmFns* gemm2 = nullptr;     // prefill at the AVX2 level, or null
+  const GemmFns* gemm_amx = nullptr;  // prefill at the AMX level, or null
 
   // The kernel for `level`: the highest one present at or below it.
   DotFn at(CpuLevel level) const {
     if (level >= CpuLevel::Avx512 && avx512) return avx512;
     if (level >= CpuLevel::Avx2 && avx2) return avx2;
     return scalar;
+  }
+  // The prefill GEMM for `level`: the highest one present at or below it, or null.
+  const GemmFns* gemm_at(CpuLevel level) const {
+    if (level >= CpuLevel::Amx && gemm_amx) return gemm_amx;
+    if (level >= CpuLevel::Avx512 && gemm512) return gemm512;
+    if (level >= CpuLevel::Avx2 && gemm2) return gemm2;
+    return nullptr;
   }
 };
 
@@ -111,6 +120,9 @@ void q3_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*,
 void q5_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void iq4_nl_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void iq4_xs_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
+// Prefill GEMM at the AVX2 level (gemm_avx2.cpp).
+extern const GemmFns gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_q4_k, gemm_q6_k, gemm_f32, gemm_f16,
+    gemm_bf16;
 }  // namespace avx2
 
 namespace avx512 {
@@ -125,8 +137,20 @@ void q4_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*,
 void q5_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void q6_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 extern const RowFns rows_q4_0, rows_q5_0, rows_q8_0, rows_iq4_nl;
-extern const GemmFns gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_iq4_nl, gemm_q4_k, gemm_q6_k, gemm_f32,
-    gemm_f16, gemm_bf16;
+extern const GemmFns gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_iq4_nl, gemm_q4_k, gemm_q5_k, gemm_q6_k,
+    gemm_iq4_xs, gemm_f32, gemm_f16, gemm_bf16;
 }  // namespace avx512
+
+// AMX-INT8 (gemm_amx.cpp): `run` for the AVX-512 GEMM's panels and prepared
+// activations (its act_bytes, panel_bytes, prepare and pack), 16 tokens per
+// tile multiply; the tokens left over go to the AVX-512 run.
+namespace amx {
+void run_q4_0(std::int64_t, const void*, const void*, std::int64_t, int, float*, std::size_t);
+void run_q5_0(std::int64_t, const void*, const void*, std::int64_t, int, float*, std::size_t);
+void run_q8_0(std::int64_t, const void*, const void*, std::int64_t, int, float*, std::size_t);
+void run_iq4_nl(std::int64_t, const void*, const void*, std::int64_t, int, float*, std::size_t);
+void run_q4_k(std::int64_t, const void*, const void*, std::int64_t, int, float*, std::size_t);
+void run_q6_k(std::int64_t, const void*, const void*, std::int64_t, int, float*, std::size_t);
+}  // namespace amx
 
 }  // namespace seam::dot

@@ -1,5 +1,5 @@
-// AVX-512 (F/BW/VL/VNNI) prefill GEMM for Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K and Q6_K weights
-// (int8, below) and for F32, F16 and BF16 weights (f32 FMA, at the end).
+// AVX-512 (F/BW/VL/VNNI) prefill GEMM for Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q5_K, Q6_K and
+// IQ4_XS weights (int8, below) and for F32, F16 and BF16 weights (f32 FMA, at the end).
 // Compiled with the AVX-512 flags (CMakeLists.txt); see dot.h on keeping this
 // unit's code out of baseline callers.
 //
@@ -13,7 +13,7 @@
 // differ from the scalar reference only in f32 rounding.
 //
 // A weight unit is the run of elements one scale covers (32 for Q4_0, Q8_0,
-// Q4_K; 16 for Q6_K). Panel layout per unit: int8 w[U/4][16 rows][4],
+// Q4_K, Q5_K, IQ4_XS; 16 for Q6_K). Panel layout per unit: int8 w[U/4][16 rows][4],
 // int32 corr[16], f32 scale[16], then for Q4_K f32 min[16] (-dmin * m).
 // Prepared activations per token: u8 q[n] (a + 128), f32 d[n / SB] (one per
 // activation block, SB = 32 for Q8_0, 256 for Q8_K), then for Q8_K f32
@@ -141,6 +141,57 @@ struct DecQ4_K {
       scale_min_k4(j, b.scales, sc, mn);
       c[j].scale[0] = c[j].scale[1] = d * sc;
       c[j].min[0] = c[j].min[1] = -dmin * mn;
+    }
+  }
+};
+
+// Q5_K: Q4_K's nibbles plus bit j of qh[l] as bit 4 of sub-block j's element l.
+struct DecQ5_K {
+  static constexpr int kUnit = 32, kActBlock = 256;
+  static constexpr bool kMin = true;
+  static constexpr int kChunksPerGroup = 8;
+  static constexpr std::size_t kGroupBytes = sizeof(BlockQ5_K);
+  static void decode(const std::byte* g, Chunk* c) {
+    const auto& b = *reinterpret_cast<const BlockQ5_K*>(g);
+    const float d = h2f(b.d), dmin = h2f(b.dmin);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
+    for (int p = 0; p < 4; ++p) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * p));
+      const __m256i h0 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * p), one);
+      const __m256i h1 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * p + 1), one);
+      c[2 * p].q = _mm256_or_si256(_mm256_and_si256(q, m4), _mm256_slli_epi16(h0, 4));
+      c[2 * p + 1].q =
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4), _mm256_slli_epi16(h1, 4));
+    }
+    for (int j = 0; j < 8; ++j) {
+      std::uint8_t sc, mn;
+      scale_min_k4(j, b.scales, sc, mn);
+      c[j].scale[0] = c[j].scale[1] = d * sc;
+      c[j].min[0] = c[j].min[1] = -dmin * mn;
+    }
+  }
+};
+
+// IQ4_XS: IQ4_NL's codebook in 32-element sub-blocks with 6-bit signed scales.
+struct DecIQ4_XS {
+  static constexpr int kUnit = 32, kActBlock = 256;
+  static constexpr bool kMin = false;
+  static constexpr int kChunksPerGroup = 8;
+  static constexpr std::size_t kGroupBytes = sizeof(BlockIQ4_XS);
+  static void decode(const std::byte* g, Chunk* c) {
+    const auto& b = *reinterpret_cast<const BlockIQ4_XS*>(g);
+    const float d = h2f(b.d);
+    const __m128i m = _mm_set1_epi8(0x0F);
+    const __m256i table =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values)));
+    for (int j = 0; j < 8; ++j) {
+      const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + 16 * j));
+      const __m256i idx =
+          _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+      c[j].q = _mm256_shuffle_epi8(table, idx);
+      c[j].scale[0] = c[j].scale[1] = d * static_cast<float>(iq4_xs_scale(b, j));
+      c[j].min[0] = c[j].min[1] = 0.0f;
     }
   }
 };
@@ -497,6 +548,11 @@ constinit const GemmFns gemm_q8_0 = {kIntMinTokens,    act_bytes<DecQ8_0>, panel
                                      prepare<DecQ8_0>, pack<DecQ8_0>,      run<DecQ8_0>};
 constinit const GemmFns gemm_q4_k = {kIntMinTokens,    act_bytes<DecQ4_K>, panel_bytes<DecQ4_K>,
                                      prepare<DecQ4_K>, pack<DecQ4_K>,      run<DecQ4_K>};
+constinit const GemmFns gemm_q5_k = {kIntMinTokens,    act_bytes<DecQ5_K>, panel_bytes<DecQ5_K>,
+                                     prepare<DecQ5_K>, pack<DecQ5_K>,      run<DecQ5_K>};
+constinit const GemmFns gemm_iq4_xs = {kIntMinTokens,          act_bytes<DecIQ4_XS>,
+                                       panel_bytes<DecIQ4_XS>, prepare<DecIQ4_XS>,
+                                       pack<DecIQ4_XS>,        run<DecIQ4_XS>};
 constinit const GemmFns gemm_q6_k = {kIntMinTokens,    act_bytes<DecQ6_K>, panel_bytes<DecQ6_K>,
                                      prepare<DecQ6_K>, pack<DecQ6_K>,      run<DecQ6_K>};
 constinit const GemmFns gemm_f32 = {kFloatMinTokens, float_act_bytes,    float_panel_bytes,

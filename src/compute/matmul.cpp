@@ -98,17 +98,17 @@ void matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y
     const std::size_t need = act_stride * static_cast<std::size_t>(n_tokens);
     if (scratch.act.size() < need) scratch.act.resize(need);
     std::byte* q = scratch.act.data();
+    const quant::QuantizeFn quantize_row = quant::act_quantizer(tr.dot_type, level);
     auto quantize = [&](std::size_t b, std::size_t e) {
       for (std::size_t t = b; t < e; ++t) {
-        quant::quantize_row(tr.dot_type, x + t * static_cast<std::size_t>(w.n_in),
-                            q + t * act_stride, w.n_in);
+        quantize_row(x + t * static_cast<std::size_t>(w.n_in), q + t * act_stride, w.n_in);
       }
     };
     pool.parallel_for(static_cast<std::size_t>(n_tokens), 1, quantize);
     act = q;
   }
 
-  const dot::GemmFns* gemm = level >= CpuLevel::Avx512 ? k->gemm512 : nullptr;
+  const dot::GemmFns* gemm = k->gemm_at(level);
   if (gemm && n_tokens >= gemm->min_tokens) {
     gemm_matmul(*gemm, w, act, act_stride, n_tokens, y, ldy, pool, scratch);
     return;

@@ -238,16 +238,23 @@ void erased(const void* src, float* y, std::int64_t n_blocks) {
   F(static_cast<const Block*>(src), y, n_blocks);
 }
 
-#define SEAM_DOT(name) \
-  dot::Kernels { dot::name, dot::avx2::name, nullptr }
-#define SEAM_DOT_GEMM(name, gemm) \
-  dot::Kernels { dot::name, dot::avx2::name, dot::avx512::name, &dot::avx512::gemm }
-#define SEAM_DOT_ROWS(name, gemm, rows)                                                   \
-  dot::Kernels {                                                                          \
-    dot::name, dot::avx2::name, dot::avx512::name, &dot::avx512::gemm, &dot::avx512::rows \
-  }
-#define SEAM_DOT_512(name) \
-  dot::Kernels { dot::name, dot::avx2::name, dot::avx512::name }
+// The AMX GEMMs are the AVX-512 ones with the tile unit's `run` (dot.h).
+dot::GemmFns with_amx_run(const dot::GemmFns& vnni, decltype(dot::GemmFns::run) run) {
+  dot::GemmFns g = vnni;
+  g.run = run;
+  g.min_tokens = 16;  // one full A tile; fewer tokens run the VNNI kernel anyway
+  return g;
+}
+const dot::GemmFns kAmxQ4_0 = with_amx_run(dot::avx512::gemm_q4_0, dot::amx::run_q4_0);
+const dot::GemmFns kAmxQ5_0 = with_amx_run(dot::avx512::gemm_q5_0, dot::amx::run_q5_0);
+const dot::GemmFns kAmxQ8_0 = with_amx_run(dot::avx512::gemm_q8_0, dot::amx::run_q8_0);
+const dot::GemmFns kAmxIQ4_NL = with_amx_run(dot::avx512::gemm_iq4_nl, dot::amx::run_iq4_nl);
+const dot::GemmFns kAmxQ4_K = with_amx_run(dot::avx512::gemm_q4_k, dot::amx::run_q4_k);
+const dot::GemmFns kAmxQ6_K = with_amx_run(dot::avx512::gemm_q6_k, dot::amx::run_q6_k);
+
+// K(name) gives a type its scalar and AVX2 dot kernels; the designated
+// fields add what exists at the other levels (dot.h Kernels).
+#define K(name) .scalar = dot::name, .avx2 = dot::avx2::name
 
 // Every weight type compute can decode and multiply, each in one row.
 struct TypeEntry {
@@ -256,53 +263,98 @@ struct TypeEntry {
 };
 constexpr TypeEntry kTypes[] = {
     {TensorType::F32,
-     {1, 4, TensorType::F32, erased<float, dequant_f32>, SEAM_DOT_GEMM(f32_f32, gemm_f32)}},
+     {1,
+      4,
+      TensorType::F32,
+      erased<float, dequant_f32>,
+      {K(f32_f32), .avx512 = dot::avx512::f32_f32, .gemm512 = &dot::avx512::gemm_f32,
+       .gemm2 = &dot::avx2::gemm_f32}}},
     {TensorType::F16,
-     {1, 2, TensorType::F32, erased<std::uint16_t, dequant_f16>, SEAM_DOT_GEMM(f16_f32, gemm_f16)}},
+     {1,
+      2,
+      TensorType::F32,
+      erased<std::uint16_t, dequant_f16>,
+      {K(f16_f32), .avx512 = dot::avx512::f16_f32, .gemm512 = &dot::avx512::gemm_f16,
+       .gemm2 = &dot::avx2::gemm_f16}}},
     {TensorType::BF16,
-     {1, 2, TensorType::F32, erased<std::uint16_t, dequant_bf16>,
-      SEAM_DOT_GEMM(bf16_f32, gemm_bf16)}},
+     {1,
+      2,
+      TensorType::F32,
+      erased<std::uint16_t, dequant_bf16>,
+      {K(bf16_f32), .avx512 = dot::avx512::bf16_f32, .gemm512 = &dot::avx512::gemm_bf16,
+       .gemm2 = &dot::avx2::gemm_bf16}}},
     {TensorType::Q4_0,
-     {kQK4_0, sizeof(BlockQ4_0), TensorType::Q8_0, erased<BlockQ4_0, dequant_q4_0>,
-      SEAM_DOT_ROWS(q4_0_q8_0, gemm_q4_0, rows_q4_0)}},
+     {kQK4_0,
+      sizeof(BlockQ4_0),
+      TensorType::Q8_0,
+      erased<BlockQ4_0, dequant_q4_0>,
+      {K(q4_0_q8_0), .avx512 = dot::avx512::q4_0_q8_0, .gemm512 = &dot::avx512::gemm_q4_0,
+       .rows512 = &dot::avx512::rows_q4_0, .gemm2 = &dot::avx2::gemm_q4_0, .gemm_amx = &kAmxQ4_0}}},
     {TensorType::Q4_1,
-     {kQK4_1, sizeof(BlockQ4_1), TensorType::Q8_1, erased<BlockQ4_1, dequant_q4_1>,
-      SEAM_DOT(q4_1_q8_1)}},
+     {kQK4_1,
+      sizeof(BlockQ4_1),
+      TensorType::Q8_1,
+      erased<BlockQ4_1, dequant_q4_1>,
+      {K(q4_1_q8_1)}}},
     {TensorType::Q5_0,
-     {kQK5_0, sizeof(BlockQ5_0), TensorType::Q8_0, erased<BlockQ5_0, dequant_q5_0>,
-      SEAM_DOT_ROWS(q5_0_q8_0, gemm_q5_0, rows_q5_0)}},
+     {kQK5_0,
+      sizeof(BlockQ5_0),
+      TensorType::Q8_0,
+      erased<BlockQ5_0, dequant_q5_0>,
+      {K(q5_0_q8_0), .avx512 = dot::avx512::q5_0_q8_0, .gemm512 = &dot::avx512::gemm_q5_0,
+       .rows512 = &dot::avx512::rows_q5_0, .gemm2 = &dot::avx2::gemm_q5_0, .gemm_amx = &kAmxQ5_0}}},
     {TensorType::Q5_1,
-     {kQK5_1, sizeof(BlockQ5_1), TensorType::Q8_1, erased<BlockQ5_1, dequant_q5_1>,
-      SEAM_DOT(q5_1_q8_1)}},
+     {kQK5_1,
+      sizeof(BlockQ5_1),
+      TensorType::Q8_1,
+      erased<BlockQ5_1, dequant_q5_1>,
+      {K(q5_1_q8_1)}}},
     {TensorType::Q8_0,
-     {kQK8_0, sizeof(BlockQ8_0), TensorType::Q8_0, erased<BlockQ8_0, dequant_q8_0>,
-      SEAM_DOT_ROWS(q8_0_q8_0, gemm_q8_0, rows_q8_0)}},
+     {kQK8_0,
+      sizeof(BlockQ8_0),
+      TensorType::Q8_0,
+      erased<BlockQ8_0, dequant_q8_0>,
+      {K(q8_0_q8_0), .avx512 = dot::avx512::q8_0_q8_0, .gemm512 = &dot::avx512::gemm_q8_0,
+       .rows512 = &dot::avx512::rows_q8_0, .gemm2 = &dot::avx2::gemm_q8_0, .gemm_amx = &kAmxQ8_0}}},
     {TensorType::Q2_K,
-     {kQK_K, sizeof(BlockQ2_K), TensorType::Q8_K, erased<BlockQ2_K, dequant_q2_k>,
-      SEAM_DOT(q2_k_q8_k)}},
+     {kQK_K, sizeof(BlockQ2_K), TensorType::Q8_K, erased<BlockQ2_K, dequant_q2_k>, {K(q2_k_q8_k)}}},
     {TensorType::Q3_K,
-     {kQK_K, sizeof(BlockQ3_K), TensorType::Q8_K, erased<BlockQ3_K, dequant_q3_k>,
-      SEAM_DOT(q3_k_q8_k)}},
+     {kQK_K, sizeof(BlockQ3_K), TensorType::Q8_K, erased<BlockQ3_K, dequant_q3_k>, {K(q3_k_q8_k)}}},
     {TensorType::Q4_K,
-     {kQK_K, sizeof(BlockQ4_K), TensorType::Q8_K, erased<BlockQ4_K, dequant_q4_k>,
-      SEAM_DOT_GEMM(q4_k_q8_k, gemm_q4_k)}},
+     {kQK_K,
+      sizeof(BlockQ4_K),
+      TensorType::Q8_K,
+      erased<BlockQ4_K, dequant_q4_k>,
+      {K(q4_k_q8_k), .avx512 = dot::avx512::q4_k_q8_k, .gemm512 = &dot::avx512::gemm_q4_k,
+       .gemm2 = &dot::avx2::gemm_q4_k, .gemm_amx = &kAmxQ4_K}}},
     {TensorType::Q5_K,
-     {kQK_K, sizeof(BlockQ5_K), TensorType::Q8_K, erased<BlockQ5_K, dequant_q5_k>,
-      SEAM_DOT_512(q5_k_q8_k)}},
+     {kQK_K,
+      sizeof(BlockQ5_K),
+      TensorType::Q8_K,
+      erased<BlockQ5_K, dequant_q5_k>,
+      {K(q5_k_q8_k), .avx512 = dot::avx512::q5_k_q8_k, .gemm512 = &dot::avx512::gemm_q5_k}}},
     {TensorType::Q6_K,
-     {kQK_K, sizeof(BlockQ6_K), TensorType::Q8_K, erased<BlockQ6_K, dequant_q6_k>,
-      SEAM_DOT_GEMM(q6_k_q8_k, gemm_q6_k)}},
+     {kQK_K,
+      sizeof(BlockQ6_K),
+      TensorType::Q8_K,
+      erased<BlockQ6_K, dequant_q6_k>,
+      {K(q6_k_q8_k), .avx512 = dot::avx512::q6_k_q8_k, .gemm512 = &dot::avx512::gemm_q6_k,
+       .gemm2 = &dot::avx2::gemm_q6_k, .gemm_amx = &kAmxQ6_K}}},
     {TensorType::IQ4_NL,
-     {32, sizeof(BlockIQ4_NL), TensorType::Q8_0, erased<BlockIQ4_NL, dequant_iq4_nl>,
-      SEAM_DOT_ROWS(iq4_nl_q8_0, gemm_iq4_nl, rows_iq4_nl)}},
+     {32,
+      sizeof(BlockIQ4_NL),
+      TensorType::Q8_0,
+      erased<BlockIQ4_NL, dequant_iq4_nl>,
+      {K(iq4_nl_q8_0), .avx512 = dot::avx512::iq4_nl_q8_0, .gemm512 = &dot::avx512::gemm_iq4_nl,
+       .rows512 = &dot::avx512::rows_iq4_nl, .gemm_amx = &kAmxIQ4_NL}}},
     {TensorType::IQ4_XS,
-     {kQK_K, sizeof(BlockIQ4_XS), TensorType::Q8_K, erased<BlockIQ4_XS, dequant_iq4_xs>,
-      SEAM_DOT(iq4_xs_q8_k)}},
+     {kQK_K,
+      sizeof(BlockIQ4_XS),
+      TensorType::Q8_K,
+      erased<BlockIQ4_XS, dequant_iq4_xs>,
+      {K(iq4_xs_q8_k), .gemm512 = &dot::avx512::gemm_iq4_xs}}},
 };
-#undef SEAM_DOT
-#undef SEAM_DOT_GEMM
-#undef SEAM_DOT_512
-#undef SEAM_DOT_ROWS
+#undef K
 
 }  // namespace
 
@@ -536,6 +588,21 @@ void quantize_row_q5_0(const float* x, void* dst, std::int64_t n) {
                                                            << (j + 16);
     }
     store_u32le(y[i].qh, qh);
+  }
+}
+
+QuantizeFn act_quantizer(TensorType t, CpuLevel level) {
+  const bool avx2 = level >= CpuLevel::Avx2;
+  switch (t) {
+    case TensorType::Q8_0:
+      return avx2 ? avx2::quantize_row_q8_0 : quantize_row_q8_0;
+    case TensorType::Q8_1:
+      return quantize_row_q8_1;
+    case TensorType::Q8_K:
+      return avx2 ? avx2::quantize_row_q8_K : quantize_row_q8_K;
+    default:
+      throw Error(Errc::Unsupported,
+                  "[quantize] " + type_name(t) + " is not an activation format (Q8_0, Q8_1, Q8_K)");
   }
 }
 

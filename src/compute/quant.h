@@ -52,4 +52,16 @@ void quantize_row_q4_1(const float* x, void* dst, std::int64_t n);
 void quantize_row_q5_0(const float* x, void* dst, std::int64_t n);
 void quantize_row_q5_1(const float* x, void* dst, std::int64_t n);
 
+// The quantizer for activations of dot type t (Q8_0, Q8_1, Q8_K) at `level`:
+// a SIMD one where the level has it, writing the same bytes as quantize_row.
+// The returned function does not check n: callers pass a multiple of t's
+// block size. Throws Unsupported for other types.
+using QuantizeFn = void (*)(const float* x, void* dst, std::int64_t n);
+QuantizeFn act_quantizer(TensorType t, CpuLevel level);
+
+namespace avx2 {
+void quantize_row_q8_0(const float* x, void* dst, std::int64_t n);
+void quantize_row_q8_K(const float* x, void* dst, std::int64_t n);
+}  // namespace avx2
+
 }  // namespace seam::quant

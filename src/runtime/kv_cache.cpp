@@ -121,21 +121,18 @@ std::uint32_t KvCache::shift_cells_needed(std::uint32_t seq, std::int32_t p0,
 
 std::vector<std::uint32_t> KvCache::shift_positions(std::uint32_t seq, std::int32_t p0,
                                                     std::int32_t p1) {
-  auto& m = seqs_[seq];
-  for (auto it = m.lower_bound(p0); it != m.end() && it->first < p1;) {
-    release(it->second, seq);
-    it = m.erase(it);
-  }
+  auto& m = seqs_[seq];  // sorted by position
+  const auto by_pos = [](const auto& e, std::int32_t p) { return e.first < p; };
+  const auto first = std::lower_bound(m.begin(), m.end(), p0, by_pos);
+  const auto last = std::lower_bound(first, m.end(), p1, by_pos);
+  for (auto it = first; it != last; ++it) release(it->second, seq);
+  const auto kept = m.erase(first, last);
   const std::int32_t delta = p1 - p0;
-  const std::size_t row_bytes = static_cast<std::size_t>(kv_width_) * kv_type_size(type_);
+  const std::size_t row_bytes = kv_row_bytes(type_, kv_width_);
   std::vector<std::uint32_t> moved;
-  std::map<std::int32_t, std::uint32_t> shifted;
-  for (auto it = m.begin(); it != m.end();) {
-    if (it->first < p1) {
-      shifted.insert(*it);
-      it = m.erase(it);
-      continue;
-    }
+  // Every position from p1 on moves down by delta; they stay above those
+  // before p0, so the list stays sorted.
+  for (auto it = kept; it != m.end(); ++it) {
     std::uint32_t c = it->second;
     if (cells_[c].seqs.count() > 1) {
       // Copy on write: the other sequences keep the cell at its old position.
@@ -151,12 +148,11 @@ std::vector<std::uint32_t> KvCache::shift_positions(std::uint32_t seq, std::int3
       cells_[c].seqs.reset(seq);
       c = copy;
     }
-    cells_[c].pos = it->first - delta;
-    shifted.emplace(it->first - delta, c);
+    it->first -= delta;
+    it->second = c;
+    cells_[c].pos = it->first;
     moved.push_back(c);
-    it = m.erase(it);
   }
-  m = std::move(shifted);
   return moved;
 }
 

@@ -1,9 +1,12 @@
 #include "runtime/kv_shift.h"
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "compute/ops.h"
+#include "compute/quant.h"
 
 namespace seam {
 
@@ -49,20 +52,41 @@ void shift_keys(const ModelSpec& spec, const ModelWeights& w, KvCache& kv,
   const RopeParams rope = layer_rope(spec, w, kv, false), rope_swa = layer_rope(spec, w, kv, true);
   ops::rope_angles(delta, rope, cs_full.data());
   ops::rope_angles(delta, rope_swa, cs_swa.data());
+  const std::size_t row_bytes = kv_row_bytes(kv.type(), static_cast<std::int64_t>(width));
+  const auto n = static_cast<std::int64_t>(width);
   std::vector<float> row(width);  // [n_head_kv][head_dim]
   for (std::uint32_t l = 0; l < hp.n_layer; ++l) {
     const bool swa = hp.is_swa(l);
     const RopeParams& p = swa ? rope_swa : rope;
     const float* cs = swa ? cs_swa.data() : cs_full.data();
+    auto* base = static_cast<std::byte*>(kv.k_mut(l));
     for (const std::uint32_t c : cells) {
-      const std::size_t at = static_cast<std::size_t>(c) * width;
-      float* k = kv.type() == KvType::F32 ? static_cast<float*>(kv.k_mut(l)) + at : row.data();
-      auto* k16 = static_cast<std::uint16_t*>(kv.k_mut(l)) + at;
-      if (kv.type() == KvType::F16)
-        ops::f16_to_f32_row(k16, row.data(), static_cast<std::int64_t>(width));
-      for (std::uint32_t h = 0; h < hp.n_head_kv; ++h) ops::rope_head(k + h * hp.head_dim, p, cs);
-      if (kv.type() == KvType::F16)
-        ops::f32_to_f16_row(row.data(), k16, static_cast<std::int64_t>(width));
+      std::byte* k = base + static_cast<std::size_t>(c) * row_bytes;
+      // Keys are stored in the cache's type: rotate them in f32 and store back.
+      switch (kv.type()) {
+        case KvType::F32:
+          std::memcpy(row.data(), k, row_bytes);
+          break;
+        case KvType::F16:
+          ops::f16_to_f32_row(reinterpret_cast<const std::uint16_t*>(k), row.data(), n);
+          break;
+        case KvType::Q8_0:
+          quant::dequantize_row(TensorType::Q8_0, k, row.data(), n);
+          break;
+      }
+      for (std::uint32_t h = 0; h < hp.n_head_kv; ++h)
+        ops::rope_head(row.data() + h * hp.head_dim, p, cs);
+      switch (kv.type()) {
+        case KvType::F32:
+          std::memcpy(k, row.data(), row_bytes);
+          break;
+        case KvType::F16:
+          ops::f32_to_f16_row(row.data(), reinterpret_cast<std::uint16_t*>(k), n);
+          break;
+        case KvType::Q8_0:
+          quant::quantize_row(TensorType::Q8_0, row.data(), k, n);
+          break;
+      }
     }
   }
 }

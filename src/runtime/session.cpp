@@ -104,6 +104,11 @@ class SessionImpl final : public Session {
     if (const std::string why = key_shift_refusal(m_.spec); !why.empty()) {
       throw Error(Errc::Unsupported, "drop_positions: " + why + "; decode the kept tokens again");
     }
+    if (!stores_.rec().empty()) {
+      throw Error(Errc::Unsupported,
+                  "drop_positions: this model has recurrent layers, whose state folds every "
+                  "token in order and cannot drop old ones; decode the kept tokens again");
+    }
     if (p0 == p1) return;
     const std::uint32_t need = kv_.shift_cells_needed(seq, p0, p1);
     if (need > kv_.free_cells()) {

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The per-CPU-level kernel units (src/compute/*_avx2.cpp, *_avx512.cpp) are
+# The per-CPU-level kernel units (src/compute/*_avx2.cpp, *_avx512.cpp, *_amx.cpp) are
 # compiled with AVX flags; baseline code must never run their code before the
 # dispatch has checked the CPU. So every function they export must be one of
 # their level's kernels (named in a ::avx2:: / ::avx512:: namespace), and none
@@ -13,6 +13,7 @@ lib=$2
   /\.o:$/ { unit = $0; level = ""
             if (unit ~ /_avx2\.cpp\.o:$/) level = "avx2"
             if (unit ~ /_avx512\.cpp\.o:$/) level = "avx512"
+            if (unit ~ /_amx\.cpp\.o:$/) level = "amx"
             if (level != "") units++
             next }
   level == "" || NF < 3 { next }

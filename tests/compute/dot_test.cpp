@@ -84,18 +84,25 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, DotTypes,
                                   cpu_level_name(std::get<1>(info.param));
                          });
 
-// The AVX-512 prefill GEMM (packed panels, prepared activations) against the
-// scalar dot kernel on the same quantized activations: every token count up to
-// 2.5 tiles of 8 (each remainder tile), full and partial panels. Same bound as
-// above: both sums are exact in integers and differ only in f32 rounding.
-TEST(DotGemm, PanelsMatchScalarRows) {
-  if (detected_cpu_level() < CpuLevel::Avx512) {
+// The prefill GEMMs of each level (packed panels, prepared activations)
+// against the scalar dot kernel on the same quantized activations: every token
+// count up to 36 (AVX-512 tiles of 8, AVX2 int tiles of 4, AVX2 float tiles of
+// 6, AMX tiles of 16: every remainder), full and partial panels (7 rows: a partial
+// first half; 1 row). Same bound as above: both sums are exact in integers and
+// differ only in f32 rounding.
+class DotGemm : public ::testing::TestWithParam<CpuLevel> {};
+
+TEST_P(DotGemm, PanelsMatchScalarRows) {
+  const CpuLevel level = GetParam();
+  if (detected_cpu_level() < level) {
     GTEST_SKIP() << "this CPU runs up to " << cpu_level_name(detected_cpu_level());
   }
   int checked = 0;
   for (TensorType type : testutil::kernel_types()) {
     const quant::TypeTraits& tr = *quant::traits(type);
-    const dot::GemmFns* g = tr.dot.gemm512;
+    const dot::GemmFns* g = level == CpuLevel::Amx      ? tr.dot.gemm_amx
+                            : level == CpuLevel::Avx512 ? tr.dot.gemm512
+                                                        : tr.dot.gemm2;
     if (!g) continue;
     ++checked;
     const TensorType dt = tr.dot_type;
@@ -104,7 +111,7 @@ TEST(DotGemm, PanelsMatchScalarRows) {
     const std::int64_t n = testutil::test_row_len(type);
     const std::size_t row = quant::row_size(type, n);
     const std::size_t arow = dt == TensorType::F32 ? n * 4 : quant::row_size(dt, n);
-    constexpr int kTok = 20;
+    constexpr int kTok = 36;
     std::vector<std::byte> act(arow * kTok), prepared(g->act_bytes(n) * kTok);
     std::vector<float> x(n);
     for (int t = 0; t < kTok; ++t) {
@@ -113,7 +120,7 @@ TEST(DotGemm, PanelsMatchScalarRows) {
       g->prepare(n, act.data() + t * arow, prepared.data() + t * g->act_bytes(n));
     }
     std::vector<std::byte> panel(g->panel_bytes(n));
-    for (int n_rows : {dot::kPanelRows, 7, 1}) {
+    for (int n_rows : {dot::kPanelRows, 11, 7, 1}) {
       const std::vector<std::byte> w = testutil::random_weights(type, n_rows, n, row, rng);
       g->pack(n, w.data(), row, n_rows, panel.data());
       for (int n_tok = 1; n_tok <= kTok; ++n_tok) {
@@ -132,8 +139,8 @@ TEST(DotGemm, PanelsMatchScalarRows) {
             for (std::int64_t i = 0; i < n; ++i)
               mag += (std::fabs(wf[i]) + 2 * mins[i]) * std::fabs(a[i]);
             ASSERT_NEAR(got[t * ldy + r], ref[t], 1e-5 * mag + 1e-30)
-                << quant::type_name(type) << " rows " << n_rows << " n_tok " << n_tok << " r " << r
-                << " t " << t;
+                << cpu_level_name(level) << " " << quant::type_name(type) << " rows " << n_rows
+                << " n_tok " << n_tok << " r " << r << " t " << t;
           }
         }
         for (int t = 0; t < n_tok; ++t) {
@@ -142,7 +149,9 @@ TEST(DotGemm, PanelsMatchScalarRows) {
       }
     }
   }
-  EXPECT_GE(checked, 9);  // Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q6_K, F32, F16, BF16
+  // AVX-512: Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS, F32, F16, BF16;
+  // AVX2: Q4_0, Q5_0, Q8_0, Q4_K, Q6_K, F32, F16, BF16; AMX: Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q6_K.
+  EXPECT_GE(checked, level == CpuLevel::Avx512 ? 11 : level == CpuLevel::Avx2 ? 8 : 6);
 }
 
 // The AVX-512 decode kernels on prepared activation rows (dot.h RowFns) against
@@ -197,6 +206,10 @@ TEST(DotRows, PreparedRowsMatchScalar) {
   EXPECT_GE(checked, 4);  // Q4_0, Q5_0, Q8_0, IQ4_NL
 }
 
+INSTANTIATE_TEST_SUITE_P(Levels, DotGemm,
+                         ::testing::Values(CpuLevel::Avx2, CpuLevel::Avx512, CpuLevel::Amx),
+                         [](const auto& info) { return cpu_level_name(info.param); });
+
 // Every type has a kernel at every level (a level without its own runs the one below).
 TEST(Dot, EveryLevelHasAKernelForEveryType) {
   for (TensorType t : testutil::kernel_types()) {
@@ -209,7 +222,7 @@ TEST(Dot, EveryLevelHasAKernelForEveryType) {
 }
 
 TEST(CpuLevel, NamesRoundTrip) {
-  for (CpuLevel l : {CpuLevel::Scalar, CpuLevel::Avx2, CpuLevel::Avx512}) {
+  for (CpuLevel l : {CpuLevel::Scalar, CpuLevel::Avx2, CpuLevel::Avx512, CpuLevel::Amx}) {
     EXPECT_EQ(parse_cpu_level(cpu_level_name(l)), l);
   }
   EXPECT_EQ(parse_cpu_level("AVX2"), std::nullopt);
@@ -221,10 +234,13 @@ TEST(CpuLevel, NamesRoundTrip) {
 TEST(CpuLevel, ChoiceHonoursAndRefusesSeamCpu) {
   EXPECT_EQ(choose_cpu_level(nullptr, CpuLevel::Avx2), CpuLevel::Avx2);
   EXPECT_EQ(choose_cpu_level("", CpuLevel::Avx512), CpuLevel::Avx512);
+  EXPECT_EQ(choose_cpu_level(nullptr, CpuLevel::Amx), CpuLevel::Avx512);  // AMX is opt-in
   EXPECT_EQ(choose_cpu_level("scalar", CpuLevel::Avx512), CpuLevel::Scalar);
   EXPECT_EQ(choose_cpu_level("avx2", CpuLevel::Avx512), CpuLevel::Avx2);
   EXPECT_EQ(choose_cpu_level("avx512", CpuLevel::Avx512), CpuLevel::Avx512);
-  for (const char* bad : {"avx512", "sse4"}) {
+  EXPECT_EQ(choose_cpu_level("avx512", CpuLevel::Amx), CpuLevel::Avx512);
+  EXPECT_EQ(choose_cpu_level("amx", CpuLevel::Amx), CpuLevel::Amx);
+  for (const char* bad : {"avx512", "amx", "sse4"}) {
     try {
       choose_cpu_level(bad, CpuLevel::Avx2);
       FAIL() << bad << " accepted";

@@ -64,7 +64,7 @@ TEST_P(MatmulTypes, MatchesDoubleReference) {
       get_row(w, r, tmp.data());
       wd[r].assign(tmp.begin(), tmp.end());
     }
-    for (std::int64_t n_tok : {1, 2, 5, 13, 30}) {
+    for (std::int64_t n_tok : {1, 2, 5, 13, 30, 48}) {
       std::vector<float> x(n_tok * n_in);  // [n_tok][n_in]
       for (float& v : x) v = normal(rng);
       // Quantized activations as the kernel sees them.
@@ -133,7 +133,7 @@ TEST_P(MatmulTypes, MatchesDoubleReference) {
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTypes,
                          ::testing::Combine(::testing::ValuesIn(testutil::kernel_types()),
                                             ::testing::Values(CpuLevel::Scalar, CpuLevel::Avx2,
-                                                              CpuLevel::Avx512)),
+                                                              CpuLevel::Avx512, CpuLevel::Amx)),
                          [](const auto& info) {
                            return quant::type_name(std::get<0>(info.param)) + "_" +
                                   cpu_level_name(std::get<1>(info.param));
@@ -176,7 +176,7 @@ TEST(Matmul, RealTensorsAgainstLlamaCppDecodedWeights) {
     ASSERT_EQ(raw.size(), row * kN);
     const WeightView w{type, kN, kN, reinterpret_cast<const std::byte*>(raw.data()), row};
     std::vector<float> y(n_tok * kN);
-    for (CpuLevel level : {CpuLevel::Scalar, CpuLevel::Avx2, CpuLevel::Avx512}) {
+    for (CpuLevel level : {CpuLevel::Scalar, CpuLevel::Avx2, CpuLevel::Avx512, CpuLevel::Amx}) {
       if (level > detected_cpu_level()) continue;
       matmul(w, x.data(), n_tok, y.data(), kN, pool, scratch, level);
       const TensorType dt = quant::traits(type)->dot_type;

@@ -53,7 +53,8 @@ class FakeHybrid {
   // cells, then the layers, each recurrent one through the store's protocol.
   Rows decode(std::span<const Decode> batch) {
     stores_.validate(batch, kVocab);
-    stores_.kv().allocate(batch);
+    std::vector<std::uint32_t> cells;
+    stores_.kv().allocate(batch, cells);
     const std::vector<SeqRun> runs = seq_runs(batch);
     RecurrentStore& rec = stores_.rec();
     rec.begin_batch(runs);

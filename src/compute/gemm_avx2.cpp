@@ -1,0 +1,493 @@
+// AVX2 prefill GEMM for Q4_0, Q5_0, Q8_0, Q4_K and Q6_K weights (int8, below)
+// and for F32, F16 and BF16 weights (f32 FMA, at the end): the machines
+// without AVX-512 (Zen 3) multiply a panel of kPanelRows weight rows, unpacked
+// once per matmul, by every token, instead of re-decoding each weight block
+// for every 4-token dot tile. Compiled with the AVX2 flags (CMakeLists.txt);
+// see dot.h on keeping this unit's code out of baseline callers.
+//
+// AVX2 has no vpdpbusd. vpmaddubsw multiplies unsigned bytes by signed bytes
+// and adds adjacent pairs into saturating int16; vpmaddwd by ones then widens
+// pairs of those into int32. Lane r of a 32-bit vector is weight row r of an
+// 8-row half panel; the 4 activation bytes of a token are broadcast to all
+// lanes. Saturation is avoided, not tolerated:
+//  - the 4- to 6-bit types keep their weights unsigned (the stored q, before
+//    the type's offset is subtracted): a pair sum is at most 2 * qmax * 127,
+//    so kSteps of them fit an int16 before widening (8 for 4-bit q, 4 for
+//    5-bit, 2 for 6-bit); the offset comes back as -offset * sum(a), a
+//    per-token, per-unit integer the activations carry (prepare);
+//  - Q8_0's weights are signed: the panel keeps them as they are, the kernel
+//    multiplies |w| by a with w's sign (vpsignb), widening every step
+//    (2 * 128 * 127 < 2^15).
+// Activations are Q8_0 / Q8_K values, |a| <= 127 (quant.cpp). Integer sums are
+// exact; scales are applied in f32 per unit, so results differ from the scalar
+// reference only in f32 rounding.
+//
+// Panel layout per unit of U elements (U = 32, or 16 for Q6_K): int8 w[U/4]
+// [16 rows][4], f32 scale[16], then for Q4_K f32 min[16] (-dmin * m).
+// Prepared activations per token: int8 q[n], f32 d[n / SB] (one per activation
+// block, SB = 32 for Q8_0, 256 for Q8_K), then int32 corr[n / U] (-offset *
+// the unit's activation sum) for types with an offset, and for Q4_K f32
+// dsum[n / 32] (d * the unit's activation sum, for the mins).
+#include <immintrin.h>
+
+#include <cstring>
+#include <utility>
+
+#include "compute/dot.h"
+#include "compute/quant_blocks.h"
+
+namespace seam::dot::avx2 {
+namespace {
+
+using namespace seam::quant;
+
+constexpr int kRows = kPanelRows;
+constexpr int kHalf = 8;         // rows per 32-bit-lane vector
+constexpr int kIntTokens = 4;    // tokens per int micro-kernel call (see tile's registers)
+constexpr int kFloatTokens = 6;  // tokens per float micro-kernel call: 12 accumulators
+
+inline float h2f(std::uint16_t h) { return _cvtsh_ss(h); }
+
+std::size_t round64(std::size_t b) { return (b + 63) / 64 * 64; }
+
+// ---------------------------------------------------------------- weight decoders
+
+// 32 consecutive weights of one row as bytes (unsigned q, or signed for
+// kSigned types), with the scale (and min) of each 16-element half; for
+// 32-element units both halves carry the same values.
+struct Chunk {
+  __m256i q;
+  float scale[2];
+  float min[2];
+};
+
+struct DecQ8_0 {
+  static constexpr int kUnit = 32, kActBlock = 32, kOffset = 0, kSteps = 1;
+  static constexpr bool kSigned = true, kMin = false;
+  static constexpr int kChunksPerGroup = 1;
+  static constexpr std::size_t kGroupBytes = sizeof(BlockQ8_0);
+  static void decode(const std::byte* g, Chunk* c) {
+    const auto& b = *reinterpret_cast<const BlockQ8_0*>(g);
+    c[0].q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
+    c[0].scale[0] = c[0].scale[1] = h2f(b.d);
+  }
+};
+
+inline __m256i nibbles(const std::uint8_t* qs) {
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m128i m = _mm_set1_epi8(0x0F);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+}
+
+struct DecQ4_0 {
+  static constexpr int kUnit = 32, kActBlock = 32, kOffset = 8, kSteps = 8;
+  static constexpr bool kSigned = false, kMin = false;
+  static constexpr int kChunksPerGroup = 1;
+  static constexpr std::size_t kGroupBytes = sizeof(BlockQ4_0);
+  static void decode(const std::byte* g, Chunk* c) {
+    const auto& b = *reinterpret_cast<const BlockQ4_0*>(g);
+    c[0].q = nibbles(b.qs);
+    c[0].scale[0] = c[0].scale[1] = h2f(b.d);
+  }
+};
+
+// Q5_0: Q4_0's nibbles plus bit j of qh as bit 4 of element j; x = (q - 16) * d.
+// (The Q4_K_M mix stores tensors whose rows are not a multiple of 256 as Q5_0.)
+struct DecQ5_0 {
+  static constexpr int kUnit = 32, kActBlock = 32, kOffset = 16, kSteps = 4;
+  static constexpr bool kSigned = false, kMin = false;
+  static constexpr int kChunksPerGroup = 1;
+  static constexpr std::size_t kGroupBytes = sizeof(BlockQ5_0);
+  static void decode(const std::byte* g, Chunk* c) {
+    const auto& b = *reinterpret_cast<const BlockQ5_0*>(g);
+    std::uint32_t qh;
+    std::memcpy(&qh, b.qh, 4);
+    // Byte j gets qh's byte j / 8, keeps bit j % 8 of it, and turns it into 0x10.
+    const __m256i bytes = _mm256_shuffle_epi8(
+        _mm256_set1_epi32(static_cast<int>(qh)),
+        _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
+    const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
+    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
+    c[0].q = _mm256_or_si256(nibbles(b.qs), _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
+    c[0].scale[0] = c[0].scale[1] = h2f(b.d);
+  }
+};
+
+// Q4_K: x = d * sc * q - dmin * mn per 32-element sub-block.
+struct DecQ4_K {
+  static constexpr int kUnit = 32, kActBlock = 256, kOffset = 0, kSteps = 8;
+  static constexpr bool kSigned = false, kMin = true;
+  static constexpr int kChunksPerGroup = 8;
+  static constexpr std::size_t kGroupBytes = sizeof(BlockQ4_K);
+  static void decode(const std::byte* g, Chunk* c) {
+    const auto& b = *reinterpret_cast<const BlockQ4_K*>(g);
+    const float d = h2f(b.d), dmin = h2f(b.dmin);
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int p = 0; p < 4; ++p) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * p));
+      c[2 * p].q = _mm256_and_si256(q, m4);
+      c[2 * p + 1].q = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+    }
+    for (int j = 0; j < 8; ++j) {
+      std::uint8_t sc, mn;
+      scale_min_k4(j, b.scales, sc, mn);
+      c[j].scale[0] = c[j].scale[1] = d * sc;
+      c[j].min[0] = c[j].min[1] = -dmin * mn;
+    }
+  }
+};
+
+// Q6_K: x = d * sc * (q - 32) per 16-element sub-block.
+struct DecQ6_K {
+  static constexpr int kUnit = 16, kActBlock = 256, kOffset = 32, kSteps = 2;
+  static constexpr bool kSigned = false, kMin = false;
+  static constexpr int kChunksPerGroup = 8;
+  static constexpr std::size_t kGroupBytes = sizeof(BlockQ6_K);
+  static void decode(const std::byte* g, Chunk* c) {
+    const auto& b = *reinterpret_cast<const BlockQ6_K*>(g);
+    const float d = h2f(b.d);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
+      const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h + 32));
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h));
+      const __m256i lo[4] = {_mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4),
+                             _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                             _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4)};
+      for (int gq = 0; gq < 4; ++gq) {
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * gq), m2);
+        c[4 * h + gq].q = _mm256_or_si256(lo[gq], _mm256_slli_epi16(hi, 4));
+      }
+    }
+    for (int k = 0; k < 8; ++k) {
+      c[k].scale[0] = d * b.scales[2 * k];
+      c[k].scale[1] = d * b.scales[2 * k + 1];
+      c[k].min[0] = c[k].min[1] = 0.0f;
+    }
+  }
+};
+
+// ---------------------------------------------------------------- panels
+
+template <class D>
+constexpr std::size_t unit_bytes() {
+  return static_cast<std::size_t>(D::kUnit) * kRows + 64 * (D::kMin ? 2 : 1);
+}
+
+template <class D>
+std::size_t panel_bytes(std::int64_t n) {
+  return static_cast<std::size_t>(n / D::kUnit) * unit_bytes<D>();
+}
+
+template <class D>
+void pack(std::int64_t n, const void* w, std::size_t row_stride, int n_rows, void* panel) {
+  constexpr int U = D::kUnit, G = D::kChunksPerGroup;
+  constexpr std::size_t ub = unit_bytes<D>();
+  auto* out = static_cast<std::byte*>(panel);
+  const std::int64_t n_groups = n / (32 * G);
+  for (int r0 = 0; r0 < kRows; r0 += 4) {
+    for (std::int64_t gi = 0; gi < n_groups; ++gi) {
+      Chunk c[4][G];
+      for (int i = 0; i < 4; ++i) {
+        const int r = r0 + i;
+        if (r < n_rows) {
+          D::decode(static_cast<const std::byte*>(w) + r * row_stride + gi * D::kGroupBytes, c[i]);
+        } else {
+          for (int k = 0; k < G; ++k) c[i][k] = Chunk{_mm256_setzero_si256(), {0, 0}, {0, 0}};
+        }
+      }
+      for (int k = 0; k < G; ++k) {
+        const std::int64_t e0 = (gi * G + k) * 32;  // first element of this chunk
+        // 4x4 transpose of dwords within each 128-bit lane: tr[j] low lane =
+        // the 4 rows' bytes 4j..4j+3, high lane = bytes 16 + 4j..
+        const __m256i a = _mm256_unpacklo_epi32(c[0][k].q, c[1][k].q);
+        const __m256i b = _mm256_unpackhi_epi32(c[0][k].q, c[1][k].q);
+        const __m256i cc = _mm256_unpacklo_epi32(c[2][k].q, c[3][k].q);
+        const __m256i dd = _mm256_unpackhi_epi32(c[2][k].q, c[3][k].q);
+        const __m256i tr[4] = {_mm256_unpacklo_epi64(a, cc), _mm256_unpackhi_epi64(a, cc),
+                               _mm256_unpacklo_epi64(b, dd), _mm256_unpackhi_epi64(b, dd)};
+        for (int j = 0; j < 8; ++j) {
+          const std::int64_t e = e0 + 4 * j;
+          std::byte* dst = out + (e / U) * ub + ((e % U) / 4) * 64 + 4 * r0;
+          const __m128i v =
+              j < 4 ? _mm256_castsi256_si128(tr[j]) : _mm256_extracti128_si256(tr[j - 4], 1);
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), v);
+        }
+        for (int i = 0; i < 4; ++i) {
+          for (int h = 0; h < 2; ++h) {
+            const std::int64_t u = (e0 + 16 * h) / U;
+            std::byte* base = out + u * ub + U * kRows;
+            std::memcpy(base + 4 * (r0 + i), &c[i][k].scale[h], 4);
+            if constexpr (D::kMin) std::memcpy(base + 64 + 4 * (r0 + i), &c[i][k].min[h], 4);
+            if (U == 32) break;  // one unit, one scale for both halves
+          }
+        }
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- activations
+
+// Byte offsets of the parts of one token's prepared activations.
+template <class D>
+struct ActLayout {
+  std::size_t d, corr, dsum, total;
+  explicit ActLayout(std::int64_t n) {
+    d = static_cast<std::size_t>(n);
+    corr = d + static_cast<std::size_t>(n / D::kActBlock) * 4;
+    dsum = corr + (D::kOffset ? static_cast<std::size_t>(n / D::kUnit) * 4 : 0);
+    total = round64(dsum + (D::kMin ? static_cast<std::size_t>(n / 32) * 4 : 0));
+  }
+};
+
+template <class D>
+std::size_t act_bytes(std::int64_t n) {
+  return ActLayout<D>(n).total;
+}
+
+template <class D>
+void prepare(std::int64_t n, const void* act, void* dst) {
+  const ActLayout<D> L(n);
+  auto* base = static_cast<std::byte*>(dst);
+  auto* q = reinterpret_cast<std::int8_t*>(base);
+  auto* d = reinterpret_cast<float*>(base + L.d);
+  auto* corr = reinterpret_cast<std::int32_t*>(base + L.corr);
+  auto* dsum = reinterpret_cast<float*>(base + L.dsum);
+  if constexpr (D::kActBlock == 32) {
+    const auto* y = static_cast<const BlockQ8_0*>(act);
+    for (std::int64_t i = 0; i < n / 32; ++i) {
+      std::memcpy(q + 32 * i, y[i].qs, 32);
+      d[i] = h2f(y[i].d);
+      if constexpr (D::kOffset != 0) {
+        int s = 0;
+        for (int j = 0; j < 32; ++j) s += y[i].qs[j];
+        corr[i] = -D::kOffset * s;
+      }
+    }
+  } else {
+    const auto* y = static_cast<const BlockQ8_K*>(act);
+    for (std::int64_t i = 0; i < n / 256; ++i) {
+      std::memcpy(q + 256 * i, y[i].qs, 256);
+      d[i] = y[i].d;
+      for (int j = 0; j < 16; j += D::kUnit / 16) {
+        const int s = D::kUnit == 16 ? y[i].bsums[j] : y[i].bsums[j] + y[i].bsums[j + 1];
+        const std::int64_t u = (256 * i + 16 * j) / D::kUnit;
+        if constexpr (D::kOffset != 0) corr[u] = -D::kOffset * s;
+        if constexpr (D::kMin) dsum[u] = y[i].d * static_cast<float>(s);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- micro-kernel
+
+inline __m256i bcast4(const std::int8_t* p) {
+  std::int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// The first n_valid lanes of each accumulator to out + t * ldy.
+inline void store_rows(const __m256* acc, int nt, int n_valid, float* out, std::size_t ldy) {
+  const __m256i mask =
+      _mm256_cmpgt_epi32(_mm256_set1_epi32(n_valid), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  for (int t = 0; t < nt; ++t) _mm256_maskstore_ps(out + t * ldy, mask, acc[t]);
+}
+
+// Rows 8h..8h+7 of a panel x NT tokens: out[t * ldy + r - 8h] for the
+// n_valid (1..8) rows present. Live registers: NT f32 accumulators, NT int32
+// unit sums, NT int16 partial sums, the weights, ones and one broadcast.
+template <class D, int NT>
+void tile(std::int64_t n, const std::byte* panel, int h, const std::byte* act, std::size_t as,
+          int n_valid, float* out, std::size_t ldy) {
+  constexpr int U = D::kUnit, SB = D::kActBlock, S = D::kSteps;
+  constexpr std::size_t ub = unit_bytes<D>();
+  const ActLayout<D> L(n);
+  const std::int8_t* aq[NT];
+  const float* ad[NT];
+  const std::int32_t* acorr[NT];
+  const float* adsum[NT];
+  __m256 facc[NT];
+  for (int t = 0; t < NT; ++t) {
+    const std::byte* a = act + t * as;
+    aq[t] = reinterpret_cast<const std::int8_t*>(a);
+    ad[t] = reinterpret_cast<const float*>(a + L.d);
+    acorr[t] = reinterpret_cast<const std::int32_t*>(a + L.corr);
+    adsum[t] = reinterpret_cast<const float*>(a + L.dsum);
+    facc[t] = _mm256_setzero_ps();
+  }
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (std::int64_t u = 0; u < n / U; ++u) {
+    const std::byte* pu = panel + u * ub + 32 * h;
+    __m256i iacc[NT];
+    for (int k0 = 0; k0 < U / 4; k0 += S) {
+      __m256i s16[NT];
+      for (int k = k0; k < k0 + S; ++k) {
+        const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pu + 64 * k));
+        const __m256i wu = D::kSigned ? _mm256_sign_epi8(wv, wv) : wv;  // |w| for signed weights
+        for (int t = 0; t < NT; ++t) {
+          __m256i a = bcast4(aq[t] + u * U + 4 * k);
+          if constexpr (D::kSigned) a = _mm256_sign_epi8(a, wv);
+          const __m256i p = _mm256_maddubs_epi16(wu, a);
+          s16[t] = k == k0 ? p : _mm256_add_epi16(s16[t], p);
+        }
+      }
+      for (int t = 0; t < NT; ++t) {
+        const __m256i w32 = _mm256_madd_epi16(s16[t], ones);
+        iacc[t] = k0 == 0 ? w32 : _mm256_add_epi32(iacc[t], w32);
+      }
+    }
+    const __m256 sc = _mm256_loadu_ps(reinterpret_cast<const float*>(pu + U * kRows));
+    for (int t = 0; t < NT; ++t) {
+      __m256i i = iacc[t];
+      if constexpr (D::kOffset != 0) i = _mm256_add_epi32(i, _mm256_set1_epi32(acorr[t][u]));
+      const __m256 s = _mm256_mul_ps(sc, _mm256_set1_ps(ad[t][u * U / SB]));
+      facc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), s, facc[t]);
+    }
+    if constexpr (D::kMin) {
+      const __m256 mn = _mm256_loadu_ps(reinterpret_cast<const float*>(pu + U * kRows + 64));
+      for (int t = 0; t < NT; ++t) {
+        facc[t] = _mm256_fmadd_ps(mn, _mm256_set1_ps(adsum[t][u]), facc[t]);
+      }
+    }
+  }
+  store_rows(facc, NT, n_valid, out, ldy);
+}
+
+// Runs Tile<NT>::go for every full group of Max tokens, then once for the rest.
+template <template <int> class Tile, int Max, class... Args>
+void over_tokens(std::int64_t n_tok, std::size_t as, std::size_t ldy, const std::byte* act,
+                 float* out, Args... args) {
+  std::int64_t t = 0;
+  for (; t + Max <= n_tok; t += Max) Tile<Max>::go(act + t * as, out + t * ldy, args...);
+  const int rest = static_cast<int>(n_tok - t);
+  if (rest == 0) return;
+  [&]<int... I>(std::integer_sequence<int, I...>) {
+    ((rest == I + 1 ? Tile<I + 1>::go(act + t * as, out + t * ldy, args...) : void()), ...);
+  }
+  (std::make_integer_sequence<int, Max - 1>{});
+}
+
+template <class D>
+struct IntTile {
+  template <int NT>
+  struct T {
+    static void go(const std::byte* act, float* out, std::int64_t n, const std::byte* panel, int h,
+                   std::size_t as, int n_valid, std::size_t ldy) {
+      tile<D, NT>(n, panel, h, act, as, n_valid, out, ldy);
+    }
+  };
+};
+
+template <class D>
+void run(std::int64_t n, const void* panel, const void* act, std::int64_t n_tok, int n_rows,
+         float* out, std::size_t ldy) {
+  const auto* p = static_cast<const std::byte*>(panel);
+  const auto* a = static_cast<const std::byte*>(act);
+  const std::size_t as = act_bytes<D>(n);
+  for (int h = 0; h * kHalf < n_rows; ++h) {
+    const int n_valid = n_rows - h * kHalf < kHalf ? n_rows - h * kHalf : kHalf;
+    over_tokens<IntTile<D>::template T, kIntTokens>(n_tok, as, ldy, a, out + h * kHalf, n, p, h, as,
+                                                    n_valid, ldy);
+  }
+}
+
+// ---------------------------------------------------------------- float weights
+
+// F32 / F16 / BF16 weights: the panel is the 16 rows converted to f32 and
+// transposed, f32 p[n][16]; activations stay f32. Two FMAs per element and
+// token cover 16 rows, with the token's value broadcast from memory.
+struct CvtF32 {
+  static float one(const void* w, std::int64_t k) { return static_cast<const float*>(w)[k]; }
+};
+struct CvtF16 {
+  static float one(const void* w, std::int64_t k) {
+    return h2f(static_cast<const std::uint16_t*>(w)[k]);
+  }
+};
+struct CvtBF16 {
+  static float one(const void* w, std::int64_t k) {
+    const std::uint32_t b = static_cast<std::uint32_t>(static_cast<const std::uint16_t*>(w)[k])
+                            << 16;
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+  }
+};
+
+std::size_t float_act_bytes(std::int64_t n) { return round64(static_cast<std::size_t>(n) * 4); }
+std::size_t float_panel_bytes(std::int64_t n) { return static_cast<std::size_t>(n) * 4 * kRows; }
+
+void float_prepare(std::int64_t n, const void* act, void* dst) {
+  std::memcpy(dst, act, static_cast<std::size_t>(n) * 4);
+}
+
+template <class C>
+void float_pack(std::int64_t n, const void* w, std::size_t row_stride, int n_rows, void* panel) {
+  // Element-major so that the stores run sequentially through the panel.
+  auto* p = static_cast<float*>(panel);
+  const void* rows[kRows];
+  for (int r = 0; r < n_rows; ++r) rows[r] = static_cast<const std::byte*>(w) + r * row_stride;
+  for (std::int64_t k = 0; k < n; ++k) {
+    for (int r = 0; r < n_rows; ++r) p[k * kRows + r] = C::one(rows[r], k);
+    for (int r = n_rows; r < kRows; ++r) p[k * kRows + r] = 0.0f;
+  }
+}
+
+template <int NT>
+struct FloatTile {
+  static void go(const std::byte* act, float* out, std::int64_t n, const float* p, std::size_t as,
+                 int n_rows, std::size_t ldy) {
+    const float* a[NT];
+    __m256 acc[2][NT];
+    for (int t = 0; t < NT; ++t) {
+      a[t] = reinterpret_cast<const float*>(act + t * as);
+      acc[0][t] = acc[1][t] = _mm256_setzero_ps();
+    }
+    for (std::int64_t k = 0; k < n; ++k) {
+      const __m256 w0 = _mm256_loadu_ps(p + k * kRows), w1 = _mm256_loadu_ps(p + k * kRows + 8);
+      for (int t = 0; t < NT; ++t) {
+        const __m256 x = _mm256_set1_ps(a[t][k]);
+        acc[0][t] = _mm256_fmadd_ps(w0, x, acc[0][t]);
+        acc[1][t] = _mm256_fmadd_ps(w1, x, acc[1][t]);
+      }
+    }
+    store_rows(acc[0], NT, n_rows < kHalf ? n_rows : kHalf, out, ldy);
+    if (n_rows > kHalf) store_rows(acc[1], NT, n_rows - kHalf, out + kHalf, ldy);
+  }
+};
+
+void float_run(std::int64_t n, const void* panel, const void* act, std::int64_t n_tok, int n_rows,
+               float* out, std::size_t ldy) {
+  const std::size_t as = float_act_bytes(n);
+  over_tokens<FloatTile, kFloatTokens>(n_tok, as, ldy, static_cast<const std::byte*>(act), out, n,
+                                       static_cast<const float*>(panel), as, n_rows, ldy);
+}
+
+}  // namespace
+
+// Below these token counts packing a panel costs more than the GEMM saves over
+// the 4-token AVX2 dot kernels (bench_kernels, SEAM_CPU=avx2; docs/performance.md).
+constexpr int kIntMinTokens = 12;
+constexpr int kFloatMinTokens = 12;
+
+// Constant-initialized: no start-up code runs in this unit.
+constinit const GemmFns gemm_q4_0 = {kIntMinTokens,    act_bytes<DecQ4_0>, panel_bytes<DecQ4_0>,
+                                     prepare<DecQ4_0>, pack<DecQ4_0>,      run<DecQ4_0>};
+constinit const GemmFns gemm_q5_0 = {kIntMinTokens,    act_bytes<DecQ5_0>, panel_bytes<DecQ5_0>,
+                                     prepare<DecQ5_0>, pack<DecQ5_0>,      run<DecQ5_0>};
+constinit const GemmFns gemm_q8_0 = {kIntMinTokens,    act_bytes<DecQ8_0>, panel_bytes<DecQ8_0>,
+                                     prepare<DecQ8_0>, pack<DecQ8_0>,      run<DecQ8_0>};
+constinit const GemmFns gemm_q4_k = {kIntMinTokens,    act_bytes<DecQ4_K>, panel_bytes<DecQ4_K>,
+                                     prepare<DecQ4_K>, pack<DecQ4_K>,      run<DecQ4_K>};
+constinit const GemmFns gemm_q6_k = {kIntMinTokens,    act_bytes<DecQ6_K>, panel_bytes<DecQ6_K>,
+                                     prepare<DecQ6_K>, pack<DecQ6_K>,      run<DecQ6_K>};
+constinit const GemmFns gemm_f32 = {kFloatMinTokens, float_act_bytes,    float_panel_bytes,
+                                    float_prepare,   float_pack<CvtF32>, float_run};
+constinit const GemmFns gemm_f16 = {kFloatMinTokens, float_act_bytes,    float_panel_bytes,
+                                    float_prepare,   float_pack<CvtF16>, float_run};
+constinit const GemmFns gemm_bf16 = {kFloatMinTokens, float_act_bytes,     float_panel_bytes,
+                                     float_prepare,   float_pack<CvtBF16>, float_run};
+
+}  // namespace seam::dot::avx2
