@@ -60,13 +60,15 @@ void gemm_matmul(const dot::GemmFns& g, const WeightView& w, const std::byte* ac
   pool.parallel_for(n_panels, 1, [&](std::size_t b, std::size_t e) {
     thread_local std::vector<std::byte> panel;
     const std::size_t pb = g.panel_bytes(n);
-    if (panel.size() < pb) panel.resize(pb);
+    if (panel.size() < pb + 64) panel.resize(pb + 64);
+    // 64-byte aligned: the kernels read the panel a cache line per vector, and
+    // a misaligned panel splits every one of those loads.
+    std::byte* pp = panel.data() + (64 - reinterpret_cast<std::uintptr_t>(panel.data()) % 64) % 64;
     for (std::size_t p = b; p < e; ++p) {
       const std::int64_t r0 = static_cast<std::int64_t>(p) * dot::kPanelRows;
       const int rows = static_cast<int>(std::min<std::int64_t>(dot::kPanelRows, w.n_out - r0));
-      g.pack(n, w.data + static_cast<std::size_t>(r0) * w.row_stride, w.row_stride, rows,
-             panel.data());
-      g.run(n, panel.data(), ga, n_tokens, rows, y + r0, static_cast<std::size_t>(ldy));
+      g.pack(n, w.data + static_cast<std::size_t>(r0) * w.row_stride, w.row_stride, rows, pp);
+      g.run(n, pp, ga, n_tokens, rows, y + r0, static_cast<std::size_t>(ldy));
     }
   });
 }
