@@ -2,37 +2,39 @@
 
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "compute/ops.h"
 
 namespace seam {
 
-KvCache::KvCache(std::uint32_t n_cells, std::uint32_t n_seq_max, std::uint32_t n_layer,
-                 std::uint32_t kv_width, KvType type)
-    : kv_width_(kv_width),
+KvCache::KvCache(std::uint32_t n_cells, std::uint32_t n_seq_max, std::vector<std::uint32_t> widths,
+                 KvType type)
+    : widths_(std::move(widths)),
       type_(type),
       cells_(n_cells),
       seqs_(n_seq_max),
-      k_(n_layer),
-      v_(n_layer) {
+      k_(widths_.size()),
+      v_(widths_.size()) {
   free_.reserve(n_cells);
   // Pop from the back hands out low cell indices first.
   for (std::uint32_t c = n_cells; c-- > 0;) free_.push_back(c);
-  const std::size_t n = static_cast<std::size_t>(n_cells) * kv_width * kv_type_size(type);
-  for (std::uint32_t l = 0; l < n_layer; ++l) {
+  for (std::size_t l = 0; l < widths_.size(); ++l) {
+    const std::size_t n = static_cast<std::size_t>(n_cells) * widths_[l] * kv_type_size(type);
     k_[l].assign(n, std::byte{0});  // zero in both types
     v_[l].assign(n, std::byte{0});
   }
 }
 
 void KvCache::store(std::uint32_t layer, std::uint32_t cell, const float* k, const float* v) {
-  const std::size_t row = static_cast<std::size_t>(cell) * kv_width_;
+  const std::uint32_t w = widths_[layer];
+  const std::size_t row = static_cast<std::size_t>(cell) * w;
   if (type_ == KvType::F32) {
-    std::memcpy(reinterpret_cast<float*>(k_[layer].data()) + row, k, kv_width_ * sizeof(float));
-    std::memcpy(reinterpret_cast<float*>(v_[layer].data()) + row, v, kv_width_ * sizeof(float));
+    std::memcpy(reinterpret_cast<float*>(k_[layer].data()) + row, k, w * sizeof(float));
+    std::memcpy(reinterpret_cast<float*>(v_[layer].data()) + row, v, w * sizeof(float));
   } else {
-    ops::f32_to_f16_row(k, reinterpret_cast<std::uint16_t*>(k_[layer].data()) + row, kv_width_);
-    ops::f32_to_f16_row(v, reinterpret_cast<std::uint16_t*>(v_[layer].data()) + row, kv_width_);
+    ops::f32_to_f16_row(k, reinterpret_cast<std::uint16_t*>(k_[layer].data()) + row, w);
+    ops::f32_to_f16_row(v, reinterpret_cast<std::uint16_t*>(v_[layer].data()) + row, w);
   }
 }
 

@@ -20,10 +20,9 @@ class SessionImpl final : public Session {
       : m_(ModelAccess::of(model)),
         cfg_(cfg),
         backend_(std::move(be)),
-        kv_(cfg.n_ctx, cfg.n_seq_max, m_.spec.hp.n_layer,
-            m_.spec.hp.n_head_kv * m_.spec.hp.head_dim,
+        kv_(cfg.n_ctx, cfg.n_seq_max, kv_widths(m_.spec),
             cfg.cache_type == CacheType::F32 ? KvType::F32 : KvType::F16),
-        scratch_(m_.spec.hp, cfg.n_batch) {}
+        scratch_(m_.spec, cfg.n_batch) {}
 
   void decode(std::span<const Decode> batch) override {
     check_usable();
@@ -193,10 +192,10 @@ std::unique_ptr<Session> make_session(const Model& model, const SessionConfig& c
   }
   // A KV cache larger than the machine's memory would only fail later (or
   // swap); refuse it now and say which knob to turn.
-  const Hparams& hp = ModelAccess::of(model).spec.hp;
+  double kv_floats_per_cell = 0;
+  for (std::uint32_t w : kv_widths(ModelAccess::of(model).spec)) kv_floats_per_cell += 2.0 * w;
   const double elem_bytes = config.cache_type == CacheType::F16 ? 2.0 : 4.0;
-  const double kv_bytes = static_cast<double>(config.n_ctx) * hp.n_layer * 2.0 * hp.n_head_kv *
-                          hp.head_dim * elem_bytes;
+  const double kv_bytes = static_cast<double>(config.n_ctx) * kv_floats_per_cell * elem_bytes;
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
   if (pages > 0 && page > 0 && kv_bytes > static_cast<double>(pages) * static_cast<double>(page)) {
     char msg[256];
