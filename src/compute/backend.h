@@ -20,6 +20,29 @@ namespace seam {
 
 enum class Activation { Silu, GeluTanh };
 
+// How a mixture-of-experts router turns a token's logits into the weights of
+// its k chosen experts.
+enum class Routing : std::uint8_t {
+  // p = softmax(logits); the k largest p, renormalised to sum 1 (Mixtral, Qwen3-MoE).
+  Softmax,
+  // The k largest logits; weights = softmax over those k (gpt-oss).
+  SoftmaxSelected,
+};
+
+// n_expert matrices of one shape stored back to back: a 3-D GGUF tensor
+// [n_in, n_out, n_expert]. Expert e is `w` moved by e * expert_stride bytes.
+struct ExpertsView {
+  WeightView w;  // expert 0
+  std::int32_t n_expert = 0;
+  std::size_t expert_stride = 0;  // bytes between experts
+
+  WeightView expert(std::int32_t e) const {
+    WeightView v = w;
+    v.data = w.data + static_cast<std::size_t>(e) * expert_stride;
+    return v;
+  }
+};
+
 struct RopeParams {
   std::int32_t n_rot = 0;  // rotated dims per head (<= head_dim), even
   float freq_base = 10000.0f;

@@ -8,6 +8,8 @@
 
 #include "format/gguf.h"
 #include "model/hparams.h"
+#include "model/tensor_table.h"
+#include "model/weights.h"
 
 namespace seam {
 
@@ -17,6 +19,13 @@ struct ArchSpec {
   // options. Throws Error(BadFormat) naming a missing or invalid key, and
   // Error(Unsupported) naming an option this build does not implement.
   void (*configure)(const GgufFile& file, Hparams& hp, Recipe& recipe);
+  // Optional: adjusts spec.layers (already default_layers(hp), model/layers.h)
+  // for what differs per layer in this architecture: per-layer arrays of the
+  // metadata, layer kinds, KV sharing. Throws like configure.
+  void (*layers)(const GgufFile& file, ModelSpec& spec) = nullptr;
+  // Optional: the tensor rows this architecture adds to standard_rows
+  // (model/tensor_table.h), destinations in `w`.
+  void (*tensors)(const ModelSpec& spec, ModelWeights& w, TensorTable& table) = nullptr;
 };
 
 const ArchSpec* find_arch(std::string_view name);

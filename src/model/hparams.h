@@ -47,6 +47,12 @@ struct Hparams {
   float rope_base_swa = 10000.0f;  // RoPE base of SWA layers (gemma3's local layers)
   float rope_scale_swa = 1.0f;
 
+  // Mixture of experts (`<arch>.expert_count` > 0): every layer's FFN is n_expert
+  // experts of width n_ff_exp of which n_expert_used run per token.
+  std::uint32_t n_expert = 0;
+  std::uint32_t n_expert_used = 0;
+  std::uint32_t n_ff_exp = 0;
+
   bool is_swa(std::uint32_t layer) const {
     return n_swa > 0 && layer < swa_layers.size() && swa_layers[layer];
   }
@@ -68,6 +74,45 @@ struct Recipe {
   // loader binds row ranges of them, so the forward pass is unchanged.
   bool fused_qkv = false;
   bool fused_gate_up = false;
+  // How a MoE layer turns router logits into expert weights (compute/backend.h).
+  Routing routing = Routing::Softmax;
+};
+
+enum class LayerKind : std::uint8_t { Attention, GatedDeltaNet };
+enum class FfnKind : std::uint8_t { Dense, Moe };
+
+// One block as the forward pass runs it: what may differ from layer to layer
+// (model/layers.h builds the list from Hparams and checks it).
+struct LayerSpec {
+  LayerKind kind = LayerKind::Attention;
+  std::uint32_t n_head = 0;
+  std::uint32_t n_head_kv = 0;
+  std::uint32_t head_dim = 0;  // q/k/v width per head
+  // RoPE of this layer; freq_factors stays null here: the forward pass puts the
+  // model's factors (rope_freqs, LongRoPE) in when rope_factors is set.
+  RopeParams rope;
+  bool rope_factors = true;
+  std::uint32_t n_swa = 0;  // sliding window (0 = sees the whole sequence)
+  // The layer whose KV cache this one reads: itself, or an earlier layer whose
+  // cache it shares (then it writes none).
+  std::uint32_t kv_source = 0;
+  FfnKind ffn = FfnKind::Dense;
+  std::uint32_t n_ff = 0;  // dense width, or the width of each expert
+  std::uint32_t n_expert = 0;
+  std::uint32_t n_expert_used = 0;
+
+  std::uint32_t q_width() const { return n_head * head_dim; }
+  std::uint32_t kv_width() const { return n_head_kv * head_dim; }
+};
+
+// What admission knows about a model: global hyperparameters, the recipe and
+// one LayerSpec per layer.
+struct ModelSpec {
+  std::string arch;
+  Hparams hp;
+  Recipe recipe;
+  bool tied_output = false;
+  std::vector<LayerSpec> layers;  // [n_layer]
 };
 
 }  // namespace seam

@@ -10,13 +10,6 @@
 
 namespace seam {
 
-struct ModelSpec {
-  std::string arch;
-  Hparams hp;
-  Recipe recipe;
-  bool tied_output = false;
-};
-
 // Admission: reads only metadata and the tensor table. Throws Error(Unsupported)
 // for an unknown architecture or a tensor type this build cannot decode, and
 // Error(BadFormat) for missing or mis-shaped tensors or inconsistent

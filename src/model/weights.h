@@ -1,11 +1,13 @@
-// Typed views of a model's tensors, validated at load. 2-D weights stay in
-// the file's block format (memory-mapped); 1-D vectors are copied to f32.
+// Typed views of a model's tensors, validated at load (model/tensor_table.h).
+// 2-D and 3-D weights stay in the file's block format (memory-mapped); 1-D
+// vectors are copied to f32. Members a layer's recipe does not use stay empty.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "compute/backend.h"
 #include "compute/matmul.h"
 
 namespace seam {
@@ -23,9 +25,13 @@ struct LayerWeights {
   const float* k_norm = nullptr;          // [head_dim]
   const float* post_attn_norm = nullptr;  // [n_embd] (post_norms)
   const float* ffn_norm = nullptr;        // [n_embd]
-  WeightView ffn_gate;                    // [n_embd] -> [n_ff]
+  WeightView ffn_gate;                    // [n_embd] -> [n_ff] (dense FFN)
   WeightView ffn_up;                      // [n_embd] -> [n_ff]
   WeightView ffn_down;                    // [n_ff] -> [n_embd]
+  WeightView ffn_gate_inp;                // [n_embd] -> [n_expert] router (MoE FFN)
+  ExpertsView ffn_gate_exps;              // n_expert x ([n_embd] -> [n_ff])
+  ExpertsView ffn_up_exps;                // n_expert x ([n_embd] -> [n_ff])
+  ExpertsView ffn_down_exps;              // n_expert x ([n_ff] -> [n_embd])
   const float* post_ffn_norm = nullptr;   // [n_embd] (post_norms)
 };
 

@@ -3,24 +3,43 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "compute/ops.h"
+#include "model/layers.h"
+#include "seam/error.h"
 
 namespace seam {
 
-ForwardScratch::ForwardScratch(const Hparams& hp, std::uint32_t n_batch) {
+std::vector<std::uint32_t> kv_widths(const ModelSpec& spec) {
+  std::vector<std::uint32_t> out(spec.layers.size(), 0);
+  for (std::uint32_t l = 0; l < spec.layers.size(); ++l) {
+    const LayerSpec& L = spec.layers[l];
+    if (L.kind == LayerKind::Attention && L.kv_source == l) out[l] = L.kv_width();
+  }
+  return out;
+}
+
+ForwardScratch::ForwardScratch(const ModelSpec& spec, std::uint32_t n_batch) {
   const std::size_t b = n_batch;
-  x.resize(b * hp.n_embd);
-  h.resize(b * hp.n_embd);
-  q.resize(b * hp.n_head * hp.head_dim);
-  k.resize(b * hp.n_head_kv * hp.head_dim);
-  v.resize(b * hp.n_head_kv * hp.head_dim);
-  attn.resize(b * hp.n_head * hp.head_dim);
-  gate.resize(b * hp.n_ff);
-  up.resize(b * hp.n_ff);
-  rows.resize(b * hp.n_embd);
+  const LayerMaxima m = layer_maxima(spec.layers);
+  x.resize(b * spec.hp.n_embd);
+  h.resize(b * spec.hp.n_embd);
+  q.resize(b * m.q_width);
+  k.resize(b * m.kv_width);
+  v.resize(b * m.kv_width);
+  attn.resize(b * m.q_width);
+  gate.resize(b * m.ff_width);
+  up.resize(b * m.ff_width);
+  rows.resize(b * spec.hp.n_embd);
   tokens.resize(b);
   pos.resize(b);
+  for (const LayerSpec& L : spec.layers) {
+    if (L.kind != LayerKind::Attention) continue;
+    const bool known = std::any_of(masks.begin(), masks.end(),
+                                   [&](const Mask& mk) { return mk.window == L.n_swa; });
+    if (!known) masks.push_back({L.n_swa, {}, {}});
+  }
 }
 
 namespace {
@@ -43,17 +62,13 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
   const Recipe& r = spec.recipe;
   const std::int64_t T = static_cast<std::int64_t>(batch.size());
   const std::int64_t E = hp.n_embd;
-  const std::int64_t QW = std::int64_t{hp.n_head} * hp.head_dim;
-  const std::int64_t KW = std::int64_t{hp.n_head_kv} * hp.head_dim;
-  const std::int64_t FF = hp.n_ff;
 
   for (std::int64_t t = 0; t < T; ++t) {
     s.tokens[t] = batch[t].token;
     s.pos[t] = batch[t].pos;
   }
   const std::span<const std::int32_t> pos(s.pos.data(), batch.size());
-  kv.build_mask(batch, s.mask_offsets, s.mask_cells);
-  if (hp.n_swa > 0) kv.build_mask(batch, s.swa_mask_offsets, s.swa_mask_cells, hp.n_swa);
+  for (ForwardScratch::Mask& m : s.masks) kv.build_mask(batch, m.offsets, m.cells, m.window);
 
   be.get_rows(w.token_embd, std::span<const std::int32_t>(s.tokens.data(), batch.size()),
               s.x.data());
@@ -61,49 +76,39 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
     for (std::int64_t i = 0; i < T * E; ++i) s.x[i] *= r.embd_scale;
   }
 
-  RopeParams rope;
-  rope.n_rot = static_cast<std::int32_t>(hp.n_rot);
-  rope.freq_base = hp.rope_base;
-  rope.freq_scale = hp.rope_scale;
-  rope.neox = r.rope_neox;
-  rope.freq_factors = w.rope_freqs;
-  if (hp.longrope) {
-    // llama.cpp's choice: by the context the session was made for, so every
-    // cached key was rotated with the same factors.
-    rope.freq_factors = kv.n_cells() > hp.n_ctx_orig ? w.rope_long : w.rope_short;
-  }
-  rope.attn_factor = hp.rope_attn_factor * hp.yarn_mscale;
-  rope.ext_factor = hp.yarn_ext_factor;
-  // Sliding-window layers may rotate with their own base and scale (gemma3);
-  // YaRN's attention factor belongs to the scaled rotation only.
-  RopeParams rope_swa = rope;
-  rope_swa.freq_base = hp.rope_base_swa;
-  rope_swa.freq_scale = hp.rope_scale_swa;
-  if (hp.rope_scale_swa != hp.rope_scale) rope_swa.attn_factor = hp.rope_attn_factor;
-  if (hp.yarn_ext_factor != 0.0f) {
-    ops::yarn_corr_dims(rope.n_rot, hp.n_ctx_orig, rope.freq_base, hp.yarn_beta_fast,
-                        hp.yarn_beta_slow, &rope.corr_low, &rope.corr_high);
-    ops::yarn_corr_dims(rope.n_rot, hp.n_ctx_orig, rope_swa.freq_base, hp.yarn_beta_fast,
-                        hp.yarn_beta_slow, &rope_swa.corr_low, &rope_swa.corr_high);
-  }
-
-  AttentionArgs att;
-  att.q = s.q.data();
-  att.out = s.attn.data();
-  att.n_tokens = T;
-  att.n_head = static_cast<std::int32_t>(hp.n_head);
-  att.n_head_kv = static_cast<std::int32_t>(hp.n_head_kv);
-  att.head_dim = static_cast<std::int32_t>(hp.head_dim);
-  att.scale =
-      r.attn_scale > 0.0f ? r.attn_scale : 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
-  att.softcap = r.attn_softcap;
+  // llama.cpp's LongRoPE choice: by the context the session was made for, so
+  // every cached key was rotated with the same factors.
+  const float* freq_factors = w.rope_freqs;
+  if (hp.longrope) freq_factors = kv.n_cells() > hp.n_ctx_orig ? w.rope_long : w.rope_short;
 
   for (std::uint32_t l = 0; l < hp.n_layer; ++l) {
+    const LayerSpec& ls = spec.layers[l];
     const LayerWeights& L = w.layers[l];
-    const bool swa = hp.is_swa(l);
-    const RopeParams& lrope = swa ? rope_swa : rope;
-    att.mask.offsets = swa ? s.swa_mask_offsets : s.mask_offsets;
-    att.mask.cells = swa ? s.swa_mask_cells : s.mask_cells;
+    const std::int64_t QW = ls.q_width();
+    const std::int64_t KW = ls.kv_width();
+    const std::int64_t FF = ls.n_ff;
+    if (ls.kind != LayerKind::Attention) {
+      throw Error(Errc::Unsupported, "layer " + std::to_string(l) +
+                                         " is not an attention layer; this build cannot run it");
+    }
+    RopeParams rope = ls.rope;
+    if (ls.rope_factors) rope.freq_factors = freq_factors;
+
+    AttentionArgs att;
+    att.q = s.q.data();
+    att.out = s.attn.data();
+    att.n_tokens = T;
+    att.n_head = static_cast<std::int32_t>(ls.n_head);
+    att.n_head_kv = static_cast<std::int32_t>(ls.n_head_kv);
+    att.head_dim = static_cast<std::int32_t>(ls.head_dim);
+    att.scale =
+        r.attn_scale > 0.0f ? r.attn_scale : 1.0f / std::sqrt(static_cast<float>(ls.head_dim));
+    att.softcap = r.attn_softcap;
+    for (const ForwardScratch::Mask& m : s.masks) {
+      if (m.window != ls.n_swa) continue;
+      att.mask.offsets = m.offsets;
+      att.mask.cells = m.cells;
+    }
 
     // Attention block: x += Wo attn(rope(Wq h), rope(Wk h), Wv h), h = norm(x).
     be.rms_norm(s.x.data(), L.attn_norm, T, E, hp.norm_eps, s.h.data());
@@ -116,11 +121,11 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
       add_bias(s.v.data(), L.bv, T, KW);
     }
     if (r.qk_norm) {
-      be.rms_norm(s.q.data(), L.q_norm, T * hp.n_head, hp.head_dim, hp.norm_eps, s.q.data());
-      be.rms_norm(s.k.data(), L.k_norm, T * hp.n_head_kv, hp.head_dim, hp.norm_eps, s.k.data());
+      be.rms_norm(s.q.data(), L.q_norm, T * ls.n_head, ls.head_dim, hp.norm_eps, s.q.data());
+      be.rms_norm(s.k.data(), L.k_norm, T * ls.n_head_kv, ls.head_dim, hp.norm_eps, s.k.data());
     }
-    be.rope(s.q.data(), T, att.n_head, att.head_dim, pos, lrope);
-    be.rope(s.k.data(), T, att.n_head_kv, att.head_dim, pos, lrope);
+    be.rope(s.q.data(), T, att.n_head, att.head_dim, pos, rope);
+    be.rope(s.k.data(), T, att.n_head_kv, att.head_dim, pos, rope);
     if (hp.attn_temp_scale > 0.0f) {
       // Llama 4 / Mistral 3 attention temperature: q *= 1 + beta ln(1 + floor(p / n_orig)).
       for (std::int64_t t = 0; t < T; ++t) {
@@ -131,10 +136,12 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
       }
     }
 
-    for (std::int64_t t = 0; t < T; ++t)
-      kv.store(l, cells[t], s.k.data() + t * KW, s.v.data() + t * KW);
-    att.k = kv.k(l);
-    att.v = kv.v(l);
+    if (ls.kv_source == l) {
+      for (std::int64_t t = 0; t < T; ++t)
+        kv.store(l, cells[t], s.k.data() + t * KW, s.v.data() + t * KW);
+    }
+    att.k = kv.k(ls.kv_source);
+    att.v = kv.v(ls.kv_source);
     att.kv_type = kv.type();
     be.attention(att);
     be.matmul(L.wo, s.attn.data(), T, s.h.data(), E);

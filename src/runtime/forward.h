@@ -11,21 +11,30 @@
 
 namespace seam {
 
-// Activation buffers for up to n_batch tokens, allocated once per session.
+// The K/V width each layer's cache holds: its own for a KV-owning attention
+// layer, 0 for one that shares another's or has no attention.
+std::vector<std::uint32_t> kv_widths(const ModelSpec& spec);
+
+// Activation buffers for up to n_batch tokens, allocated once per session and
+// sized by the widest layer (model/layers.h).
 struct ForwardScratch {
-  ForwardScratch(const Hparams& hp, std::uint32_t n_batch);
+  ForwardScratch(const ModelSpec& spec, std::uint32_t n_batch);
   std::vector<float> x;                   // [n_batch][n_embd] residual stream
   std::vector<float> h;                   // [n_batch][n_embd] normed input / block output
-  std::vector<float> q;                   // [n_batch][n_head * head_dim]
-  std::vector<float> k;                   // [n_batch][n_head_kv * head_dim]
-  std::vector<float> v;                   // [n_batch][n_head_kv * head_dim]
-  std::vector<float> attn;                // [n_batch][n_head * head_dim]
-  std::vector<float> gate;                // [n_batch][n_ff]
-  std::vector<float> up;                  // [n_batch][n_ff]
+  std::vector<float> q;                   // [n_batch][max q width]
+  std::vector<float> k;                   // [n_batch][max kv width]
+  std::vector<float> v;                   // [n_batch][max kv width]
+  std::vector<float> attn;                // [n_batch][max q width]
+  std::vector<float> gate;                // [n_batch][max ff width] (MoE: [n_used][n_ff] per row)
+  std::vector<float> up;                  // [n_batch][max ff width]
   std::vector<float> rows;                // [n_out][n_embd] rows that want logits
   std::vector<std::int32_t> tokens, pos;  // [n_batch]
-  std::vector<std::uint32_t> mask_offsets, mask_cells;          // full causal mask
-  std::vector<std::uint32_t> swa_mask_offsets, swa_mask_cells;  // sliding-window layers
+  // One causal mask per distinct window among the layers (0 = no window).
+  struct Mask {
+    std::uint32_t window = 0;
+    std::vector<std::uint32_t> offsets, cells;
+  };
+  std::vector<Mask> masks;
 };
 
 // Runs `batch` (at most n_batch tokens whose cells are already allocated in

@@ -3,42 +3,44 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "compute/ops.h"
 #include "compute/quant.h"
 
 namespace seam {
 
-KvCache::KvCache(std::uint32_t n_cells, std::uint32_t n_seq_max, std::uint32_t n_layer,
-                 std::uint32_t kv_width, KvType type)
-    : kv_width_(kv_width),
+KvCache::KvCache(std::uint32_t n_cells, std::uint32_t n_seq_max, std::vector<std::uint32_t> widths,
+                 KvType type)
+    : widths_(std::move(widths)),
       type_(type),
       cells_(n_cells),
       seqs_(n_seq_max),
-      k_(n_layer),
-      v_(n_layer) {
+      k_(widths_.size()),
+      v_(widths_.size()) {
   free_.reserve(n_cells);
   // Pop from the back hands out low cell indices first.
   for (std::uint32_t c = n_cells; c-- > 0;) free_.push_back(c);
-  const std::size_t n = static_cast<std::size_t>(n_cells) * kv_row_bytes(type, kv_width);
-  for (std::uint32_t l = 0; l < n_layer; ++l) {
+  for (std::size_t l = 0; l < widths_.size(); ++l) {
+    const std::size_t n = static_cast<std::size_t>(n_cells) * kv_row_bytes(type, widths_[l]);
     k_[l].assign(n, std::byte{0});  // zero in both types
     v_[l].assign(n, std::byte{0});
   }
 }
 
 void KvCache::store(std::uint32_t layer, std::uint32_t cell, const float* k, const float* v) {
-  const std::size_t row = static_cast<std::size_t>(cell) * kv_width_;
+  const std::uint32_t w = widths_[layer];
+  const std::size_t row = static_cast<std::size_t>(cell) * w;
   if (type_ == KvType::Q8_0) {
-    const std::size_t at = static_cast<std::size_t>(cell) * kv_row_bytes(type_, kv_width_);
-    quant::quantize_row_q8_0(k, k_[layer].data() + at, kv_width_);
-    quant::quantize_row_q8_0(v, v_[layer].data() + at, kv_width_);
+    const std::size_t at = static_cast<std::size_t>(cell) * kv_row_bytes(type_, w);
+    quant::quantize_row_q8_0(k, k_[layer].data() + at, w);
+    quant::quantize_row_q8_0(v, v_[layer].data() + at, w);
   } else if (type_ == KvType::F32) {
-    std::memcpy(reinterpret_cast<float*>(k_[layer].data()) + row, k, kv_width_ * sizeof(float));
-    std::memcpy(reinterpret_cast<float*>(v_[layer].data()) + row, v, kv_width_ * sizeof(float));
+    std::memcpy(reinterpret_cast<float*>(k_[layer].data()) + row, k, w * sizeof(float));
+    std::memcpy(reinterpret_cast<float*>(v_[layer].data()) + row, v, w * sizeof(float));
   } else {
-    ops::f32_to_f16_row(k, reinterpret_cast<std::uint16_t*>(k_[layer].data()) + row, kv_width_);
-    ops::f32_to_f16_row(v, reinterpret_cast<std::uint16_t*>(v_[layer].data()) + row, kv_width_);
+    ops::f32_to_f16_row(k, reinterpret_cast<std::uint16_t*>(k_[layer].data()) + row, w);
+    ops::f32_to_f16_row(v, reinterpret_cast<std::uint16_t*>(v_[layer].data()) + row, w);
   }
 }
 
@@ -128,7 +130,6 @@ std::vector<std::uint32_t> KvCache::shift_positions(std::uint32_t seq, std::int3
   for (auto it = first; it != last; ++it) release(it->second, seq);
   const auto kept = m.erase(first, last);
   const std::int32_t delta = p1 - p0;
-  const std::size_t row_bytes = kv_row_bytes(type_, kv_width_);
   std::vector<std::uint32_t> moved;
   // Every position from p1 on moves down by delta; they stay above those
   // before p0, so the list stays sorted.
@@ -139,6 +140,7 @@ std::vector<std::uint32_t> KvCache::shift_positions(std::uint32_t seq, std::int3
       const std::uint32_t copy = free_.back();
       free_.pop_back();
       for (std::size_t l = 0; l < k_.size(); ++l) {
+        const std::size_t row_bytes = kv_row_bytes(type_, widths_[l]);
         std::memcpy(k_[l].data() + copy * row_bytes, k_[l].data() + c * row_bytes, row_bytes);
         std::memcpy(v_[l].data() + copy * row_bytes, v_[l].data() + c * row_bytes, row_bytes);
       }

@@ -2,7 +2,8 @@
 //
 // A cell holds one (position, token) and the set of sequences that contain
 // it; copy_seq shares cells instead of copying K/V, and a cell no sequence
-// holds is free. K and V rows live per layer: [n_cells][n_head_kv * head_dim].
+// holds is free. K and V rows live per layer: [n_cells][kv_width(layer)]; a
+// layer of width 0 keeps none (it shares another layer's or has no attention).
 #pragma once
 
 #include <bitset>
@@ -21,8 +22,13 @@ inline constexpr std::uint32_t kMaxSequences = 256;
 
 class KvCache {
  public:
+  // widths: [n_layer] K (and V) floats per cell of each layer, 0 for none.
+  KvCache(std::uint32_t n_cells, std::uint32_t n_seq_max, std::vector<std::uint32_t> widths,
+          KvType type = KvType::F32);
+  // Every one of n_layer layers with the same width.
   KvCache(std::uint32_t n_cells, std::uint32_t n_seq_max, std::uint32_t n_layer,
-          std::uint32_t kv_width, KvType type = KvType::F32);
+          std::uint32_t kv_width, KvType type = KvType::F32)
+      : KvCache(n_cells, n_seq_max, std::vector<std::uint32_t>(n_layer, kv_width), type) {}
 
   std::uint32_t n_cells() const { return static_cast<std::uint32_t>(cells_.size()); }
   std::uint32_t n_seq_max() const { return static_cast<std::uint32_t>(seqs_.size()); }
@@ -32,9 +38,9 @@ class KvCache {
   const void* k(std::uint32_t layer) const { return k_[layer].data(); }  // [n_cells][kv_width]
   const void* v(std::uint32_t layer) const { return v_[layer].data(); }
   void* k_mut(std::uint32_t layer) { return k_[layer].data(); }  // for re-rotating moved keys
-  std::uint32_t kv_width() const { return kv_width_; }
-  // Stores one row of K and of V (kv_width floats each) in `cell` of `layer`,
-  // converted to the cache's type.
+  std::uint32_t kv_width(std::uint32_t layer) const { return widths_[layer]; }
+  // Stores one row of K and of V (kv_width(layer) floats each) in `cell` of
+  // `layer`, converted to the cache's type.
   void store(std::uint32_t layer, std::uint32_t cell, const float* k, const float* v);
 
   // (position, cell) pairs of a sequence, by ascending position.
@@ -83,7 +89,7 @@ class KvCache {
   };
   void release(std::uint32_t cell, std::uint32_t seq);
 
-  std::uint32_t kv_width_;
+  std::vector<std::uint32_t> widths_;  // [n_layer]
   KvType type_;
   std::vector<Cell> cells_;
   std::vector<std::uint32_t> free_;  // stack of free cell indices
@@ -91,7 +97,7 @@ class KvCache {
   // checks), so a decode appends; each holds room for every cell once used,
   // so decoding allocates nothing per token.
   std::vector<SeqCells> seqs_;
-  std::vector<std::vector<std::byte>> k_, v_;  // per layer: [n_cells][kv_width] of type_
+  std::vector<std::vector<std::byte>> k_, v_;  // per layer: [n_cells][widths_[l]] of type_
 };
 
 }  // namespace seam

@@ -21,18 +21,16 @@ class SessionImpl final : public Session {
       : m_(ModelAccess::of(model)),
         cfg_(cfg),
         backend_(std::move(be)),
-        stores_(KvCache(cfg.n_ctx, cfg.n_seq_max, m_.spec.hp.n_layer,
-                        m_.spec.hp.n_head_kv * m_.spec.hp.head_dim,
+        stores_(KvCache(cfg.n_ctx, cfg.n_seq_max, kv_widths(m_.spec),
                         cfg.cache_type == CacheType::F32   ? KvType::F32
                         : cfg.cache_type == CacheType::F16 ? KvType::F16
                                                            : KvType::Q8_0),
                 RecurrentStore(cfg.n_seq_max, RecurrentShape{})),
         kv_(stores_.kv()),
-        scratch_(m_.spec.hp, cfg.n_batch) {
+        scratch_(m_.spec, cfg.n_batch) {
     // A decoded token's mask lists at most n_ctx cells: with this room taken
     // now, decoding allocates nothing per token.
-    scratch_.mask_cells.reserve(cfg.n_ctx);
-    scratch_.swa_mask_cells.reserve(cfg.n_ctx);
+    for (ForwardScratch::Mask& m : scratch_.masks) m.cells.reserve(cfg.n_ctx);
     cells_.reserve(cfg.n_batch);
   }
 
@@ -191,18 +189,21 @@ std::unique_ptr<Session> make_session(const Model& model, const SessionConfig& c
   }
   // A KV cache larger than the machine's memory would only fail later (or
   // swap); refuse it now and say which knob to turn.
-  const Hparams& hp = ModelAccess::of(model).spec.hp;
-  if (config.cache_type == CacheType::Q8_0 && hp.head_dim % 32 != 0) {
-    throw Error(Errc::InvalidArgument,
-                "a q8_0 KV cache needs a head size that is a multiple of 32, but this model's "
-                "head size is " +
-                    std::to_string(hp.head_dim) + "; use --cache-type f16 (or f32)");
+  const ModelSpec& spec = ModelAccess::of(model).spec;
+  for (const LayerSpec& L : spec.layers) {
+    if (config.cache_type == CacheType::Q8_0 && L.kv_width() > 0 && L.head_dim % 32 != 0) {
+      throw Error(Errc::InvalidArgument,
+                  "a q8_0 KV cache needs a head size that is a multiple of 32, but this model's "
+                  "head size is " +
+                      std::to_string(L.head_dim) + "; use --cache-type f16 (or f32)");
+    }
   }
-  const double elem_bytes = config.cache_type == CacheType::F32   ? 4.0
-                            : config.cache_type == CacheType::F16 ? 2.0
-                                                                  : 34.0 / 32.0;
-  const double kv_bytes = static_cast<double>(config.n_ctx) * hp.n_layer * 2.0 * hp.n_head_kv *
-                          hp.head_dim * elem_bytes;
+  double kv_bytes_per_cell = 0;
+  for (std::uint32_t w : kv_widths(spec)) kv_bytes_per_cell += 2.0 * kv_row_bytes(KvType::F32, w);
+  const double elem_scale = config.cache_type == CacheType::F32   ? 1.0
+                            : config.cache_type == CacheType::F16 ? 0.5
+                                                                  : 34.0 / 128.0;
+  const double kv_bytes = static_cast<double>(config.n_ctx) * kv_bytes_per_cell * elem_scale;
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
   if (pages > 0 && page > 0 && kv_bytes > static_cast<double>(pages) * static_cast<double>(page)) {
     char msg[256];
