@@ -153,6 +153,31 @@ class ComputeBackend {
                         std::int32_t width, float* state, float* y) = 0;
   // The gated delta rule over the tokens of one sequence (GatedDeltaArgs).
   virtual void gated_delta_rule(const GatedDeltaArgs& a) = 0;
+  // x[r][i] += bias[i] for each of n_rows rows of length n.
+  virtual void add_bias(float* x, const float* bias, std::int64_t n_rows, std::int64_t n) = 0;
+  // x[i] *= s
+  virtual void scale(float* x, std::int64_t n, float s) = 0;
+  // x[i] = cap * tanh(x[i] / cap), cap > 0 (Gemma's logit soft-capping).
+  virtual void softcap(float* x, std::int64_t n, float cap) = 0;
+  // Writes row t of k and v ([n_tokens][width] f32, n_tokens = cells.size())
+  // to row cells[t] of the caches ([n_cells][width] of `type`), converted.
+  virtual void store_kv(void* k_cache, void* v_cache, KvType type, std::int64_t width,
+                        std::span<const std::uint32_t> cells, const float* k, const float* v) = 0;
+  // Mixture-of-experts router: for each of n_tokens rows of `logits`
+  // ([n_tokens][n_expert]) the k chosen experts, best first (ties: lower id),
+  // and their weights as `mode` says; ids, weights [n_tokens][k].
+  virtual void route(const float* logits, std::int64_t n_tokens, std::int32_t n_expert,
+                     std::int32_t k, Routing mode, std::int32_t* ids, float* weights) = 0;
+  // Expert matmuls, rows grouped by expert across the whole batch so each used
+  // expert's weights are read once and unused experts not at all. For token t
+  // and slot j < k, with e = ids[t * k + j] and input row x[t][j % x_slots]
+  // (x: [n_tokens][x_slots][w.n_in], x_slots 1 or k):
+  //   weights == null: y[t][j] = W_e x  (y: [n_tokens][k][w.n_out]);
+  //   else:            y[t] = sum_j weights[t * k + j] * W_e x  (y: [n_tokens][w.n_out]).
+  // Throws Error(InvalidArgument) for an id outside [0, n_expert).
+  virtual void matmul_experts(const ExpertsView& w, const float* x, std::int32_t x_slots,
+                              std::int64_t n_tokens, const std::int32_t* ids, std::int32_t k,
+                              const float* weights, float* y) = 0;
 };
 
 class CpuBackend : public ComputeBackend {
@@ -184,6 +209,16 @@ class CpuBackend : public ComputeBackend {
   void ssm_conv(const float* x, std::int64_t n_tokens, std::int64_t n_ch, const float* w,
                 std::int32_t width, float* state, float* y) override;
   void gated_delta_rule(const GatedDeltaArgs& a) override;
+  void add_bias(float* x, const float* bias, std::int64_t n_rows, std::int64_t n) override;
+  void scale(float* x, std::int64_t n, float s) override;
+  void softcap(float* x, std::int64_t n, float cap) override;
+  void store_kv(void* k_cache, void* v_cache, KvType type, std::int64_t width,
+                std::span<const std::uint32_t> cells, const float* k, const float* v) override;
+  void route(const float* logits, std::int64_t n_tokens, std::int32_t n_expert, std::int32_t k,
+             Routing mode, std::int32_t* ids, float* weights) override;
+  void matmul_experts(const ExpertsView& w, const float* x, std::int32_t x_slots,
+                      std::int64_t n_tokens, const std::int32_t* ids, std::int32_t k,
+                      const float* weights, float* y) override;
 
  protected:
   ThreadPool& pool() { return pool_; }
@@ -193,6 +228,8 @@ class CpuBackend : public ComputeBackend {
   MatmulScratch scratch_;
   AttentionScratch attn_scratch_;
   std::vector<float> rope_cs_;  // [n_rot/2][cos, sin] of one position, reused
+  std::vector<float> expert_x_, expert_y_, route_row_;  // matmul_experts / route buffers
+  std::vector<std::int64_t> expert_slots_;              // (t * k + j) routed to one expert
 };
 
 }  // namespace seam

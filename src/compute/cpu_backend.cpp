@@ -1,11 +1,15 @@
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "compute/attention.h"
 #include "compute/backend.h"
 #include "compute/ops.h"
+#include "compute/quant.h"
 #include "compute/recurrent_ops.h"
+#include "seam/error.h"
 
 namespace seam {
 
@@ -85,6 +89,120 @@ void CpuBackend::gated_delta_rule(const GatedDeltaArgs& a) {
     ops::gated_delta_rule_heads(a, static_cast<std::int32_t>(h0), static_cast<std::int32_t>(h1),
                                 active_cpu_level());
   });
+}
+
+void CpuBackend::add_bias(float* x, const float* bias, std::int64_t n_rows, std::int64_t n) {
+  for (std::int64_t r = 0; r < n_rows; ++r)
+    for (std::int64_t i = 0; i < n; ++i) x[r * n + i] += bias[i];
+}
+
+void CpuBackend::scale(float* x, std::int64_t n, float s) {
+  for (std::int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+void CpuBackend::softcap(float* x, std::int64_t n, float cap) {
+  for (std::int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
+}
+
+void CpuBackend::store_kv(void* k_cache, void* v_cache, KvType type, std::int64_t width,
+                          std::span<const std::uint32_t> cells, const float* k, const float* v) {
+  const std::size_t row_bytes = kv_row_bytes(type, width);
+  for (std::size_t t = 0; t < cells.size(); ++t) {
+    const std::size_t at = static_cast<std::size_t>(cells[t]) * row_bytes;
+    auto* kd = static_cast<std::byte*>(k_cache) + at;
+    auto* vd = static_cast<std::byte*>(v_cache) + at;
+    const float* kt = k + static_cast<std::int64_t>(t) * width;
+    const float* vt = v + static_cast<std::int64_t>(t) * width;
+    switch (type) {
+      case KvType::F32:
+        std::memcpy(kd, kt, row_bytes);
+        std::memcpy(vd, vt, row_bytes);
+        break;
+      case KvType::F16:
+        ops::f32_to_f16_row(kt, reinterpret_cast<std::uint16_t*>(kd), width);
+        ops::f32_to_f16_row(vt, reinterpret_cast<std::uint16_t*>(vd), width);
+        break;
+      case KvType::Q8_0:
+        quant::quantize_row_q8_0(kt, kd, width);
+        quant::quantize_row_q8_0(vt, vd, width);
+        break;
+    }
+  }
+}
+
+void CpuBackend::route(const float* logits, std::int64_t n_tokens, std::int32_t n_expert,
+                       std::int32_t k, Routing mode, std::int32_t* ids, float* weights) {
+  route_row_.resize(static_cast<std::size_t>(n_expert));
+  for (std::int64_t t = 0; t < n_tokens; ++t) {
+    float* p = route_row_.data();
+    std::copy(logits + t * n_expert, logits + (t + 1) * n_expert, p);
+    if (mode == Routing::Softmax) ops::softmax_row(p, n_expert);
+    std::int32_t* id = ids + t * k;
+    float* wt = weights + t * k;
+    // Selection by repeated maximum: k is small (2 to 10) next to n_expert.
+    for (std::int32_t j = 0; j < k; ++j) {
+      std::int32_t best = -1;
+      for (std::int32_t e = 0; e < n_expert; ++e) {
+        bool taken = false;
+        for (std::int32_t i = 0; i < j; ++i) taken = taken || id[i] == e;
+        if (!taken && (best < 0 || p[e] > p[best])) best = e;
+      }
+      id[j] = best;
+      wt[j] = p[best];
+    }
+    if (mode == Routing::Softmax) {
+      // Renormalise the chosen probabilities; the floor keeps a row of
+      // underflowed probabilities finite (llama.cpp's 6.1e-5, an F16 epsilon).
+      float sum = 0.0f;
+      for (std::int32_t j = 0; j < k; ++j) sum += wt[j];
+      sum = std::max(sum, 6.103515625e-5f);
+      for (std::int32_t j = 0; j < k; ++j) wt[j] /= sum;
+    } else {
+      ops::softmax_row(wt, k);
+    }
+  }
+}
+
+void CpuBackend::matmul_experts(const ExpertsView& w, const float* x, std::int32_t x_slots,
+                                std::int64_t n_tokens, const std::int32_t* ids, std::int32_t k,
+                                const float* weights, float* y) {
+  const std::int64_t n_in = w.w.n_in, n_out = w.w.n_out;
+  const std::int64_t n_slots = n_tokens * k;
+  for (std::int64_t i = 0; i < n_slots; ++i) {
+    if (ids[i] < 0 || ids[i] >= w.n_expert) {
+      throw Error(Errc::InvalidArgument, "expert id " + std::to_string(ids[i]) +
+                                             " is outside the " + std::to_string(w.n_expert) +
+                                             " experts of this layer");
+    }
+  }
+  if (weights) std::fill(y, y + n_tokens * n_out, 0.0f);
+  for (std::int32_t e = 0; e < w.n_expert; ++e) {
+    expert_slots_.clear();
+    for (std::int64_t i = 0; i < n_slots; ++i) {
+      if (ids[i] == e) expert_slots_.push_back(i);
+    }
+    if (expert_slots_.empty()) continue;  // never read: decode touches only the chosen experts
+    const std::int64_t m = static_cast<std::int64_t>(expert_slots_.size());
+    expert_x_.resize(static_cast<std::size_t>(m * n_in));   // [m][n_in] gathered inputs
+    expert_y_.resize(static_cast<std::size_t>(m * n_out));  // [m][n_out] their outputs
+    for (std::int64_t r = 0; r < m; ++r) {
+      const std::int64_t i = expert_slots_[r], t = i / k, j = i % k;
+      const float* src = x + (t * x_slots + j % x_slots) * n_in;
+      std::copy(src, src + n_in, expert_x_.data() + r * n_in);
+    }
+    seam::matmul(w.expert(e), expert_x_.data(), m, expert_y_.data(), n_out, pool_, scratch_);
+    for (std::int64_t r = 0; r < m; ++r) {
+      const std::int64_t i = expert_slots_[r];
+      const float* src = expert_y_.data() + r * n_out;
+      if (weights) {
+        float* dst = y + (i / k) * n_out;
+        const float wt = weights[i];
+        for (std::int64_t o = 0; o < n_out; ++o) dst[o] += wt * src[o];
+      } else {
+        std::copy(src, src + n_out, y + i * n_out);
+      }
+    }
+  }
 }
 
 }  // namespace seam

@@ -63,6 +63,12 @@ void read_sliding_window(const GgufFile& file, std::string_view arch, std::uint3
 float gemma_softcap(const GgufFile& file, const std::string& key, float fallback);
 float gemma_attn_scale(std::string_view arch, const Hparams& hp);
 
+// Mixture of experts: `<arch>.expert_count` (absent or 0: dense),
+// `expert_used_count` (required then, in [1, expert_count]) and each expert's
+// width `expert_feed_forward_length` (else feed_forward_length, as Mixtral-style
+// llama files store it) into hp. Call after read_common_hparams.
+void read_experts(const GgufFile& file, std::string_view arch, Hparams& hp);
+
 // Refuses mixture-of-experts variants (`<arch>.expert_count` > 0) by name.
 void refuse_experts(const GgufFile& file, std::string_view arch);
 

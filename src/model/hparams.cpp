@@ -204,4 +204,23 @@ void refuse_experts(const GgufFile& f, std::string_view arch_sv) {
   }
 }
 
+void read_experts(const GgufFile& f, std::string_view arch_sv, Hparams& hp) {
+  const std::string arch(arch_sv);
+  const auto n = f.get_uint(arch + ".expert_count");
+  if (!n || *n == 0) return;
+  // A bound far above real models (512) that keeps router buffers small.
+  if (*n > 4096) {
+    throw Error(Errc::BadFormat, "'" + arch + ".expert_count' = " + std::to_string(*n) +
+                                     " is out of range (at most 4096)");
+  }
+  hp.n_expert = static_cast<std::uint32_t>(*n);
+  hp.n_expert_used = require_u32(f, arch + ".expert_used_count");
+  if (hp.n_expert_used > hp.n_expert) {
+    throw Error(Errc::BadFormat, "'" + arch +
+                                     ".expert_used_count' = " + std::to_string(hp.n_expert_used) +
+                                     " exceeds expert_count " + std::to_string(hp.n_expert));
+  }
+  hp.n_ff_exp = optional_u32(f, arch + ".expert_feed_forward_length", hp.n_ff);
+}
+
 }  // namespace seam

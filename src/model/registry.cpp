@@ -8,6 +8,7 @@ namespace seam {
 void configure_llama(const GgufFile&, Hparams&, Recipe&);
 void configure_qwen2(const GgufFile&, Hparams&, Recipe&);
 void configure_qwen3(const GgufFile&, Hparams&, Recipe&);
+void configure_qwen3moe(const GgufFile&, Hparams&, Recipe&);
 void configure_gemma2(const GgufFile&, Hparams&, Recipe&);
 void configure_gemma3(const GgufFile&, Hparams&, Recipe&);
 void configure_phi3(const GgufFile&, Hparams&, Recipe&);
@@ -20,6 +21,7 @@ constexpr std::array kArchs = {
     ArchSpec{"llama", &configure_llama},
     ArchSpec{"qwen2", &configure_qwen2},
     ArchSpec{"qwen3", &configure_qwen3},
+    ArchSpec{"qwen3moe", &configure_qwen3moe},
     ArchSpec{"gemma2", &configure_gemma2},
     ArchSpec{"gemma3", &configure_gemma3},
     ArchSpec{"phi3", &configure_phi3},

@@ -31,6 +31,9 @@ ForwardScratch::ForwardScratch(const ModelSpec& spec, std::uint32_t n_batch) {
   attn.resize(b * m.q_width);
   gate.resize(b * m.ff_width);
   up.resize(b * m.ff_width);
+  router.resize(b * m.n_expert);
+  expert_ids.resize(b * m.n_expert_used);
+  expert_w.resize(b * m.n_expert_used);
   rows.resize(b * spec.hp.n_embd);
   tokens.resize(b);
   pos.resize(b);
@@ -41,19 +44,6 @@ ForwardScratch::ForwardScratch(const ModelSpec& spec, std::uint32_t n_batch) {
     if (!known) masks.push_back({L.n_swa, {}, {}});
   }
 }
-
-namespace {
-
-void add_bias(float* x, const float* bias, std::int64_t n_rows, std::int64_t n) {
-  for (std::int64_t r = 0; r < n_rows; ++r)
-    for (std::int64_t i = 0; i < n; ++i) x[r * n + i] += bias[i];
-}
-
-void soft_cap(float* x, std::int64_t n, float cap) {
-  for (std::int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
-}
-
-}  // namespace
 
 void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, KvCache& kv,
              std::span<const Decode> batch, std::span<const std::uint32_t> cells, ForwardScratch& s,
@@ -72,9 +62,7 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
 
   be.get_rows(w.token_embd, std::span<const std::int32_t>(s.tokens.data(), batch.size()),
               s.x.data());
-  if (r.embd_scale > 0.0f) {
-    for (std::int64_t i = 0; i < T * E; ++i) s.x[i] *= r.embd_scale;
-  }
+  if (r.embd_scale > 0.0f) be.scale(s.x.data(), T * E, r.embd_scale);
 
   // llama.cpp's LongRoPE choice: by the context the session was made for, so
   // every cached key was rotated with the same factors.
@@ -116,9 +104,9 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
     be.matmul(L.wk, s.h.data(), T, s.k.data(), KW);
     be.matmul(L.wv, s.h.data(), T, s.v.data(), KW);
     if (r.qkv_bias) {
-      add_bias(s.q.data(), L.bq, T, QW);
-      add_bias(s.k.data(), L.bk, T, KW);
-      add_bias(s.v.data(), L.bv, T, KW);
+      be.add_bias(s.q.data(), L.bq, T, QW);
+      be.add_bias(s.k.data(), L.bk, T, KW);
+      be.add_bias(s.v.data(), L.bv, T, KW);
     }
     if (r.qk_norm) {
       be.rms_norm(s.q.data(), L.q_norm, T * ls.n_head, ls.head_dim, hp.norm_eps, s.q.data());
@@ -131,14 +119,12 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
       for (std::int64_t t = 0; t < T; ++t) {
         const double steps = std::floor(static_cast<double>(s.pos[t]) / hp.n_ctx_orig);
         const float m = static_cast<float>(1.0 + hp.attn_temp_scale * std::log1p(steps));
-        float* q = s.q.data() + t * QW;
-        for (std::int64_t i = 0; i < QW; ++i) q[i] *= m;
+        be.scale(s.q.data() + t * QW, QW, m);
       }
     }
 
     if (ls.kv_source == l) {
-      for (std::int64_t t = 0; t < T; ++t)
-        kv.store(l, cells[t], s.k.data() + t * KW, s.v.data() + t * KW);
+      be.store_kv(kv.k_data(l), kv.v_data(l), kv.type(), KW, cells, s.k.data(), s.v.data());
     }
     att.k = kv.k(ls.kv_source);
     att.v = kv.v(ls.kv_source);
@@ -148,12 +134,28 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
     if (r.post_norms) be.rms_norm(s.h.data(), L.post_attn_norm, T, E, hp.norm_eps, s.h.data());
     be.add(s.x.data(), s.h.data(), T * E);
 
-    // FFN block: x += Wdown (act(Wgate h) * Wup h), h = norm(x).
+    // FFN block: x += Wdown (act(Wgate h) * Wup h), h = norm(x); a MoE layer
+    // sums that over its routed experts, weighted by the router.
     be.rms_norm(s.x.data(), L.ffn_norm, T, E, hp.norm_eps, s.h.data());
-    be.matmul(L.ffn_gate, s.h.data(), T, s.gate.data(), FF);
-    be.matmul(L.ffn_up, s.h.data(), T, s.up.data(), FF);
-    be.gated_activation(s.gate.data(), s.up.data(), T * FF, r.ffn_act, s.gate.data());
-    be.matmul(L.ffn_down, s.gate.data(), T, s.h.data(), E);
+    if (ls.ffn == FfnKind::Moe) {
+      const std::int32_t n_exp = static_cast<std::int32_t>(ls.n_expert);
+      const std::int32_t k = static_cast<std::int32_t>(ls.n_expert_used);
+      be.matmul(L.ffn_gate_inp, s.h.data(), T, s.router.data(), n_exp);
+      be.route(s.router.data(), T, n_exp, k, r.routing, s.expert_ids.data(), s.expert_w.data());
+      // gate, up: [T][k][FF], one row per (token, chosen expert).
+      be.matmul_experts(L.ffn_gate_exps, s.h.data(), 1, T, s.expert_ids.data(), k, nullptr,
+                        s.gate.data());
+      be.matmul_experts(L.ffn_up_exps, s.h.data(), 1, T, s.expert_ids.data(), k, nullptr,
+                        s.up.data());
+      be.gated_activation(s.gate.data(), s.up.data(), T * k * FF, r.ffn_act, s.gate.data());
+      be.matmul_experts(L.ffn_down_exps, s.gate.data(), k, T, s.expert_ids.data(), k,
+                        s.expert_w.data(), s.h.data());
+    } else {
+      be.matmul(L.ffn_gate, s.h.data(), T, s.gate.data(), FF);
+      be.matmul(L.ffn_up, s.h.data(), T, s.up.data(), FF);
+      be.gated_activation(s.gate.data(), s.up.data(), T * FF, r.ffn_act, s.gate.data());
+      be.matmul(L.ffn_down, s.gate.data(), T, s.h.data(), E);
+    }
     if (r.post_norms) be.rms_norm(s.h.data(), L.post_ffn_norm, T, E, hp.norm_eps, s.h.data());
     be.add(s.x.data(), s.h.data(), T * E);
   }
@@ -168,7 +170,7 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
   if (n_out == 0) return;
   be.rms_norm(s.rows.data(), w.output_norm, n_out, E, hp.norm_eps, s.rows.data());
   be.matmul(w.output, s.rows.data(), n_out, logits, hp.n_vocab);
-  if (r.final_softcap > 0.0f) soft_cap(logits, n_out * std::int64_t{hp.n_vocab}, r.final_softcap);
+  if (r.final_softcap > 0.0f) be.softcap(logits, n_out * std::int64_t{hp.n_vocab}, r.final_softcap);
 }
 
 }  // namespace seam

@@ -27,6 +27,9 @@ struct ForwardScratch {
   std::vector<float> attn;                // [n_batch][max q width]
   std::vector<float> gate;                // [n_batch][max ff width] (MoE: [n_used][n_ff] per row)
   std::vector<float> up;                  // [n_batch][max ff width]
+  std::vector<float> router;              // [n_batch][max n_expert] router logits
+  std::vector<std::int32_t> expert_ids;   // [n_batch][max n_expert_used]
+  std::vector<float> expert_w;            // [n_batch][max n_expert_used]
   std::vector<float> rows;                // [n_out][n_embd] rows that want logits
   std::vector<std::int32_t> tokens, pos;  // [n_batch]
   // One causal mask per distinct window among the layers (0 = no window).

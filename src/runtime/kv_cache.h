@@ -37,7 +37,10 @@ class KvCache {
   KvType type() const { return type_; }
   const void* k(std::uint32_t layer) const { return k_[layer].data(); }  // [n_cells][kv_width]
   const void* v(std::uint32_t layer) const { return v_[layer].data(); }
-  void* k_mut(std::uint32_t layer) { return k_[layer].data(); }  // for re-rotating moved keys
+  // The same storage for the backend's store_kv op to write, and for
+  // re-rotating moved keys.
+  void* k_data(std::uint32_t layer) { return k_[layer].data(); }
+  void* v_data(std::uint32_t layer) { return v_[layer].data(); }
   std::uint32_t kv_width(std::uint32_t layer) const { return widths_[layer]; }
   // Stores one row of K and of V (kv_width(layer) floats each) in `cell` of
   // `layer`, converted to the cache's type.

@@ -39,7 +39,7 @@ void shift_keys(const ModelSpec& spec, const ModelWeights& w, KvCache& kv,
     ops::rope_angles(delta, p, cs.data());
     const std::size_t row_bytes = kv_row_bytes(kv.type(), n);
     row.resize(static_cast<std::size_t>(n));
-    auto* base = static_cast<std::byte*>(kv.k_mut(l));
+    auto* base = static_cast<std::byte*>(kv.k_data(l));
     for (const std::uint32_t c : cells) {
       std::byte* k = base + static_cast<std::size_t>(c) * row_bytes;
       // Keys are stored in the cache's type: rotate them in f32 and store back.

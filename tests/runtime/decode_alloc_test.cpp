@@ -2,7 +2,8 @@
 // every buffer of the decode path (mask, cells, attention and matmul scratch,
 // RoPE angles) keeps its storage between tokens. Counted by replacing the
 // global operator new for this test binary (it forwards to malloc; counting is
-// on only inside the measured loop).
+// on only inside the measured loop). Not under ASan: its allocator pairs its
+// own operator new variants with its free, which the replacement would break.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -27,6 +28,7 @@ void* counted_alloc(std::size_t n, std::size_t align) {
 }
 }  // namespace
 
+#if !defined(__SANITIZE_ADDRESS__)
 void* operator new(std::size_t n) { return counted_alloc(n, alignof(std::max_align_t)); }
 void* operator new(std::size_t n, std::align_val_t a) {
   return counted_alloc(n, static_cast<std::size_t>(a));
@@ -35,11 +37,18 @@ void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+#endif
 
 namespace seam {
 namespace {
 
 using namespace seam::testing;
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kCounting = false;  // operator new is ASan's, not replaced above
+#else
+constexpr bool kCounting = true;
+#endif
 
 // Prefill 24 tokens, warm up with 8 decodes, then count over 32 more.
 long allocations_while_decoding(const Model& m, CacheType type) {
@@ -59,10 +68,12 @@ long allocations_while_decoding(const Model& m, CacheType type) {
 }
 
 TEST(DecodeAllocations, NoneOnceWarmF16Cache) {
+  if (!kCounting) GTEST_SKIP() << "ASan owns operator new: allocations are not counted";
   EXPECT_EQ(allocations_while_decoding(*stories(), CacheType::F16), 0);
 }
 
 TEST(DecodeAllocations, NoneOnceWarmQ8CacheGqaModel) {
+  if (!kCounting) GTEST_SKIP() << "ASan owns operator new: allocations are not counted";
   const std::string path = generate_model(
       "kvtype_hd32",
       "--dim 128 --layers 3 --heads 4 --kv-heads 2 --ffn 256 --vocab 300 --dtype F32 "

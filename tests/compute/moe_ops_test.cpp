@@ -1,0 +1,149 @@
+// The backend's mixture-of-experts ops (route, matmul_experts) and host ops
+// (add_bias, scale, softcap, store_kv) against plain scalar references.
+// matmul_experts runs on the active CPU level (SEAM_CPU); its float32 sums are
+// compared with float64 ones within n_in * 2^-22 * sum |w x|, a few times the
+// worst-case rounding of a length-n_in float32 dot product.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "compute/backend.h"
+#include "core/half.h"
+#include "seam/error.h"
+
+namespace seam {
+namespace {
+
+std::vector<float> random_vec(std::size_t n, unsigned seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+TEST(Route, SoftmaxTopKRenormalisedAndSoftmaxOverSelected) {
+  CpuBackend be(1);
+  const std::int32_t n_exp = 6, k = 3;
+  // Row 1 has a tie (ids 1 and 4): the lower id comes first.
+  const std::vector<float> logits = {0.1f, 2.0f, -1.0f, 1.5f, 0.3f, 0.0f,
+                                     0.5f, 3.0f, 0.2f,  -2.f, 3.0f, 1.0f};
+  for (Routing mode : {Routing::Softmax, Routing::SoftmaxSelected}) {
+    std::vector<std::int32_t> ids(2 * k);
+    std::vector<float> w(2 * k);
+    be.route(logits.data(), 2, n_exp, k, mode, ids.data(), w.data());
+    for (int t = 0; t < 2; ++t) {
+      // Reference: stable sort by descending logit (softmax is monotone).
+      std::vector<int> order(n_exp);
+      std::iota(order.begin(), order.end(), 0);
+      const float* row = logits.data() + t * n_exp;
+      std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return row[a] > row[b]; });
+      double sum = 0;
+      for (int j = 0; j < k; ++j) sum += std::exp(static_cast<double>(row[order[j]]));
+      for (int j = 0; j < k; ++j) {
+        EXPECT_EQ(ids[t * k + j], order[j]) << t << " " << j;
+        // Both modes give exp(l_j) / sum over the selected of exp(l): the
+        // softmax's full denominator cancels in the renormalisation.
+        const double want = std::exp(static_cast<double>(row[order[j]])) / sum;
+        EXPECT_NEAR(w[t * k + j], want, 1e-6) << t << " " << j;
+      }
+    }
+  }
+}
+
+WeightView f32_view(const std::vector<float>& data, std::int64_t n_in, std::int64_t n_out) {
+  WeightView v;
+  v.type = TensorType::F32;
+  v.n_in = n_in;
+  v.n_out = n_out;
+  v.data = reinterpret_cast<const std::byte*>(data.data());
+  v.row_stride = static_cast<std::size_t>(n_in) * sizeof(float);
+  return v;
+}
+
+TEST(MatmulExperts, PerSlotAndWeightedSumMatchScalarReference) {
+  CpuBackend be(2);
+  const std::int64_t n_in = 67, n_out = 29, T = 7;
+  const std::int32_t n_exp = 5, k = 2;
+  const std::vector<float> w = random_vec(static_cast<std::size_t>(n_exp * n_out * n_in), 1);
+  ExpertsView ev;
+  ev.w = f32_view(w, n_in, n_out);
+  ev.n_expert = n_exp;
+  ev.expert_stride = static_cast<std::size_t>(n_out * n_in) * sizeof(float);
+  // Expert 4 is never chosen; expert 0 by every token (a full-batch group).
+  std::vector<std::int32_t> ids(T * k);
+  for (std::int64_t t = 0; t < T; ++t) {
+    ids[t * k] = 0;
+    ids[t * k + 1] = 1 + static_cast<std::int32_t>(t % 3);
+  }
+  const std::vector<float> wts = random_vec(T * k, 2);
+  for (std::int32_t x_slots : {1, k}) {
+    const std::vector<float> x = random_vec(static_cast<std::size_t>(T * x_slots * n_in), 3);
+    std::vector<float> per_slot(T * k * n_out), summed(T * n_out, 123.0f);
+    be.matmul_experts(ev, x.data(), x_slots, T, ids.data(), k, nullptr, per_slot.data());
+    be.matmul_experts(ev, x.data(), x_slots, T, ids.data(), k, wts.data(), summed.data());
+    for (std::int64_t t = 0; t < T; ++t) {
+      std::vector<double> want_sum(n_out, 0.0), bound_sum(n_out, 0.0);
+      for (std::int32_t j = 0; j < k; ++j) {
+        const float* xr = x.data() + (t * x_slots + j % x_slots) * n_in;
+        const float* we = w.data() + static_cast<std::size_t>(ids[t * k + j]) * n_out * n_in;
+        for (std::int64_t o = 0; o < n_out; ++o) {
+          double dot = 0, mag = 0;
+          for (std::int64_t i = 0; i < n_in; ++i) {
+            dot += static_cast<double>(we[o * n_in + i]) * xr[i];
+            mag += std::abs(static_cast<double>(we[o * n_in + i]) * xr[i]);
+          }
+          const double bound = n_in * std::ldexp(1.0, -22) * mag;
+          EXPECT_NEAR(per_slot[(t * k + j) * n_out + o], dot, bound) << t << " " << j << " " << o;
+          want_sum[o] += wts[t * k + j] * dot;
+          bound_sum[o] += std::abs(wts[t * k + j]) * (bound + mag * std::ldexp(1.0, -23));
+        }
+      }
+      for (std::int64_t o = 0; o < n_out; ++o) {
+        EXPECT_NEAR(summed[t * n_out + o], want_sum[o], bound_sum[o] + 1e-6) << t << " " << o;
+      }
+    }
+  }
+  ids[3] = n_exp;  // out of range: refused, not read past the tensor
+  std::vector<float> y(T * k * n_out);
+  const std::vector<float> x = random_vec(static_cast<std::size_t>(T * n_in), 4);
+  EXPECT_THROW(be.matmul_experts(ev, x.data(), 1, T, ids.data(), k, nullptr, y.data()), Error);
+}
+
+TEST(HostOps, BiasScaleSoftcapAndKvStore) {
+  CpuBackend be(1);
+  std::vector<float> x = {1, 2, 3, 4, 5, 6};
+  const std::vector<float> b = {10, 20, 30};
+  be.add_bias(x.data(), b.data(), 2, 3);
+  EXPECT_EQ(x, (std::vector<float>{11, 22, 33, 14, 25, 36}));
+  be.scale(x.data(), 6, 0.5f);
+  EXPECT_EQ(x, (std::vector<float>{5.5f, 11, 16.5f, 7, 12.5f, 18}));
+  std::vector<float> c = {-100.0f, 0.0f, 0.5f};
+  be.softcap(c.data(), 3, 2.0f);
+  EXPECT_NEAR(c[0], -2.0f, 1e-6);
+  EXPECT_EQ(c[1], 0.0f);
+  EXPECT_NEAR(c[2], 2.0 * std::tanh(0.25), 1e-6);
+
+  // Two rows of width 3 into cells 2 and 0 of a 3-cell cache, in both types.
+  const std::vector<float> k = {1.5f, -2.0f, 0.25f, 3.0f, 4.0f, -0.5f};
+  const std::vector<float> v = {0.5f, 1.0f, 2.0f, -1.0f, -3.0f, 8.0f};
+  const std::vector<std::uint32_t> cells = {2, 0};
+  std::vector<float> kc(9, 0.0f), vc(9, 0.0f);
+  be.store_kv(kc.data(), vc.data(), KvType::F32, 3, cells, k.data(), v.data());
+  EXPECT_EQ(kc, (std::vector<float>{3, 4, -0.5f, 0, 0, 0, 1.5f, -2, 0.25f}));
+  EXPECT_EQ(vc, (std::vector<float>{-1, -3, 8, 0, 0, 0, 0.5f, 1, 2}));
+  std::vector<std::uint16_t> kh(9, 0), vh(9, 0);
+  be.store_kv(kh.data(), vh.data(), KvType::F16, 3, cells, k.data(), v.data());
+  for (int i = 0; i < 9; ++i) {  // these values are exact in F16
+    EXPECT_EQ(fp16_to_f32(kh[i]), kc[i]) << i;
+    EXPECT_EQ(fp16_to_f32(vh[i]), vc[i]) << i;
+  }
+}
+
+}  // namespace
+}  // namespace seam
