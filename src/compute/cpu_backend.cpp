@@ -109,24 +109,10 @@ void CpuBackend::store_kv(void* k_cache, void* v_cache, KvType type, std::int64_
   const std::size_t row_bytes = kv_row_bytes(type, width);
   for (std::size_t t = 0; t < cells.size(); ++t) {
     const std::size_t at = static_cast<std::size_t>(cells[t]) * row_bytes;
-    auto* kd = static_cast<std::byte*>(k_cache) + at;
-    auto* vd = static_cast<std::byte*>(v_cache) + at;
-    const float* kt = k + static_cast<std::int64_t>(t) * width;
-    const float* vt = v + static_cast<std::int64_t>(t) * width;
-    switch (type) {
-      case KvType::F32:
-        std::memcpy(kd, kt, row_bytes);
-        std::memcpy(vd, vt, row_bytes);
-        break;
-      case KvType::F16:
-        ops::f32_to_f16_row(kt, reinterpret_cast<std::uint16_t*>(kd), width);
-        ops::f32_to_f16_row(vt, reinterpret_cast<std::uint16_t*>(vd), width);
-        break;
-      case KvType::Q8_0:
-        quant::quantize_row_q8_0(kt, kd, width);
-        quant::quantize_row_q8_0(vt, vd, width);
-        break;
-    }
+    ops::f32_to_kv_row(type, k + static_cast<std::int64_t>(t) * width,
+                       static_cast<std::byte*>(k_cache) + at, width);
+    ops::f32_to_kv_row(type, v + static_cast<std::int64_t>(t) * width,
+                       static_cast<std::byte*>(v_cache) + at, width);
   }
 }
 

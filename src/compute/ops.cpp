@@ -5,6 +5,7 @@
 #include <limits>
 #include <numbers>
 
+#include "compute/quant.h"
 #include "compute/quant_blocks.h"
 #include "compute/vec.h"
 #include "core/half.h"
@@ -84,6 +85,34 @@ void f32_to_f16_row(const float* src, std::uint16_t* dst, std::int64_t n) {
 
 void f16_to_f32_row(const std::uint16_t* src, float* dst, std::int64_t n) {
   vec::vec_fns().f16_to_f32(src, dst, n);
+}
+
+void f32_to_kv_row(KvType t, const float* src, void* dst, std::int64_t n) {
+  switch (t) {
+    case KvType::F32:
+      std::copy(src, src + n, static_cast<float*>(dst));
+      break;
+    case KvType::F16:
+      f32_to_f16_row(src, static_cast<std::uint16_t*>(dst), n);
+      break;
+    case KvType::Q8_0:
+      quant::quantize_row_q8_0(src, dst, n);
+      break;
+  }
+}
+
+void kv_row_to_f32(KvType t, const void* src, float* dst, std::int64_t n) {
+  switch (t) {
+    case KvType::F32:
+      std::copy_n(static_cast<const float*>(src), n, dst);
+      break;
+    case KvType::F16:
+      f16_to_f32_row(static_cast<const std::uint16_t*>(src), dst, n);
+      break;
+    case KvType::Q8_0:
+      quant::dequantize_row(TensorType::Q8_0, src, dst, n);
+      break;
+  }
 }
 
 namespace {

@@ -32,6 +32,10 @@ void rope_head(float* x, const RopeParams& p, const float* cs);
 // dst[i] = f16(src[i]) rounded to nearest even, and back (exact).
 void f32_to_f16_row(const float* src, std::uint16_t* dst, std::int64_t n);
 void f16_to_f32_row(const std::uint16_t* src, float* dst, std::int64_t n);
+// One K or V row of n elements between f32 and a KV cache type
+// (kv_row_bytes(t, n) bytes at dst / src).
+void f32_to_kv_row(KvType t, const float* src, void* dst, std::int64_t n);
+void kv_row_to_f32(KvType t, const void* src, float* dst, std::int64_t n);
 
 // One (token, head) of masked softmax attention, two passes over the cells
 // (scores, then the weighted sum of V): the scalar reference the tiled kernel

@@ -5,9 +5,6 @@
 #include <cstring>
 #include <utility>
 
-#include "compute/ops.h"
-#include "compute/quant.h"
-
 namespace seam {
 
 KvCache::KvCache(std::uint32_t n_cells, std::uint32_t n_seq_max, std::vector<std::uint32_t> widths,
@@ -25,22 +22,6 @@ KvCache::KvCache(std::uint32_t n_cells, std::uint32_t n_seq_max, std::vector<std
     const std::size_t n = static_cast<std::size_t>(n_cells) * kv_row_bytes(type, widths_[l]);
     k_[l].assign(n, std::byte{0});  // zero in both types
     v_[l].assign(n, std::byte{0});
-  }
-}
-
-void KvCache::store(std::uint32_t layer, std::uint32_t cell, const float* k, const float* v) {
-  const std::uint32_t w = widths_[layer];
-  const std::size_t row = static_cast<std::size_t>(cell) * w;
-  if (type_ == KvType::Q8_0) {
-    const std::size_t at = static_cast<std::size_t>(cell) * kv_row_bytes(type_, w);
-    quant::quantize_row_q8_0(k, k_[layer].data() + at, w);
-    quant::quantize_row_q8_0(v, v_[layer].data() + at, w);
-  } else if (type_ == KvType::F32) {
-    std::memcpy(reinterpret_cast<float*>(k_[layer].data()) + row, k, w * sizeof(float));
-    std::memcpy(reinterpret_cast<float*>(v_[layer].data()) + row, v, w * sizeof(float));
-  } else {
-    ops::f32_to_f16_row(k, reinterpret_cast<std::uint16_t*>(k_[layer].data()) + row, w);
-    ops::f32_to_f16_row(v, reinterpret_cast<std::uint16_t*>(v_[layer].data()) + row, w);
   }
 }
 

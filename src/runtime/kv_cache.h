@@ -42,9 +42,6 @@ class KvCache {
   void* k_data(std::uint32_t layer) { return k_[layer].data(); }
   void* v_data(std::uint32_t layer) { return v_[layer].data(); }
   std::uint32_t kv_width(std::uint32_t layer) const { return widths_[layer]; }
-  // Stores one row of K and of V (kv_width(layer) floats each) in `cell` of
-  // `layer`, converted to the cache's type.
-  void store(std::uint32_t layer, std::uint32_t cell, const float* k, const float* v);
 
   // (position, cell) pairs of a sequence, by ascending position.
   using SeqCells = std::vector<std::pair<std::int32_t, std::uint32_t>>;

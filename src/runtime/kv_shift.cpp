@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "compute/ops.h"
-#include "compute/quant.h"
 
 namespace seam {
 
@@ -43,30 +42,10 @@ void shift_keys(const ModelSpec& spec, const ModelWeights& w, KvCache& kv,
     for (const std::uint32_t c : cells) {
       std::byte* k = base + static_cast<std::size_t>(c) * row_bytes;
       // Keys are stored in the cache's type: rotate them in f32 and store back.
-      switch (kv.type()) {
-        case KvType::F32:
-          std::memcpy(row.data(), k, row_bytes);
-          break;
-        case KvType::F16:
-          ops::f16_to_f32_row(reinterpret_cast<const std::uint16_t*>(k), row.data(), n);
-          break;
-        case KvType::Q8_0:
-          quant::dequantize_row(TensorType::Q8_0, k, row.data(), n);
-          break;
-      }
+      ops::kv_row_to_f32(kv.type(), k, row.data(), n);
       for (std::uint32_t h = 0; h < L.n_head_kv; ++h)
         ops::rope_head(row.data() + h * L.head_dim, p, cs.data());
-      switch (kv.type()) {
-        case KvType::F32:
-          std::memcpy(k, row.data(), row_bytes);
-          break;
-        case KvType::F16:
-          ops::f32_to_f16_row(row.data(), reinterpret_cast<std::uint16_t*>(k), n);
-          break;
-        case KvType::Q8_0:
-          quant::quantize_row(TensorType::Q8_0, row.data(), k, n);
-          break;
-      }
+      ops::f32_to_kv_row(kv.type(), row.data(), k, n);
     }
   }
 }

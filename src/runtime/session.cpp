@@ -15,16 +15,25 @@ namespace seam {
 
 namespace {
 
+KvType kv_type(CacheType t) {
+  switch (t) {
+    case CacheType::F32:
+      return KvType::F32;
+    case CacheType::F16:
+      return KvType::F16;
+    case CacheType::Q8_0:
+      return KvType::Q8_0;
+  }
+  return KvType::F16;
+}
+
 class SessionImpl final : public Session {
  public:
   SessionImpl(const Model& model, const SessionConfig& cfg, std::unique_ptr<ComputeBackend> be)
       : m_(ModelAccess::of(model)),
         cfg_(cfg),
         backend_(std::move(be)),
-        stores_(KvCache(cfg.n_ctx, cfg.n_seq_max, kv_widths(m_.spec),
-                        cfg.cache_type == CacheType::F32   ? KvType::F32
-                        : cfg.cache_type == CacheType::F16 ? KvType::F16
-                                                           : KvType::Q8_0),
+        stores_(KvCache(cfg.n_ctx, cfg.n_seq_max, kv_widths(m_.spec), kv_type(cfg.cache_type)),
                 RecurrentStore(cfg.n_seq_max, RecurrentShape{})),
         kv_(stores_.kv()),
         scratch_(m_.spec, cfg.n_batch) {
@@ -198,12 +207,10 @@ std::unique_ptr<Session> make_session(const Model& model, const SessionConfig& c
                       std::to_string(L.head_dim) + "; use --cache-type f16 (or f32)");
     }
   }
-  double kv_bytes_per_cell = 0;
-  for (std::uint32_t w : kv_widths(spec)) kv_bytes_per_cell += 2.0 * kv_row_bytes(KvType::F32, w);
-  const double elem_scale = config.cache_type == CacheType::F32   ? 1.0
-                            : config.cache_type == CacheType::F16 ? 0.5
-                                                                  : 34.0 / 128.0;
-  const double kv_bytes = static_cast<double>(config.n_ctx) * kv_bytes_per_cell * elem_scale;
+  double kv_bytes_per_cell = 0;  // K and V rows of every layer that owns a cache
+  for (std::uint32_t w : kv_widths(spec))
+    kv_bytes_per_cell += 2.0 * static_cast<double>(kv_row_bytes(kv_type(config.cache_type), w));
+  const double kv_bytes = static_cast<double>(config.n_ctx) * kv_bytes_per_cell;
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
   if (pages > 0 && page > 0 && kv_bytes > static_cast<double>(pages) * static_cast<double>(page)) {
     char msg[256];
