@@ -4,9 +4,11 @@
 // llama-quantize wrote, byte for byte the same blocks.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
@@ -184,8 +186,12 @@ namespace {
 // The quant reference model's blk.0.attn_q.weight regenerated in F32 (its
 // README: PCG64 seeded (0, crc32(name)), float32 standard normal * 0.03) so
 // that our blocks can be compared with llama-quantize's own bytes.
+// One file per process: ctest runs the two users of this tensor in parallel,
+// and a fresh build has no scratch directory yet.
 std::vector<float> regenerate_reference_attn_q() {
-  const std::string out = std::string(SEAM_SCRATCH_DIR) + "/ref512_attn_q.f32";
+  const std::filesystem::path dir = std::filesystem::path(SEAM_SCRATCH_DIR) / "quantize_k";
+  std::filesystem::create_directories(dir);
+  const std::string out = (dir / ("ref512_attn_q." + std::to_string(::getpid()) + ".f32")).string();
   const std::string cmd = std::string(SEAM_PYTHON) +
                           " -c \"import zlib, numpy as np; "
                           "n = 'blk.0.attn_q.weight'; "
@@ -194,7 +200,9 @@ std::vector<float> regenerate_reference_attn_q() {
                           ".tofile('" +
                           out + "')\"";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  return read_f32(out);
+  auto x = read_f32(out);
+  std::filesystem::remove(out);
+  return x;
 }
 
 TEST(QuantizeK, BlocksAgainstLlamaQuantizeBytes) {
