@@ -67,8 +67,29 @@ TensorType fit_row(TensorType t, std::uint64_t row, std::string& note) {
 
 }  // namespace
 
+namespace {
+
+// llama.cpp's type and mix names that seam does not write: refused by name,
+// with the nearest choices seam does write, rather than as "unknown".
+void refuse_unwritable(const std::string& u) {
+  for (const char* t : {"IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M", "IQ3_XXS",
+                        "IQ3_XS", "IQ3_S", "IQ3_M", "TQ1_0", "TQ2_0", "MXFP4", "MXFP4_MOE"}) {
+    if (u == t)
+      throw Error(Errc::InvalidArgument,
+                  u + " is one of llama.cpp's " +
+                      (u[0] == 'I'   ? "importance-matrix"
+                       : u[0] == 'T' ? "ternary"
+                                     : "MXFP4") +
+                      " types, which seam cannot write; the nearest types it writes are "
+                      "IQ4_XS, Q3_K_M and Q2_K");
+  }
+}
+
+}  // namespace
+
 TensorType parse_quant_type(const std::string& name) {
   const std::string u = upper(name);
+  refuse_unwritable(u);
   for (TensorType t : {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0,
                        TensorType::Q5_1, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K,
                        TensorType::F16, TensorType::BF16, TensorType::F32}) {
@@ -111,6 +132,7 @@ const MixName& mix_name(QuantMix mix) {
 QuantMix parse_quant_mix(const std::string& name) {
   const std::string u = upper(name);
   if (u.empty()) return QuantMix::None;
+  refuse_unwritable(u);
   for (const MixName& m : kMixes)
     if (u == m.name) return m.mix;
   throw Error(Errc::InvalidArgument,

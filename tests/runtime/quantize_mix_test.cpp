@@ -194,6 +194,23 @@ TEST(QuantizeMix, NamesAndFileTypes) {
   EXPECT_EQ(parse_quant_mix("iq4_xs"), QuantMix::IQ4_XS);
   EXPECT_EQ(parse_quant_mix("IQ4_NL"), QuantMix::IQ4_NL);
   EXPECT_THROW(parse_quant_mix("iq2_xs"), Error);
+  // llama.cpp's names seam does not write are refused by name, with what it does write.
+  for (const char* name : {"iq2_xs", "IQ3_XXS", "iq1_m", "TQ2_0", "mxfp4_moe"}) {
+    for (bool as_mix : {true, false}) {
+      try {
+        if (as_mix)
+          parse_quant_mix(name);
+        else
+          parse_quant_type(name);
+        ADD_FAILURE() << name << " accepted";
+      } catch (const Error& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find("cannot write"), std::string::npos) << m;
+        EXPECT_NE(m.find("IQ4_XS"), std::string::npos) << m;
+        EXPECT_EQ(m.find("unknown"), std::string::npos) << m;
+      }
+    }
+  }
   // llama_ftype: MOSTLY_Q2_K 10, Q3_K_S 11, Q3_K_M 12, Q3_K_L 13, Q4_K_S 14, Q4_K_M 15,
   // Q5_K_S 16, Q5_K_M 17.
   EXPECT_EQ(llama_file_type(TensorType::F32, QuantMix::Q2_K), 10u);
