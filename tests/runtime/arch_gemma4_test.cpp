@@ -5,12 +5,15 @@
 // widths, Per-Layer Embeddings, layer_output_scale and a final soft-cap.
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "format/gguf.h"
 #include "llamacpp_compare.h"
 #include "model/loader.h"
 #include "peer.h"
 #include "python_tools.h"
 #include "runtime/forward.h"
+#include "seam/error.h"
 #include "test_model.h"
 
 namespace seam {
@@ -19,6 +22,13 @@ namespace {
 using namespace seam::testing;
 
 std::string gemma4_file() { return generate_model("gemma4_e", "--arch gemma4"); }
+// The same weights without attn_v on one local and one global KV-owning layer:
+// their V is the K projection (before the K norm and RoPE), and the layers that
+// share their cache read that V too.
+std::string gemma4_v_from_k_file() {
+  return generate_model("gemma4_e_v_from_k",
+                        "--arch gemma4 --drop blk.0.attn_v.weight --drop blk.2.attn_v.weight");
+}
 
 // Prompts are longer than the window (4) and cross it in every chunk size used.
 constexpr std::size_t kPromptLen = 14;
@@ -48,6 +58,15 @@ TEST(Gemma4, LayerSpecsFromMetadata) {
   // No KV cells for the layers that share: their cache width is 0.
   const std::vector<std::uint32_t> widths = kv_widths(spec);
   EXPECT_EQ(widths, (std::vector<std::uint32_t>{16, 16, 32, 0, 0, 0}));
+}
+
+TEST(Gemma4, VFromKWhenAttnVIsAbsent) {
+  const std::string path = gemma4_v_from_k_file();
+  auto model = load_two_threads(path);
+  const std::size_t nv = model->info().n_vocab;
+  const std::vector<Token> a = random_prompt(nv, kPromptLen, 45);
+  const std::vector<float> ref = reference_logits(path, a, "gemma4_e_v_from_k");
+  expect_logits_match(*model, a, ref, kExactTol, "gemma4 V from K");
 }
 
 TEST(Gemma4, LogitsMatchReferenceEveryPosition) {
@@ -143,19 +162,63 @@ TEST(Gemma4, MixedBatchesForksAndPrefixReuse) {
 
 TEST(Gemma4, GreedyIdsMatchLlamaCpp) {
   SEAM_NEED_PEER(peer_logits_tool());
-  const std::string path = gemma4_file();
-  auto model = load_two_threads(path);
-  const std::vector<Token> prompt = random_prompt(model->info().n_vocab, 12, 44);
-  const PeerComparison r = compare_with_llamacpp(path, prompt, 8);
-  std::printf(
-      "[ gemma4 ] llama.cpp vs seam: worst relative logit difference %.3g, smallest top-1 "
-      "margin %.3g\n",
-      r.worst_rel, r.min_peer_margin);
-  EXPECT_EQ(r.seam_ids, r.peer_ids);
-  // llama.cpp keeps K and V in F16 (relative rounding 2^-11 per element) and
-  // this file has 6 layers: tools/families.py bounds that at 6 * 2^-11 ~ 3e-3
-  // of the row's largest logit; seam's cache is F32.
-  EXPECT_LT(r.worst_rel, 3e-3);
+  for (const std::string& path : {gemma4_file(), gemma4_v_from_k_file()}) {
+    auto model = load_two_threads(path);
+    const std::vector<Token> prompt = random_prompt(model->info().n_vocab, 12, 44);
+    const PeerComparison r = compare_with_llamacpp(path, prompt, 8);
+    std::printf(
+        "[ %s ] llama.cpp vs seam: worst relative logit difference %.3g, smallest top-1 "
+        "margin %.3g\n",
+        path.c_str(), r.worst_rel, r.min_peer_margin);
+    EXPECT_EQ(r.seam_ids, r.peer_ids) << path;
+    // llama.cpp keeps K and V in F16 (relative rounding 2^-11 per element) and
+    // this file has 6 layers: tools/families.py bounds that at 6 * 2^-11 ~ 3e-3
+    // of the row's largest logit; seam's cache is F32.
+    EXPECT_LT(r.worst_rel, 3e-3) << path;
+  }
+}
+
+// The generated file's header with one key replaced (or removed, when `value`
+// is null), over the same tensors.
+GgufFile with_key(const std::string& key, const GgufValue* value) {
+  auto original = std::make_shared<GgufFile>(GgufFile::open(gemma4_file()));
+  std::vector<std::pair<std::string, GgufValue>> md;
+  for (const auto& [k, v] : original->metadata()) {
+    if (k != key) md.emplace_back(k, v);
+  }
+  if (value) md.emplace_back(key, *value);
+  return GgufFile::assemble("gemma4 with " + key, md, original->tensors(), {original});
+}
+
+void expect_refused(const std::string& key, const GgufValue* value, Errc code,
+                    const std::string& says) {
+  const GgufFile f = with_key(key, value);
+  try {
+    admit_model(f);
+    ADD_FAILURE() << key << ": admitted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << key << ": " << e.what();
+    EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+  }
+}
+
+TEST(Gemma4, RefusesInconsistentMetadata) {
+  const GgufValue all_shared = GgufValue::u32(6);
+  expect_refused("gemma4.attention.shared_kv_layers", &all_shared, Errc::BadFormat,
+                 "shared_kv_layers");
+  const GgufValue five_widths =
+      GgufValue::array(GgufValueType::INT32, std::vector<GgufValue>(5, GgufValue::i32(64)));
+  expect_refused("gemma4.feed_forward_length", &five_widths, Errc::BadFormat, "5 entries");
+  expect_refused("gemma4.attention.sliding_window_pattern", nullptr, Errc::BadFormat,
+                 "sliding_window_pattern");
+  // Layers 3..5 share, and layer 5 is the only global layer: nothing to read.
+  std::vector<GgufValue> flags(6, GgufValue::boolean(true));
+  flags[5] = GgufValue::boolean(false);
+  const GgufValue one_global = GgufValue::array(GgufValueType::BOOL, flags);
+  expect_refused("gemma4.attention.sliding_window_pattern", &one_global, Errc::BadFormat,
+                 "no earlier layer is global");
+  const GgufValue experts = GgufValue::u32(8);
+  expect_refused("gemma4.expert_count", &experts, Errc::Unsupported, "mixture-of-experts");
 }
 
 }  // namespace
