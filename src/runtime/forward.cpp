@@ -114,11 +114,9 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
     be.rope(s.q.data(), T, att.n_head, att.head_dim, pos, rope);
     if (owns_kv) {
       be.matmul(L.wk, s.h.data(), T, s.k.data(), KW);
-      if (L.wv.data) {
-        be.matmul(L.wv, s.h.data(), T, s.v.data(), KW);
-      } else {  // v_from_k: V is the raw K projection
-        std::memcpy(s.v.data(), s.k.data(), static_cast<std::size_t>(T * KW) * sizeof(float));
-      }
+      // v_from_k (no attn_v): V is the raw K projection, computed again rather
+      // than copied on the host so every step stays a backend op.
+      be.matmul(L.wv.data ? L.wv : L.wk, s.h.data(), T, s.v.data(), KW);
       if (r.qkv_bias) {
         be.add_bias(s.k.data(), L.bk, T, KW);
         be.add_bias(s.v.data(), L.bv, T, KW);
