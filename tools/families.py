@@ -681,12 +681,14 @@ def _gen_family(path, arch, experts=None, experts_used=None, dim=64, layers=4, h
     return {"path": path, "arch": arch, "experts": n_exp, "experts_used": n_used}
 
 
-def _gen_gemma4(path, dim=64, heads=4, kv_heads=1, vocab=320, ctx=4096, seed=0):
+def _gen_gemma4(path, dim=64, heads=4, kv_heads=1, vocab=320, ctx=4096, seed=0, drop=()):
     """A scaled-down Gemma 4 E model: 6 layers, every third global (E2B: every fifth),
     local head 16 / global head 32, RoPE bases 1e4 / 1e6, proportional RoPE on the global
     layers (a quarter of the pairs rotate, as E2B's rope_freqs), window 4, the last 3
     layers sharing KV, double-wide FFN on them, 8-wide per-layer embeddings,
-    layer_output_scale and a final soft-cap of 30."""
+    layer_output_scale and a final soft-cap of 30. Tensors named in `drop` are left out
+    (blk.N.attn_v.weight: that layer's V is its K projection); the other weights keep
+    their values, since each is drawn from its own name."""
     L, n_shared, P = 6, 3, 8
     swa = [l % 3 != 2 for l in range(L)]
     hd = [16 if s else 32 for s in swa]
@@ -730,7 +732,8 @@ def _gen_gemma4(path, dim=64, heads=4, kv_heads=1, vocab=320, ctx=4096, seed=0):
         return _rng(seed, name).standard_normal(shape) * s
 
     def put(name, arr):
-        w.add_tensor(name, arr, "F32")
+        if name not in drop:
+            w.add_tensor(name, arr, "F32")
 
     def mat(name, rows, cols, k=1.0):
         put(name, normal(name, (rows, cols), k * std * math.sqrt(dim / cols)))

@@ -1189,8 +1189,11 @@ def _family_names():
 def cmd_gen(a):
     import families
     if a.arch in families.FAMILIES and (a.arch != "llama" or a.experts):
+        if a.drop and a.arch != "gemma4":
+            raise RefError(f"--drop applies to gemma4 among the per-layer families, not {a.arch}")
         info = families.gen_family(a.out, a.arch, experts=a.experts,
-                                   experts_used=a.experts_used, seed=a.seed)
+                                   experts_used=a.experts_used, seed=a.seed,
+                                   **({"drop": a.drop} if a.drop else {}))
         print(json.dumps(info), file=sys.stderr)
         return
     if a.experts or a.experts_used:

@@ -53,6 +53,11 @@ struct Hparams {
   std::uint32_t n_expert_used = 0;
   std::uint32_t n_ff_exp = 0;
 
+  // Per-Layer Embeddings (gemma4 E models, `<arch>.embedding_length_per_layer_input`):
+  // each layer adds a gated input of this width made from the token and the
+  // embedding (runtime/per_layer_embd.h); 0 = none.
+  std::uint32_t n_embd_ple = 0;
+
   bool is_swa(std::uint32_t layer) const {
     return n_swa > 0 && layer < swa_layers.size() && swa_layers[layer];
   }
@@ -76,6 +81,11 @@ struct Recipe {
   bool fused_gate_up = false;
   // How a MoE layer turns router logits into expert weights (compute/backend.h).
   Routing routing = Routing::Softmax;
+  // gemma4: each V head is RMS-normed without a weight after the projection,
+  // and a KV-owning layer may lack blk.N.attn_v (then V is the K projection,
+  // taken before the K norm and RoPE).
+  bool v_norm = false;
+  bool v_from_k = false;
 };
 
 enum class LayerKind : std::uint8_t { Attention, GatedDeltaNet };

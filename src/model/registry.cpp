@@ -13,6 +13,9 @@ void configure_gemma2(const GgufFile&, Hparams&, Recipe&);
 void configure_gemma3(const GgufFile&, Hparams&, Recipe&);
 void configure_phi3(const GgufFile&, Hparams&, Recipe&);
 void configure_mistral3(const GgufFile&, Hparams&, Recipe&);
+void configure_gemma4(const GgufFile&, Hparams&, Recipe&);
+void layers_gemma4(const GgufFile&, ModelSpec&);
+void tensors_gemma4(const ModelSpec&, ModelWeights&, TensorTable&);
 
 namespace {
 constexpr std::array kArchs = {
@@ -24,6 +27,7 @@ constexpr std::array kArchs = {
     ArchSpec{"qwen3moe", &configure_qwen3moe},
     ArchSpec{"gemma2", &configure_gemma2},
     ArchSpec{"gemma3", &configure_gemma3},
+    ArchSpec{"gemma4", &configure_gemma4, &layers_gemma4, &tensors_gemma4},
     ArchSpec{"phi3", &configure_phi3},
     ArchSpec{"mistral3", &configure_mistral3},
     // clang-format on

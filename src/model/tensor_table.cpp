@@ -68,6 +68,7 @@ void standard_rows(const ModelSpec& s, ModelWeights& w, TensorTable& t) {
     LayerWeights& L = w.layers[l];
     const std::string p = "blk." + std::to_string(l) + ".";
     const std::uint64_t q = ls.q_width(), kv = ls.kv_width(), ff = ls.n_ff;
+    const bool owns_kv = ls.kv_source == l;
     if (ls.kind == LayerKind::Attention) {
       t.vec(p + "attn_norm.weight", {e}, true, &L.attn_norm);
       if (rc.fused_qkv) {
@@ -76,8 +77,11 @@ void standard_rows(const ModelSpec& s, ModelWeights& w, TensorTable& t) {
                 true);
       } else {
         t.matrix(p + "attn_q.weight", e, q, true, &L.wq);
-        t.matrix(p + "attn_k.weight", e, kv, true, &L.wk);
-        t.matrix(p + "attn_v.weight", e, kv, true, &L.wv);
+        // A layer that reads another's KV cache projects only its queries.
+        if (owns_kv) {
+          t.matrix(p + "attn_k.weight", e, kv, true, &L.wk);
+          t.matrix(p + "attn_v.weight", e, kv, !rc.v_from_k, &L.wv);
+        }
       }
       t.matrix(p + "attn_output.weight", q, e, true, &L.wo);
       if (rc.qkv_bias) {
@@ -87,7 +91,7 @@ void standard_rows(const ModelSpec& s, ModelWeights& w, TensorTable& t) {
       }
       if (rc.qk_norm) {
         t.vec(p + "attn_q_norm.weight", {ls.head_dim}, true, &L.q_norm);
-        t.vec(p + "attn_k_norm.weight", {ls.head_dim}, true, &L.k_norm);
+        if (owns_kv) t.vec(p + "attn_k_norm.weight", {ls.head_dim}, true, &L.k_norm);
       }
       if (rc.post_norms) t.vec(p + "post_attention_norm.weight", {e}, true, &L.post_attn_norm);
     }

@@ -33,6 +33,10 @@ struct LayerWeights {
   ExpertsView ffn_up_exps;                // n_expert x ([n_embd] -> [n_ff])
   ExpertsView ffn_down_exps;              // n_expert x ([n_ff] -> [n_embd])
   const float* post_ffn_norm = nullptr;   // [n_embd] (post_norms)
+  WeightView ple_gate;                    // [n_embd] -> [n_embd_ple] (Per-Layer Embeddings)
+  WeightView ple_proj;                    // [n_embd_ple] -> [n_embd]
+  const float* ple_post_norm = nullptr;   // [n_embd]
+  const float* out_scale = nullptr;       // [1] the residual stream's scale after the block
 };
 
 struct ModelWeights {
@@ -42,6 +46,10 @@ struct ModelWeights {
   const float* rope_freqs = nullptr;   // [n_rot/2] Llama 3 frequency factors, optional
   const float* rope_long = nullptr;    // [n_rot/2] LongRoPE divisors for n_ctx > n_ctx_orig
   const float* rope_short = nullptr;   // [n_rot/2] LongRoPE divisors otherwise
+  // Per-Layer Embeddings (hp.n_embd_ple > 0).
+  WeightView ple_token_embd;             // [n_layer * n_embd_ple] x n_vocab rows
+  WeightView ple_model_proj;             // [n_embd] -> [n_layer * n_embd_ple]
+  const float* ple_proj_norm = nullptr;  // [n_embd_ple]
   std::vector<LayerWeights> layers;
   std::vector<std::vector<float>> owned;  // storage of the f32 copies above
 };

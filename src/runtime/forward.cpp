@@ -20,7 +20,7 @@ std::vector<std::uint32_t> kv_widths(const ModelSpec& spec) {
   return out;
 }
 
-ForwardScratch::ForwardScratch(const ModelSpec& spec, std::uint32_t n_batch) {
+ForwardScratch::ForwardScratch(const ModelSpec& spec, std::uint32_t n_batch) : ple(spec, n_batch) {
   const std::size_t b = n_batch;
   const LayerMaxima m = layer_maxima(spec.layers);
   x.resize(b * spec.hp.n_embd);
@@ -63,6 +63,10 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
   be.get_rows(w.token_embd, std::span<const std::int32_t>(s.tokens.data(), batch.size()),
               s.x.data());
   if (r.embd_scale > 0.0f) be.scale(s.x.data(), T * E, r.embd_scale);
+  if (hp.n_embd_ple > 0) {
+    ple_inputs(spec, w, be, std::span<const std::int32_t>(s.tokens.data(), batch.size()),
+               s.x.data(), s.ple);
+  }
 
   // llama.cpp's LongRoPE choice: by the context the session was made for, so
   // every cached key was rotated with the same factors.
@@ -99,21 +103,32 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
     }
 
     // Attention block: x += Wo attn(rope(Wq h), rope(Wk h), Wv h), h = norm(x).
+    // A layer that shares another's KV cache computes only its queries.
+    const bool owns_kv = ls.kv_source == l;
     be.rms_norm(s.x.data(), L.attn_norm, T, E, hp.norm_eps, s.h.data());
     be.matmul(L.wq, s.h.data(), T, s.q.data(), QW);
-    be.matmul(L.wk, s.h.data(), T, s.k.data(), KW);
-    be.matmul(L.wv, s.h.data(), T, s.v.data(), KW);
-    if (r.qkv_bias) {
-      be.add_bias(s.q.data(), L.bq, T, QW);
-      be.add_bias(s.k.data(), L.bk, T, KW);
-      be.add_bias(s.v.data(), L.bv, T, KW);
-    }
+    if (r.qkv_bias) be.add_bias(s.q.data(), L.bq, T, QW);
     if (r.qk_norm) {
       be.rms_norm(s.q.data(), L.q_norm, T * ls.n_head, ls.head_dim, hp.norm_eps, s.q.data());
-      be.rms_norm(s.k.data(), L.k_norm, T * ls.n_head_kv, ls.head_dim, hp.norm_eps, s.k.data());
     }
     be.rope(s.q.data(), T, att.n_head, att.head_dim, pos, rope);
-    be.rope(s.k.data(), T, att.n_head_kv, att.head_dim, pos, rope);
+    if (owns_kv) {
+      be.matmul(L.wk, s.h.data(), T, s.k.data(), KW);
+      // v_from_k (no attn_v): V is the raw K projection, computed again rather
+      // than copied on the host so every step stays a backend op.
+      be.matmul(L.wv.data ? L.wv : L.wk, s.h.data(), T, s.v.data(), KW);
+      if (r.qkv_bias) {
+        be.add_bias(s.k.data(), L.bk, T, KW);
+        be.add_bias(s.v.data(), L.bv, T, KW);
+      }
+      if (r.qk_norm) {
+        be.rms_norm(s.k.data(), L.k_norm, T * ls.n_head_kv, ls.head_dim, hp.norm_eps, s.k.data());
+      }
+      if (r.v_norm) {
+        be.rms_norm(s.v.data(), nullptr, T * ls.n_head_kv, ls.head_dim, hp.norm_eps, s.v.data());
+      }
+      be.rope(s.k.data(), T, att.n_head_kv, att.head_dim, pos, rope);
+    }
     if (hp.attn_temp_scale > 0.0f) {
       // Llama 4 / Mistral 3 attention temperature: q *= 1 + beta ln(1 + floor(p / n_orig)).
       for (std::int64_t t = 0; t < T; ++t) {
@@ -123,7 +138,7 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
       }
     }
 
-    if (ls.kv_source == l) {
+    if (owns_kv) {
       be.store_kv(kv.k_data(l), kv.v_data(l), kv.type(), KW, cells, s.k.data(), s.v.data());
     }
     att.k = kv.k(ls.kv_source);
@@ -158,6 +173,8 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
     }
     if (r.post_norms) be.rms_norm(s.h.data(), L.post_ffn_norm, T, E, hp.norm_eps, s.h.data());
     be.add(s.x.data(), s.h.data(), T * E);
+    if (hp.n_embd_ple > 0) ple_layer(spec, L, be, l, T, s.x.data(), s.h.data(), s.ple);
+    if (L.out_scale) be.scale(s.x.data(), T * E, *L.out_scale);
   }
 
   // LM head only for the rows that asked for logits.

@@ -8,6 +8,7 @@
 #include "compute/backend.h"
 #include "model/loader.h"
 #include "runtime/kv_cache.h"
+#include "runtime/per_layer_embd.h"
 
 namespace seam {
 
@@ -38,6 +39,7 @@ struct ForwardScratch {
     std::vector<std::uint32_t> offsets, cells;
   };
   std::vector<Mask> masks;
+  PleScratch ple;  // Per-Layer Embeddings (gemma4); empty without
 };
 
 // Runs `batch` (at most n_batch tokens whose cells are already allocated in

@@ -189,7 +189,10 @@ INSTANTIATE_TEST_SUITE_P(
         ShiftCase{"gemma3_swa",
                   "--arch gemma3 --dim 32 --layers 6 --heads 2 --kv-heads 1 "
                   "--head-dim 16 --ffn 64 --tied --window 5 --rope-theta 1000000 "
-                  "--seed 46"}),
+                  "--seed 46"},
+        // per-layer head sizes and bases, proportional RoPE (rope_freqs) on the
+        // global layers, and layers that read a shifted cache they do not own
+        ShiftCase{"gemma4", "--arch gemma4"}),
     [](const auto& info) { return info.param.name; });
 
 TEST(KvShift, PureShiftStories260K) {
