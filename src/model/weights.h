@@ -9,12 +9,13 @@
 
 #include "compute/backend.h"
 #include "compute/matmul.h"
+#include "model/delta_net.h"
 
 namespace seam {
 
 struct LayerWeights {
   const float* attn_norm = nullptr;       // [n_embd]
-  WeightView wq;                          // [n_embd] -> [n_head * head_dim]
+  WeightView wq;                          // [n_embd] -> [n_head * head_dim] (gated_q: x2)
   WeightView wk;                          // [n_embd] -> [n_head_kv * head_dim]
   WeightView wv;                          // [n_embd] -> [n_head_kv * head_dim]
   WeightView wo;                          // [n_head * head_dim] -> [n_embd]
@@ -33,6 +34,13 @@ struct LayerWeights {
   ExpertsView ffn_up_exps;                // n_expert x ([n_embd] -> [n_ff])
   ExpertsView ffn_down_exps;              // n_expert x ([n_ff] -> [n_embd])
   const float* post_ffn_norm = nullptr;   // [n_embd] (post_norms)
+
+  // The shared expert of a MoE FFN (n_ff_shexp > 0), scaled by sigmoid(gate . h).
+  WeightView ffn_gate_shexp;                  // [n_embd] -> [n_ff_shexp]
+  WeightView ffn_up_shexp;                    // [n_embd] -> [n_ff_shexp]
+  WeightView ffn_down_shexp;                  // [n_ff_shexp] -> [n_embd]
+  const float* ffn_gate_inp_shexp = nullptr;  // [n_embd]
+  DeltaNetWeights delta_net;                  // gated-delta-net layers
 };
 
 struct ModelWeights {
