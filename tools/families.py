@@ -524,9 +524,12 @@ def gen_family(path, arch, experts=None, experts_used=None, seed=0, **kw):
 
 def _gen_family(path, arch, experts=None, experts_used=None, dim=64, layers=4, heads=4,
                 kv_heads=2, head_dim=16, ffn=96, ffn_exp=32, vocab=320, ctx=4096, seed=0,
-                router_std=6.0, router_seed=0, expert_type=None):
+                router_std=6.0, router_seed=0, expert_type=None, hybrid_head_dim=32,
+                ssm_state=16, ssm_groups=2, ssm_heads=4):
     """Random-weight GGUF of a per-layer family with the tensor names and keys llama.cpp
-    reads (router logits of std `router_std`)."""
+    reads (router logits of std `router_std`). Hybrids use `hybrid_head_dim` for their
+    attention layers and S = `ssm_state`, H_k = `ssm_groups`, H_v = `ssm_heads` (the
+    defaults are the test files'; benchmarks pass real shapes)."""
     if arch not in FAMILIES:
         raise RefError(f"unknown family {arch}")
     rc = dict(BASE, **FAMILIES[arch])
@@ -536,7 +539,7 @@ def _gen_family(path, arch, experts=None, experts_used=None, dim=64, layers=4, h
     if rc["moe"] and not (0 < n_used <= n_exp):
         raise RefError(f"{arch} needs 0 < --experts-used <= --experts")
     if rc["hybrid"]:
-        head_dim = 32
+        head_dim = hybrid_head_dim
     std = 0.5 / math.sqrt(dim)
     tokens, scores, types = sp_vocab(vocab)
     w = gguf.GGUFWriter(path)
@@ -571,7 +574,7 @@ def _gen_family(path, arch, experts=None, experts_used=None, dim=64, layers=4, h
         w.add(f"{a}.rope.scaling.type", "yarn")
         w.add(f"{a}.rope.scaling.factor", 32.0, "float32")
         w.add(f"{a}.rope.scaling.original_context_length", 256, "uint32")
-    S, Hk, Hv = 16, 2, 4
+    S, Hk, Hv = ssm_state, ssm_groups, ssm_heads
     if rc["hybrid"]:
         w.add(f"{a}.ssm.conv_kernel", 4, "uint32")
         w.add(f"{a}.ssm.state_size", S, "uint32")

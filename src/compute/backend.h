@@ -130,6 +130,8 @@ class ComputeBackend {
                                 float* out) = 0;
   // x[i] += y[i]
   virtual void add(float* x, const float* y, std::int64_t n) = 0;
+  // x[i] *= y[i] (gated attention's output gate)
+  virtual void mul(float* x, const float* y, std::int64_t n) = 0;
   // x[r] = softmax(x[r]) over each of n_rows rows of length n.
   virtual void softmax(float* x, std::int64_t n_rows, std::int64_t n) = 0;
 
@@ -199,6 +201,7 @@ class CpuBackend : public ComputeBackend {
   void gated_activation(const float* gate, const float* up, std::int64_t n, Activation act,
                         float* out) override;
   void add(float* x, const float* y, std::int64_t n) override;
+  void mul(float* x, const float* y, std::int64_t n) override;
   void softmax(float* x, std::int64_t n_rows, std::int64_t n) override;
   void softplus(const float* x, std::int64_t n, float* y) override;
   void sigmoid(const float* x, std::int64_t n, float* y) override;

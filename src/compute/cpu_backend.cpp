@@ -52,6 +52,10 @@ void CpuBackend::add(float* x, const float* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
 
+void CpuBackend::mul(float* x, const float* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) x[i] *= y[i];
+}
+
 void CpuBackend::softmax(float* x, std::int64_t n_rows, std::int64_t n) {
   for (std::int64_t r = 0; r < n_rows; ++r) ops::softmax_row(x + r * n, n);
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compute/backend.h"
+#include "model/delta_net.h"
 
 namespace seam {
 
@@ -52,6 +53,12 @@ struct Hparams {
   std::uint32_t n_expert = 0;
   std::uint32_t n_expert_used = 0;
   std::uint32_t n_ff_exp = 0;
+  // Width of the shared expert every token runs beside the routed ones, its
+  // output scaled by sigmoid(ffn_gate_inp_shexp . h) (qwen35moe, qwen3next); 0 = none.
+  std::uint32_t n_ff_shexp = 0;
+
+  // Gated-delta-net layers (qwen35*, qwen3next): the `<arch>.ssm.*` sizes.
+  DeltaNetParams delta_net;
 
   // Per-Layer Embeddings (gemma4 E models, `<arch>.embedding_length_per_layer_input`):
   // each layer adds a gated input of this width made from the token and the
@@ -86,6 +93,11 @@ struct Recipe {
   // taken before the K norm and RoPE).
   bool v_norm = false;
   bool v_from_k = false;
+  // Gated attention (qwen35*, qwen3next): attn_q holds per head [q | gate] and
+  // the attention output is multiplied by sigmoid(gate) before Wo.
+  bool gated_q = false;
+  // The pre-FFN norm is blk.N.post_attention_norm instead of ffn_norm.
+  bool ffn_norm_post_attention = false;
 };
 
 enum class LayerKind : std::uint8_t { Attention, GatedDeltaNet };
@@ -110,6 +122,7 @@ struct LayerSpec {
   std::uint32_t n_ff = 0;  // dense width, or the width of each expert
   std::uint32_t n_expert = 0;
   std::uint32_t n_expert_used = 0;
+  std::uint32_t n_ff_shexp = 0;  // shared expert of a MoE FFN (0 = none)
 
   std::uint32_t q_width() const { return n_head * head_dim; }
   std::uint32_t kv_width() const { return n_head_kv * head_dim; }

@@ -51,6 +51,7 @@ std::vector<LayerSpec> default_layers(const Hparams& hp, const Recipe& recipe) {
       L.n_ff = hp.n_ff_exp;
       L.n_expert = hp.n_expert;
       L.n_expert_used = hp.n_expert_used;
+      L.n_ff_shexp = hp.n_ff_shexp;
     } else {
       L.n_ff = hp.n_ff;
     }
@@ -88,6 +89,15 @@ void check_layers(const ModelSpec& spec) {
         }
       }
     }
+    if (L.kind == LayerKind::GatedDeltaNet) {
+      const DeltaNetParams& p = spec.hp.delta_net;
+      if (p.d_conv < 2 || p.d_state == 0 || p.n_head_k == 0 || p.n_head_v == 0 ||
+          p.n_head_v % p.n_head_k != 0) {
+        bad_layer(l, "gated-delta-net sizes (conv width " + std::to_string(p.d_conv) + ", state " +
+                         std::to_string(p.d_state) + ", heads " + std::to_string(p.n_head_k) + "/" +
+                         std::to_string(p.n_head_v) + ") cannot be run");
+      }
+    }
     if (L.n_ff == 0) bad_layer(l, "feed-forward width is 0");
     if (L.ffn == FfnKind::Moe && (L.n_expert_used == 0 || L.n_expert_used > L.n_expert)) {
       bad_layer(l, "uses " + std::to_string(L.n_expert_used) + " of " + std::to_string(L.n_expert) +
@@ -102,7 +112,7 @@ LayerMaxima layer_maxima(const std::vector<LayerSpec>& layers) {
     m.q_width = std::max(m.q_width, L.q_width());
     m.kv_width = std::max(m.kv_width, L.kv_width());
     const std::uint32_t slots = L.ffn == FfnKind::Moe ? L.n_expert_used : 1;
-    m.ff_width = std::max(m.ff_width, slots * L.n_ff);
+    m.ff_width = std::max({m.ff_width, slots * L.n_ff, L.n_ff_shexp});
     m.n_expert = std::max(m.n_expert, L.n_expert);
     m.n_expert_used = std::max(m.n_expert_used, L.n_expert_used);
   }

@@ -16,6 +16,14 @@ void configure_mistral3(const GgufFile&, Hparams&, Recipe&);
 void configure_gemma4(const GgufFile&, Hparams&, Recipe&);
 void layers_gemma4(const GgufFile&, ModelSpec&);
 void tensors_gemma4(const ModelSpec&, ModelWeights&, TensorTable&);
+// Gated-delta-net hybrids (arch/qwen35.cpp).
+void configure_qwen35(const GgufFile&, Hparams&, Recipe&);
+void configure_qwen35moe(const GgufFile&, Hparams&, Recipe&);
+void configure_qwen3next(const GgufFile&, Hparams&, Recipe&);
+void layers_qwen35(const GgufFile&, ModelSpec&);
+void layers_qwen35moe(const GgufFile&, ModelSpec&);
+void layers_qwen3next(const GgufFile&, ModelSpec&);
+void tensors_hybrid(const ModelSpec&, ModelWeights&, TensorTable&);
 
 namespace {
 constexpr std::array kArchs = {
@@ -30,6 +38,9 @@ constexpr std::array kArchs = {
     ArchSpec{"gemma4", &configure_gemma4, &layers_gemma4, &tensors_gemma4},
     ArchSpec{"phi3", &configure_phi3},
     ArchSpec{"mistral3", &configure_mistral3},
+    ArchSpec{"qwen35", &configure_qwen35, &layers_qwen35, &tensors_hybrid},
+    ArchSpec{"qwen35moe", &configure_qwen35moe, &layers_qwen35moe, &tensors_hybrid},
+    ArchSpec{"qwen3next", &configure_qwen3next, &layers_qwen3next, &tensors_hybrid},
     // clang-format on
 };
 }  // namespace

@@ -76,7 +76,7 @@ void standard_rows(const ModelSpec& s, ModelWeights& w, TensorTable& t) {
                 {{&L.wq, std::int64_t(q)}, {&L.wk, std::int64_t(kv)}, {&L.wv, std::int64_t(kv)}},
                 true);
       } else {
-        t.matrix(p + "attn_q.weight", e, q, true, &L.wq);
+        t.matrix(p + "attn_q.weight", e, rc.gated_q ? 2 * q : q, true, &L.wq);
         // A layer that reads another's KV cache projects only its queries.
         if (owns_kv) {
           t.matrix(p + "attn_k.weight", e, kv, true, &L.wk);
@@ -95,7 +95,8 @@ void standard_rows(const ModelSpec& s, ModelWeights& w, TensorTable& t) {
       }
       if (rc.post_norms) t.vec(p + "post_attention_norm.weight", {e}, true, &L.post_attn_norm);
     }
-    t.vec(p + "ffn_norm.weight", {e}, true, &L.ffn_norm);
+    const char* ffn_norm = rc.ffn_norm_post_attention ? "post_attention_norm" : "ffn_norm";
+    t.vec(p + ffn_norm + ".weight", {e}, true, &L.ffn_norm);
     if (ls.ffn == FfnKind::Moe) {
       const std::uint64_t n = ls.n_expert;
       t.matrix(p + "ffn_gate_inp.weight", e, n, true, &L.ffn_gate_inp);

@@ -9,12 +9,13 @@
 
 #include "compute/backend.h"
 #include "compute/matmul.h"
+#include "model/delta_net.h"
 
 namespace seam {
 
 struct LayerWeights {
   const float* attn_norm = nullptr;       // [n_embd]
-  WeightView wq;                          // [n_embd] -> [n_head * head_dim]
+  WeightView wq;                          // [n_embd] -> [n_head * head_dim] (gated_q: x2)
   WeightView wk;                          // [n_embd] -> [n_head_kv * head_dim]
   WeightView wv;                          // [n_embd] -> [n_head_kv * head_dim]
   WeightView wo;                          // [n_head * head_dim] -> [n_embd]
@@ -37,6 +38,13 @@ struct LayerWeights {
   WeightView ple_proj;                    // [n_embd_ple] -> [n_embd]
   const float* ple_post_norm = nullptr;   // [n_embd]
   const float* out_scale = nullptr;       // [1] the residual stream's scale after the block
+
+  // The shared expert of a MoE FFN (n_ff_shexp > 0), scaled by sigmoid(gate . h).
+  WeightView ffn_gate_shexp;                  // [n_embd] -> [n_ff_shexp]
+  WeightView ffn_up_shexp;                    // [n_embd] -> [n_ff_shexp]
+  WeightView ffn_down_shexp;                  // [n_ff_shexp] -> [n_embd]
+  const float* ffn_gate_inp_shexp = nullptr;  // [n_embd]
+  DeltaNetWeights delta_net;                  // gated-delta-net layers
 };
 
 struct ModelWeights {

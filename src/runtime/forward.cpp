@@ -20,6 +20,16 @@ std::vector<std::uint32_t> kv_widths(const ModelSpec& spec) {
   return out;
 }
 
+RecurrentShape recurrent_shape(const ModelSpec& spec) {
+  RecurrentShape shape;
+  for (const LayerSpec& L : spec.layers) shape.n_layer += L.kind == LayerKind::GatedDeltaNet;
+  if (shape.n_layer > 0) {
+    shape.conv_floats = spec.hp.delta_net.conv_floats();
+    shape.state_floats = spec.hp.delta_net.state_floats();
+  }
+  return shape;
+}
+
 ForwardScratch::ForwardScratch(const ModelSpec& spec, std::uint32_t n_batch) : ple(spec, n_batch) {
   const std::size_t b = n_batch;
   const LayerMaxima m = layer_maxima(spec.layers);
@@ -35,6 +45,16 @@ ForwardScratch::ForwardScratch(const ModelSpec& spec, std::uint32_t n_batch) : p
   expert_ids.resize(b * m.n_expert_used);
   expert_w.resize(b * m.n_expert_used);
   rows.resize(b * spec.hp.n_embd);
+  if (spec.recipe.gated_q) {
+    q_gate.resize(b * m.q_width);
+    q_raw.resize(2 * b * m.q_width);
+  }
+  if (std::any_of(spec.layers.begin(), spec.layers.end(),
+                  [](const LayerSpec& L) { return L.n_ff_shexp > 0; })) {
+    shexp.resize(b * spec.hp.n_embd);
+    shexp_gate.resize(b);
+  }
+  if (recurrent_shape(spec).n_layer > 0) delta.emplace(spec.hp.delta_net, n_batch);
   tokens.resize(b);
   pos.resize(b);
   for (const LayerSpec& L : spec.layers) {
@@ -45,9 +65,63 @@ ForwardScratch::ForwardScratch(const ModelSpec& spec, std::uint32_t n_batch) : p
   }
 }
 
+namespace {
+
+// x += FFN(norm(x)): Wdown (act(Wgate h) * Wup h); a MoE layer sums that over
+// its routed experts, weighted by the router, plus its shared expert scaled by
+// sigmoid(w_shexp . h).
+void ffn_block(const ModelSpec& spec, const LayerSpec& ls, const LayerWeights& L,
+               ComputeBackend& be, ForwardScratch& s, std::int64_t T) {
+  const Hparams& hp = spec.hp;
+  const Recipe& r = spec.recipe;
+  const std::int64_t E = hp.n_embd;
+  const std::int64_t FF = ls.n_ff;
+  be.rms_norm(s.x.data(), L.ffn_norm, T, E, hp.norm_eps, s.h.data());
+  if (ls.n_ff_shexp > 0) {
+    // Before the routed experts, which reuse gate and up: shexp [T][E].
+    const std::int64_t FS = ls.n_ff_shexp;
+    be.matmul(L.ffn_gate_shexp, s.h.data(), T, s.gate.data(), FS);
+    be.matmul(L.ffn_up_shexp, s.h.data(), T, s.up.data(), FS);
+    be.gated_activation(s.gate.data(), s.up.data(), T * FS, r.ffn_act, s.gate.data());
+    be.matmul(L.ffn_down_shexp, s.gate.data(), T, s.shexp.data(), E);
+    WeightView gate_inp;  // the 1-D gate as a one-row matrix
+    gate_inp.n_in = E;
+    gate_inp.n_out = 1;
+    gate_inp.data = reinterpret_cast<const std::byte*>(L.ffn_gate_inp_shexp);
+    gate_inp.row_stride = static_cast<std::size_t>(E) * sizeof(float);
+    be.matmul(gate_inp, s.h.data(), T, s.shexp_gate.data(), 1);
+    be.sigmoid(s.shexp_gate.data(), T, s.shexp_gate.data());
+    for (std::int64_t t = 0; t < T; ++t) be.scale(s.shexp.data() + t * E, E, s.shexp_gate[t]);
+  }
+  if (ls.ffn == FfnKind::Moe) {
+    const std::int32_t n_exp = static_cast<std::int32_t>(ls.n_expert);
+    const std::int32_t k = static_cast<std::int32_t>(ls.n_expert_used);
+    be.matmul(L.ffn_gate_inp, s.h.data(), T, s.router.data(), n_exp);
+    be.route(s.router.data(), T, n_exp, k, r.routing, s.expert_ids.data(), s.expert_w.data());
+    // gate, up: [T][k][FF], one row per (token, chosen expert).
+    be.matmul_experts(L.ffn_gate_exps, s.h.data(), 1, T, s.expert_ids.data(), k, nullptr,
+                      s.gate.data());
+    be.matmul_experts(L.ffn_up_exps, s.h.data(), 1, T, s.expert_ids.data(), k, nullptr,
+                      s.up.data());
+    be.gated_activation(s.gate.data(), s.up.data(), T * k * FF, r.ffn_act, s.gate.data());
+    be.matmul_experts(L.ffn_down_exps, s.gate.data(), k, T, s.expert_ids.data(), k,
+                      s.expert_w.data(), s.h.data());
+  } else {
+    be.matmul(L.ffn_gate, s.h.data(), T, s.gate.data(), FF);
+    be.matmul(L.ffn_up, s.h.data(), T, s.up.data(), FF);
+    be.gated_activation(s.gate.data(), s.up.data(), T * FF, r.ffn_act, s.gate.data());
+    be.matmul(L.ffn_down, s.gate.data(), T, s.h.data(), E);
+  }
+  if (ls.n_ff_shexp > 0) be.add(s.h.data(), s.shexp.data(), T * E);
+  if (r.post_norms) be.rms_norm(s.h.data(), L.post_ffn_norm, T, E, hp.norm_eps, s.h.data());
+  be.add(s.x.data(), s.h.data(), T * E);
+}
+
+}  // namespace
+
 void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, KvCache& kv,
-             std::span<const Decode> batch, std::span<const std::uint32_t> cells, ForwardScratch& s,
-             float* logits) {
+             RecurrentStore& rec, std::span<const Decode> batch,
+             std::span<const std::uint32_t> cells, ForwardScratch& s, float* logits) {
   const Hparams& hp = spec.hp;
   const Recipe& r = spec.recipe;
   const std::int64_t T = static_cast<std::int64_t>(batch.size());
@@ -73,15 +147,27 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
   const float* freq_factors = w.rope_freqs;
   if (hp.longrope) freq_factors = kv.n_cells() > hp.n_ctx_orig ? w.rope_long : w.rope_short;
 
+  // Recurrent layers fold each sequence's rows in order (RecurrentStore's protocol).
+  const bool recurrent = !rec.empty();
+  if (recurrent) {
+    s.runs = seq_runs(batch);
+    rec.begin_batch(s.runs);
+  }
+  std::uint32_t rl = 0;  // recurrent layers so far
+
   for (std::uint32_t l = 0; l < hp.n_layer; ++l) {
     const LayerSpec& ls = spec.layers[l];
     const LayerWeights& L = w.layers[l];
     const std::int64_t QW = ls.q_width();
     const std::int64_t KW = ls.kv_width();
-    const std::int64_t FF = ls.n_ff;
-    if (ls.kind != LayerKind::Attention) {
-      throw Error(Errc::Unsupported, "layer " + std::to_string(l) +
-                                         " is not an attention layer; this build cannot run it");
+    if (ls.kind == LayerKind::GatedDeltaNet) {
+      // x += mixer(norm(x)); the mixer reads h only before it writes its output there.
+      be.rms_norm(s.x.data(), L.attn_norm, T, E, hp.norm_eps, s.h.data());
+      delta_net_layer(hp.delta_net, L.delta_net, hp.norm_eps, be, rec, rl++, s.runs, s.h.data(), T,
+                      *s.delta, s.h.data());
+      be.add(s.x.data(), s.h.data(), T * E);
+      ffn_block(spec, ls, L, be, s, T);
+      continue;
     }
     RopeParams rope = ls.rope;
     if (ls.rope_factors) rope.freq_factors = freq_factors;
@@ -106,7 +192,17 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
     // A layer that shares another's KV cache computes only its queries.
     const bool owns_kv = ls.kv_source == l;
     be.rms_norm(s.x.data(), L.attn_norm, T, E, hp.norm_eps, s.h.data());
-    be.matmul(L.wq, s.h.data(), T, s.q.data(), QW);
+    if (r.gated_q) {
+      // Per head [q | gate]: q_raw [T][H][2 D] -> q, q_gate [T][H][D].
+      const std::int64_t D = ls.head_dim;
+      be.matmul(L.wq, s.h.data(), T, s.q_raw.data(), 2 * QW);
+      for (std::int64_t i = 0; i < T * ls.n_head; ++i) {
+        std::memcpy(s.q.data() + i * D, s.q_raw.data() + 2 * i * D, D * sizeof(float));
+        std::memcpy(s.q_gate.data() + i * D, s.q_raw.data() + (2 * i + 1) * D, D * sizeof(float));
+      }
+    } else {
+      be.matmul(L.wq, s.h.data(), T, s.q.data(), QW);
+    }
     if (r.qkv_bias) be.add_bias(s.q.data(), L.bq, T, QW);
     if (r.qk_norm) {
       be.rms_norm(s.q.data(), L.q_norm, T * ls.n_head, ls.head_dim, hp.norm_eps, s.q.data());
@@ -145,37 +241,20 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
     att.v = kv.v(ls.kv_source);
     att.kv_type = kv.type();
     be.attention(att);
+    if (r.gated_q) {
+      be.sigmoid(s.q_gate.data(), T * QW, s.q_gate.data());
+      be.mul(s.attn.data(), s.q_gate.data(), T * QW);
+    }
     be.matmul(L.wo, s.attn.data(), T, s.h.data(), E);
     if (r.post_norms) be.rms_norm(s.h.data(), L.post_attn_norm, T, E, hp.norm_eps, s.h.data());
     be.add(s.x.data(), s.h.data(), T * E);
 
-    // FFN block: x += Wdown (act(Wgate h) * Wup h), h = norm(x); a MoE layer
-    // sums that over its routed experts, weighted by the router.
-    be.rms_norm(s.x.data(), L.ffn_norm, T, E, hp.norm_eps, s.h.data());
-    if (ls.ffn == FfnKind::Moe) {
-      const std::int32_t n_exp = static_cast<std::int32_t>(ls.n_expert);
-      const std::int32_t k = static_cast<std::int32_t>(ls.n_expert_used);
-      be.matmul(L.ffn_gate_inp, s.h.data(), T, s.router.data(), n_exp);
-      be.route(s.router.data(), T, n_exp, k, r.routing, s.expert_ids.data(), s.expert_w.data());
-      // gate, up: [T][k][FF], one row per (token, chosen expert).
-      be.matmul_experts(L.ffn_gate_exps, s.h.data(), 1, T, s.expert_ids.data(), k, nullptr,
-                        s.gate.data());
-      be.matmul_experts(L.ffn_up_exps, s.h.data(), 1, T, s.expert_ids.data(), k, nullptr,
-                        s.up.data());
-      be.gated_activation(s.gate.data(), s.up.data(), T * k * FF, r.ffn_act, s.gate.data());
-      be.matmul_experts(L.ffn_down_exps, s.gate.data(), k, T, s.expert_ids.data(), k,
-                        s.expert_w.data(), s.h.data());
-    } else {
-      be.matmul(L.ffn_gate, s.h.data(), T, s.gate.data(), FF);
-      be.matmul(L.ffn_up, s.h.data(), T, s.up.data(), FF);
-      be.gated_activation(s.gate.data(), s.up.data(), T * FF, r.ffn_act, s.gate.data());
-      be.matmul(L.ffn_down, s.gate.data(), T, s.h.data(), E);
-    }
-    if (r.post_norms) be.rms_norm(s.h.data(), L.post_ffn_norm, T, E, hp.norm_eps, s.h.data());
-    be.add(s.x.data(), s.h.data(), T * E);
+    ffn_block(spec, ls, L, be, s, T);
     if (hp.n_embd_ple > 0) ple_layer(spec, L, be, l, T, s.x.data(), s.h.data(), s.ple);
     if (L.out_scale) be.scale(s.x.data(), T * E, *L.out_scale);
   }
+
+  if (recurrent) rec.commit_batch(s.runs);
 
   // LM head only for the rows that asked for logits.
   std::int64_t n_out = 0;

@@ -34,7 +34,7 @@ class SessionImpl final : public Session {
         cfg_(cfg),
         backend_(std::move(be)),
         stores_(KvCache(cfg.n_ctx, cfg.n_seq_max, kv_widths(m_.spec), kv_type(cfg.cache_type)),
-                RecurrentStore(cfg.n_seq_max, RecurrentShape{})),
+                RecurrentStore(cfg.n_seq_max, recurrent_shape(m_.spec))),
         kv_(stores_.kv()),
         scratch_(m_.spec, cfg.n_batch) {
     // A decoded token's mask lists at most n_ctx cells: with this room taken
@@ -59,7 +59,7 @@ class SessionImpl final : public Session {
           batch.subspan(begin, std::min<std::size_t>(cfg_.n_batch, batch.size() - begin));
       try {
         kv_.allocate(ub, cells_);
-        forward(m_.spec, m_.weights, *backend_, kv_, ub, cells_, scratch_,
+        forward(m_.spec, m_.weights, *backend_, kv_, stores_.rec(), ub, cells_, scratch_,
                 logits_.data() + out_row * n_vocab);
       } catch (const std::exception& e) {
         corrupted_ = true;
