@@ -85,6 +85,9 @@ struct AttentionArgs {
   float scale = 1.0f;    // applied to q.k
   float softcap = 0.0f;  // if > 0: score = softcap * tanh(score / softcap)
   AttentionMask mask;
+  // Attention sinks (gpt-oss), or null: head h's softmax denominator gets an
+  // extra term e^sinks[h] that takes no value, so a head may attend to nothing.
+  const float* sinks = nullptr;  // [n_head]
 };
 
 // How v-head h picks its k-head when there are fewer k-heads than v-heads
@@ -123,7 +126,8 @@ class ComputeBackend {
   virtual void rope(float* x, std::int64_t n_tokens, std::int32_t n_heads, std::int32_t head_dim,
                     std::span<const std::int32_t> pos, const RopeParams& p) = 0;
   // out = softmax(q k^T * scale (+ softcap), masked) v, per head; GQA: query
-  // head h reads kv head h / (n_head / n_head_kv).
+  // head h reads kv head h / (n_head / n_head_kv). With sinks, e^sinks[h]
+  // joins head h's denominator.
   virtual void attention(const AttentionArgs& a) = 0;
   // out[i] = act(gate[i]) * up[i]
   virtual void gated_activation(const float* gate, const float* up, std::int64_t n, Activation act,

@@ -148,7 +148,7 @@ void attention_head(const AttentionArgs& a, std::int64_t t, std::int32_t h,
   const std::uint32_t end = a.mask.offsets[static_cast<std::size_t>(t) + 1];
   const std::size_t n = end - begin;
   std::fill(out, out + hd, 0.0f);
-  if (n == 0) return;
+  if (n == 0) return;  // no cell: zeros, with or without a sink
   scores.resize(n);
   row.resize(static_cast<std::size_t>(hd));
   float max_score = -std::numeric_limits<float>::infinity();
@@ -160,7 +160,10 @@ void attention_head(const AttentionArgs& a, std::int64_t t, std::int32_t h,
     scores[j] = s;
     max_score = std::max(max_score, s);
   }
-  double sum = 0.0;
+  // A sink is one more logit in the denominator; it may exceed every score.
+  const float sink = a.sinks ? a.sinks[h] : -std::numeric_limits<float>::infinity();
+  max_score = std::max(max_score, sink);
+  double sum = a.sinks ? std::exp(static_cast<double>(sink) - max_score) : 0.0;
   for (std::size_t j = 0; j < n; ++j) {
     scores[j] = std::exp(scores[j] - max_score);
     sum += scores[j];
