@@ -18,7 +18,10 @@
 
 namespace seam {
 
-enum class Activation { Silu, GeluTanh };
+// The gated FFN activations act(gate) * up. SwigluOai is gpt-oss's clamped
+// SwiGLU (OpenAI's reference code; llama.cpp hard-codes the same constants):
+// g = min(gate, 7), u = clamp(up, -7, 7), out = g sigmoid(1.702 g) (u + 1).
+enum class Activation { Silu, GeluTanh, SwigluOai };
 
 // How a mixture-of-experts router turns a token's logits into the weights of
 // its k chosen experts.
@@ -182,6 +185,14 @@ class ComputeBackend {
   virtual void matmul_experts(const ExpertsView& w, const float* x, std::int32_t x_slots,
                               std::int64_t n_tokens, const std::int32_t* ids, std::int32_t k,
                               const float* weights, float* y) = 0;
+  // Per-expert biases (gpt-oss) with matmul_experts' slots: bias [n_expert][n];
+  // for token t and slot j < k with e = ids[t * k + j]:
+  //   weights == null: y[t][j] += bias[e]  (y: [n_tokens][k][n]);
+  //   else:            y[t] += sum_j weights[t * k + j] * bias[e]  (y: [n_tokens][n]).
+  // Throws Error(InvalidArgument) for an id outside [0, n_expert).
+  virtual void add_expert_bias(float* y, const float* bias, std::int32_t n_expert, std::int64_t n,
+                               std::int64_t n_tokens, const std::int32_t* ids, std::int32_t k,
+                               const float* weights) = 0;
 };
 
 class CpuBackend : public ComputeBackend {
@@ -223,6 +234,9 @@ class CpuBackend : public ComputeBackend {
   void matmul_experts(const ExpertsView& w, const float* x, std::int32_t x_slots,
                       std::int64_t n_tokens, const std::int32_t* ids, std::int32_t k,
                       const float* weights, float* y) override;
+  void add_expert_bias(float* y, const float* bias, std::int32_t n_expert, std::int64_t n,
+                       std::int64_t n_tokens, const std::int32_t* ids, std::int32_t k,
+                       const float* weights) override;
 
  protected:
   ThreadPool& pool() { return pool_; }

@@ -181,6 +181,13 @@ void gated_activation(const float* gate, const float* up, std::int64_t n, Activa
                       float* out) {
   if (act == Activation::Silu) {
     for (std::int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  } else if (act == Activation::SwigluOai) {
+    constexpr float kAlpha = 1.702f, kLimit = 7.0f;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float g = std::min(gate[i], kLimit);
+      const float u = std::clamp(up[i], -kLimit, kLimit);
+      out[i] = g / (1.0f + std::exp(-kAlpha * g)) * (u + 1.0f);
+    }
   } else {
     constexpr float kSqrt2OverPi = 0.7978845608028654f;
     for (std::int64_t i = 0; i < n; ++i) {

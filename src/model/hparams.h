@@ -76,6 +76,8 @@ struct Recipe {
   bool fused_gate_up = false;
   // How a MoE layer turns router logits into expert weights (compute/backend.h).
   Routing routing = Routing::Softmax;
+  // The pre-FFN norm's tensor, blk.N.<ffn_norm>.weight (gpt-oss: post_attention_norm).
+  const char* ffn_norm = "ffn_norm";
 };
 
 enum class LayerKind : std::uint8_t { Attention, GatedDeltaNet };

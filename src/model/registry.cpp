@@ -13,6 +13,8 @@ void configure_gemma2(const GgufFile&, Hparams&, Recipe&);
 void configure_gemma3(const GgufFile&, Hparams&, Recipe&);
 void configure_phi3(const GgufFile&, Hparams&, Recipe&);
 void configure_mistral3(const GgufFile&, Hparams&, Recipe&);
+void configure_gpt_oss(const GgufFile&, Hparams&, Recipe&);
+void gpt_oss_tensors(const ModelSpec&, ModelWeights&, TensorTable&);
 
 namespace {
 constexpr std::array kArchs = {
@@ -26,6 +28,7 @@ constexpr std::array kArchs = {
     ArchSpec{"gemma3", &configure_gemma3},
     ArchSpec{"phi3", &configure_phi3},
     ArchSpec{"mistral3", &configure_mistral3},
+    ArchSpec{"gpt-oss", &configure_gpt_oss, nullptr, &gpt_oss_tensors},
     // clang-format on
 };
 }  // namespace

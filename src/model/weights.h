@@ -33,6 +33,13 @@ struct LayerWeights {
   ExpertsView ffn_up_exps;                // n_expert x ([n_embd] -> [n_ff])
   ExpertsView ffn_down_exps;              // n_expert x ([n_ff] -> [n_embd])
   const float* post_ffn_norm = nullptr;   // [n_embd] (post_norms)
+  // gpt-oss (arch/gpt_oss.cpp); null elsewhere.
+  const float* attn_sinks = nullptr;       // [n_head] one softmax-denominator logit per head
+  const float* bo = nullptr;               // [n_embd] attn_output bias
+  const float* ffn_gate_inp_b = nullptr;   // [n_expert] router bias
+  const float* ffn_gate_exps_b = nullptr;  // [n_expert][n_ff] per-expert biases
+  const float* ffn_up_exps_b = nullptr;    // [n_expert][n_ff]
+  const float* ffn_down_exps_b = nullptr;  // [n_expert][n_embd]
 };
 
 struct ModelWeights {
