@@ -20,6 +20,21 @@ std::vector<std::uint32_t> kv_widths(const ModelSpec& spec) {
   return out;
 }
 
+void check_runnable(const ModelSpec& spec) {
+  std::string refused;
+  std::uint32_t n = 0;
+  for (std::uint32_t l = 0; l < spec.layers.size(); ++l) {
+    if (spec.layers[l].kind == LayerKind::Attention) continue;
+    if (n++ < 8) refused += (refused.empty() ? "" : ", ") + std::to_string(l);
+  }
+  if (n == 0) return;
+  if (n > 8) refused += ", ...";
+  throw Error(Errc::Unsupported, std::to_string(n) + " of " + std::to_string(spec.layers.size()) +
+                                     " layers (" + refused +
+                                     ") are gated delta net layers, which this build cannot run "
+                                     "yet; only attention layers run");
+}
+
 ForwardScratch::ForwardScratch(const ModelSpec& spec, std::uint32_t n_batch) {
   const std::size_t b = n_batch;
   const LayerMaxima m = layer_maxima(spec.layers);

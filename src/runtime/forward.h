@@ -15,6 +15,10 @@ namespace seam {
 // layer, 0 for one that shares another's or has no attention.
 std::vector<std::uint32_t> kv_widths(const ModelSpec& spec);
 
+// Throws Error(Unsupported) naming the layers whose kind forward() cannot run
+// yet (gated delta net), so admission refuses a model before loading it.
+void check_runnable(const ModelSpec& spec);
+
 // Activation buffers for up to n_batch tokens, allocated once per session and
 // sized by the widest layer (model/layers.h).
 struct ForwardScratch {

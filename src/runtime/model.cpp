@@ -5,6 +5,7 @@
 #include <string>
 
 #include "format/hf_model.h"
+#include "runtime/forward.h"
 #include "runtime/model_impl.h"
 #include "seam/error.h"
 
@@ -79,6 +80,7 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
   impl->vocab_only = opts.vocab_only;
   if (!opts.vocab_only) {
     impl->spec = admit_model(impl->file);
+    check_runnable(impl->spec);
   }
   impl->tokenizer = Tokenizer::from_gguf(impl->file);
   if (!opts.vocab_only) {
@@ -95,7 +97,7 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
 Admission admission_verdict(const GgufFile& file) {
   Admission a;
   try {
-    admit_model(file);
+    check_runnable(admit_model(file));
     Tokenizer::from_gguf(file);
     a.ok = true;
   } catch (const Error& e) {
