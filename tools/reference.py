@@ -1191,9 +1191,11 @@ def cmd_gen(a):
     if a.arch in families.FAMILIES and (a.arch != "llama" or a.experts):
         if a.drop and a.arch != "gemma4":
             raise RefError(f"--drop applies to gemma4 among the per-layer families, not {a.arch}")
+        kw = {"drop": a.drop} if a.drop else {}
+        if a.expert_type:
+            kw["expert_type"] = a.expert_type
         info = families.gen_family(a.out, a.arch, experts=a.experts,
-                                   experts_used=a.experts_used, seed=a.seed,
-                                   **({"drop": a.drop} if a.drop else {}))
+                                   experts_used=a.experts_used, seed=a.seed, **kw)
         print(json.dumps(info), file=sys.stderr)
         return
     if a.experts or a.experts_used:
@@ -1216,6 +1218,10 @@ def cmd_gen(a):
 
 def cmd_logits(a):
     m = open_model(a.model, n_ctx=a.n_ctx)
+    if a.q8_experts:
+        if not hasattr(m, "q8_experts"):
+            raise RefError("--q8-experts applies to the mixture-of-experts families")
+        m.q8_experts = True
     ids = _parse_tokens(a.tokens)
     if a.chunk:
         cache = m.new_state() if hasattr(m, "new_state") else KVCache(m.n_layer)
@@ -1274,10 +1280,12 @@ def main(argv=None):
     g.add_argument("--arch", default="llama", choices=sorted(set(RECIPES) | set(_family_names())),
                    help="general.architecture: tensor names, keys and recipe (per-layer"
                    " families: see tools/families.py; they take only --experts,"
-                   " --experts-used and --seed)")
+                   " --experts-used, --expert-type and --seed)")
     g.add_argument("--experts", type=int, default=None,
                    help="expert_count (llama: Mixtral-style file; MoE families: default 8)")
     g.add_argument("--experts-used", type=int, default=None, help="expert_used_count")
+    g.add_argument("--expert-type", default=None, type=str.upper, choices=["F32", "MXFP4"],
+                   help="gpt-oss expert tensors (default MXFP4; F32 holds the same values)")
     g.add_argument("--window", type=int, default=None, help="attention.sliding_window")
     g.add_argument("--swa-pattern", type=_swa_pattern_arg, default=None,
                    help="attention.sliding_window_pattern: a period N, or flags like 1,0,1")
@@ -1315,6 +1323,9 @@ def main(argv=None):
                     " default context_length")
     lg.add_argument("--chunk", type=int, default=0,
                     help="feed the prompt in chunks of N through the KV cache")
+    lg.add_argument("--q8-experts", action="store_true",
+                    help="round each expert matmul's input to Q8_0 first, as ggml's and seam's"
+                    " CPU kernels do for quantized experts (MXFP4)")
     gr = sub.add_parser("greedy", help="greedy continuation ids as JSON")
     gr.add_argument("model")
     gr.add_argument("--tokens", required=True)

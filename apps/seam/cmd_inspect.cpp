@@ -40,6 +40,10 @@ void add_inspect_command(CLI::App& app, CommandList& list) {
     }
     if (shown < r.tensors.size())
       std::printf("  ... %zu more (--tensors lists all)\n", r.tensors.size() - shown);
+    if (!r.layers.empty()) {
+      std::printf("\nlayers (%zu groups of identical layers):\n", r.layers.size());
+      for (const std::string& line : r.layers) std::printf("  %s\n", line.c_str());
+    }
     std::printf("\ncpu kernels: %s (SEAM_CPU=scalar|avx2|avx512 picks a lower level)\n",
                 cpu_level());
     if (r.admission.ok) {

@@ -24,6 +24,11 @@ struct InspectReport {
   std::string type_summary;  // e.g. "Q4_K x25, Q6_K x5, F32 x9"
   std::uint64_t n_params = 0;
   std::uint64_t tensor_bytes = 0;
+  // The per-layer structure, one line per group of identical layers, e.g.
+  // "0-22/2: attention, 64 heads (8 KV) of 64, rope neox 64 yarn, window 128,
+  // experts 4 of 32 x 2880". Layers are listed as ranges, "a-b/s" meaning every
+  // s-th from a to b. Empty when the architecture's metadata could not be read.
+  std::vector<std::string> layers;
   Admission admission;
 };
 

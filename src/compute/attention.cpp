@@ -56,6 +56,18 @@ void plan_tiles(const AttentionArgs& a, AttentionScratch& s) {
   s.union_begin.push_back(static_cast<std::uint32_t>(s.union_cells.size()));
 }
 
+// Folds head h's sink (a.sinks, gpt-oss) into a finished (m, l) state: the
+// sink is one more score whose value is zero, so l gains e^(sink - m') and acc
+// is rescaled by e^(m - m'). Returns the factor acc is multiplied by before
+// dividing by the new l; a row that saw no cell keeps l = 0 (zeros out).
+float fold_sink(const AttentionArgs& a, std::int32_t h, float m, float& l) {
+  if (!a.sinks || m == kNegInf) return 1.0f;
+  const float mm = std::max(m, a.sinks[h]);
+  const float w = attn::exp_nonpositive(m - mm);
+  l = l * w + attn::exp_nonpositive(a.sinks[h] - mm);
+  return w;
+}
+
 // Per-thread buffers of one work item.
 struct ItemBuffers {
   std::vector<float> kt;    // [head_dim][kAttnChunk] K of the chunk, transposed
@@ -114,7 +126,9 @@ void run_item(const AttentionArgs& a, const AttentionScratch& s, const attn::Att
       const float* acc = b.acc.data() + qi * hd;
       if (n_split == 1) {
         float* out = a.out + (static_cast<std::int64_t>(r) * a.n_head + h) * hd;
-        const float inv = b.l[qi] > 0.0f ? 1.0f / b.l[qi] : 0.0f;  // no cells: zeros
+        float l = b.l[qi];
+        const float w = fold_sink(a, h, b.m[qi], l);
+        const float inv = l > 0.0f ? w / l : 0.0f;  // no cells: zeros
         for (std::int32_t d = 0; d < hd; ++d) out[d] = acc[d] * inv;
       } else {
         float* part = partial + ((r * a.n_head + h) * n_split + split) * (hd + 2);
@@ -186,7 +200,7 @@ void attention_tiled(const AttentionArgs& a, ThreadPool& pool, AttentionScratch&
         l += p[1] * w;
         for (std::int32_t d = 0; d < hd; ++d) out[d] += p[2 + d] * w;
       }
-      const float inv = 1.0f / l;
+      const float inv = fold_sink(a, h, m, l) / l;
       for (std::int32_t d = 0; d < hd; ++d) out[d] *= inv;
     }
   }

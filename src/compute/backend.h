@@ -18,7 +18,10 @@
 
 namespace seam {
 
-enum class Activation { Silu, GeluTanh };
+// The gated FFN activations act(gate) * up. SwigluOai is gpt-oss's clamped
+// SwiGLU (OpenAI's reference code; llama.cpp hard-codes the same constants):
+// g = min(gate, 7), u = clamp(up, -7, 7), out = g sigmoid(1.702 g) (u + 1).
+enum class Activation { Silu, GeluTanh, SwigluOai };
 
 // How a mixture-of-experts router turns a token's logits into the weights of
 // its k chosen experts.
@@ -85,6 +88,9 @@ struct AttentionArgs {
   float scale = 1.0f;    // applied to q.k
   float softcap = 0.0f;  // if > 0: score = softcap * tanh(score / softcap)
   AttentionMask mask;
+  // Attention sinks (gpt-oss), or null: head h's softmax denominator gets an
+  // extra term e^sinks[h] that takes no value, so a head may attend to nothing.
+  const float* sinks = nullptr;  // [n_head]
 };
 
 // How v-head h picks its k-head when there are fewer k-heads than v-heads
@@ -123,7 +129,8 @@ class ComputeBackend {
   virtual void rope(float* x, std::int64_t n_tokens, std::int32_t n_heads, std::int32_t head_dim,
                     std::span<const std::int32_t> pos, const RopeParams& p) = 0;
   // out = softmax(q k^T * scale (+ softcap), masked) v, per head; GQA: query
-  // head h reads kv head h / (n_head / n_head_kv).
+  // head h reads kv head h / (n_head / n_head_kv). With sinks, e^sinks[h]
+  // joins head h's denominator.
   virtual void attention(const AttentionArgs& a) = 0;
   // out[i] = act(gate[i]) * up[i]
   virtual void gated_activation(const float* gate, const float* up, std::int64_t n, Activation act,
@@ -180,6 +187,14 @@ class ComputeBackend {
   virtual void matmul_experts(const ExpertsView& w, const float* x, std::int32_t x_slots,
                               std::int64_t n_tokens, const std::int32_t* ids, std::int32_t k,
                               const float* weights, float* y) = 0;
+  // Per-expert biases (gpt-oss) with matmul_experts' slots: bias [n_expert][n];
+  // for token t and slot j < k with e = ids[t * k + j]:
+  //   weights == null: y[t][j] += bias[e]  (y: [n_tokens][k][n]);
+  //   else:            y[t] += sum_j weights[t * k + j] * bias[e]  (y: [n_tokens][n]).
+  // Throws Error(InvalidArgument) for an id outside [0, n_expert).
+  virtual void add_expert_bias(float* y, const float* bias, std::int32_t n_expert, std::int64_t n,
+                               std::int64_t n_tokens, const std::int32_t* ids, std::int32_t k,
+                               const float* weights) = 0;
 };
 
 class CpuBackend : public ComputeBackend {
@@ -222,6 +237,9 @@ class CpuBackend : public ComputeBackend {
   void matmul_experts(const ExpertsView& w, const float* x, std::int32_t x_slots,
                       std::int64_t n_tokens, const std::int32_t* ids, std::int32_t k,
                       const float* weights, float* y) override;
+  void add_expert_bias(float* y, const float* bias, std::int32_t n_expert, std::int64_t n,
+                       std::int64_t n_tokens, const std::int32_t* ids, std::int32_t k,
+                       const float* weights) override;
 
  protected:
   ThreadPool& pool() { return pool_; }

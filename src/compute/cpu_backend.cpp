@@ -195,4 +195,25 @@ void CpuBackend::matmul_experts(const ExpertsView& w, const float* x, std::int32
   }
 }
 
+void CpuBackend::add_expert_bias(float* y, const float* bias, std::int32_t n_expert, std::int64_t n,
+                                 std::int64_t n_tokens, const std::int32_t* ids, std::int32_t k,
+                                 const float* weights) {
+  for (std::int64_t i = 0; i < n_tokens * k; ++i) {
+    if (ids[i] < 0 || ids[i] >= n_expert) {
+      throw Error(Errc::InvalidArgument, "expert id " + std::to_string(ids[i]) +
+                                             " is outside the " + std::to_string(n_expert) +
+                                             " experts of this layer");
+    }
+  }
+  for (std::int64_t t = 0; t < n_tokens; ++t) {
+    for (std::int32_t j = 0; j < k; ++j) {
+      const std::int64_t slot = t * k + j;
+      const float* b = bias + static_cast<std::int64_t>(ids[slot]) * n;
+      float* row = weights ? y + t * n : y + slot * n;
+      const float wt = weights ? weights[slot] : 1.0f;
+      for (std::int64_t c = 0; c < n; ++c) row[c] += wt * b[c];
+    }
+  }
+}
+
 }  // namespace seam

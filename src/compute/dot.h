@@ -102,6 +102,7 @@ void q5_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*,
 void q6_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void iq4_nl_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void iq4_xs_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
+void mxfp4_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 
 // SIMD versions, one namespace per level (AVX-512 decode kernels: dot_rows_avx512.cpp).
 namespace avx2 {
@@ -120,6 +121,7 @@ void q3_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*,
 void q5_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void iq4_nl_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void iq4_xs_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
+void mxfp4_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 // Prefill GEMM at the AVX2 level (gemm_avx2.cpp).
 extern const GemmFns gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_q4_k, gemm_q6_k, gemm_f32, gemm_f16,
     gemm_bf16;
@@ -136,6 +138,7 @@ void iq4_nl_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float
 void q4_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void q5_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void q6_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
+void mxfp4_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 extern const RowFns rows_q4_0, rows_q5_0, rows_q8_0, rows_iq4_nl;
 extern const GemmFns gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_iq4_nl, gemm_q4_k, gemm_q5_k, gemm_q6_k,
     gemm_iq4_xs, gemm_f32, gemm_f16, gemm_bf16;

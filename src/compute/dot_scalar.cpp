@@ -306,6 +306,25 @@ void iq4_nl_q8_0(std::int64_t n, const void* w, const void* act, std::size_t act
   }
 }
 
+void mxfp4_q8_0(std::int64_t n, const void* w, const void* act, std::size_t act_stride, int n_act,
+                float* out, std::size_t out_stride) {
+  const auto* x = static_cast<const BlockMXFP4*>(w);
+  const std::int64_t nb = n / 32;
+  for (int t = 0; t < n_act; ++t) {
+    const auto* y = act_row<BlockQ8_0>(act, act_stride, t);
+    float s = 0.0f;
+    for (std::int64_t i = 0; i < nb; ++i) {
+      int sumi = 0;
+      for (int j = 0; j < 16; ++j) {
+        sumi += kMXFP4Values[x[i].qs[j] & 0xF] * y[i].qs[j] +
+                kMXFP4Values[x[i].qs[j] >> 4] * y[i].qs[j + 16];
+      }
+      s += static_cast<float>(sumi) * (mxfp4_scale(x[i].e) * fp16_to_f32(y[i].d));
+    }
+    out[t * out_stride] = s;
+  }
+}
+
 void iq4_xs_q8_k(std::int64_t n, const void* w, const void* act, std::size_t act_stride, int n_act,
                  float* out, std::size_t out_stride) {
   const auto* x = static_cast<const BlockIQ4_XS*>(w);

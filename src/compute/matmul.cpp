@@ -32,8 +32,9 @@ const quant::TypeTraits& checked_traits(const WeightView& w, const char* op) {
                                            std::to_string(w.n_in) + " " + quant::type_name(w.type) +
                                            " elements");
   }
-  // Blocks are read through their structs: rows must keep the f32 / fp16 fields aligned.
-  const std::size_t align = w.type == TensorType::F32 ? 4 : 2;
+  // Blocks are read through their structs: rows must keep the f32 / fp16 fields
+  // aligned (MXFP4 blocks hold only bytes).
+  const std::size_t align = w.type == TensorType::F32 ? 4 : w.type == TensorType::MXFP4 ? 1 : 2;
   if (w.row_stride % align != 0 || reinterpret_cast<std::uintptr_t>(w.data) % align != 0) {
     throw Error(Errc::InvalidArgument, std::string(op) + " " + quant::type_name(w.type) +
                                            " weight rows must be " + std::to_string(align) +

@@ -148,7 +148,7 @@ void attention_head(const AttentionArgs& a, std::int64_t t, std::int32_t h,
   const std::uint32_t end = a.mask.offsets[static_cast<std::size_t>(t) + 1];
   const std::size_t n = end - begin;
   std::fill(out, out + hd, 0.0f);
-  if (n == 0) return;
+  if (n == 0) return;  // no cell: zeros, with or without a sink
   scores.resize(n);
   row.resize(static_cast<std::size_t>(hd));
   float max_score = -std::numeric_limits<float>::infinity();
@@ -160,7 +160,10 @@ void attention_head(const AttentionArgs& a, std::int64_t t, std::int32_t h,
     scores[j] = s;
     max_score = std::max(max_score, s);
   }
-  double sum = 0.0;
+  // A sink is one more logit in the denominator; it may exceed every score.
+  const float sink = a.sinks ? a.sinks[h] : -std::numeric_limits<float>::infinity();
+  max_score = std::max(max_score, sink);
+  double sum = a.sinks ? std::exp(static_cast<double>(sink) - max_score) : 0.0;
   for (std::size_t j = 0; j < n; ++j) {
     scores[j] = std::exp(scores[j] - max_score);
     sum += scores[j];
@@ -178,6 +181,13 @@ void gated_activation(const float* gate, const float* up, std::int64_t n, Activa
                       float* out) {
   if (act == Activation::Silu) {
     for (std::int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  } else if (act == Activation::SwigluOai) {
+    constexpr float kAlpha = 1.702f, kLimit = 7.0f;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float g = std::min(gate[i], kLimit);
+      const float u = std::clamp(up[i], -kLimit, kLimit);
+      out[i] = g / (1.0f + std::exp(-kAlpha * g)) * (u + 1.0f);
+    }
   } else {
     constexpr float kSqrt2OverPi = 0.7978845608028654f;
     for (std::int64_t i = 0; i < n; ++i) {

@@ -206,6 +206,16 @@ void dequant_iq4_nl(const BlockIQ4_NL* b, float* y, std::int64_t nb) {
   }
 }
 
+void dequant_mxfp4(const BlockMXFP4* b, float* y, std::int64_t nb) {
+  for (std::int64_t i = 0; i < nb; ++i, y += 32) {
+    const float d = mxfp4_scale(b[i].e);
+    for (int j = 0; j < 16; ++j) {
+      y[j] = d * static_cast<float>(kMXFP4Values[b[i].qs[j] & 0xF]);
+      y[j + 16] = d * static_cast<float>(kMXFP4Values[b[i].qs[j] >> 4]);
+    }
+  }
+}
+
 void dequant_iq4_xs(const BlockIQ4_XS* b, float* y, std::int64_t nb) {
   for (std::int64_t i = 0; i < nb; ++i) {
     const float d = h2f(b[i].d);
@@ -353,6 +363,12 @@ constexpr TypeEntry kTypes[] = {
       TensorType::Q8_K,
       erased<BlockIQ4_XS, dequant_iq4_xs>,
       {K(iq4_xs_q8_k), .gemm512 = &dot::avx512::gemm_iq4_xs}}},
+    {TensorType::MXFP4,
+     {32,
+      sizeof(BlockMXFP4),
+      TensorType::Q8_0,
+      erased<BlockMXFP4, dequant_mxfp4>,
+      {K(mxfp4_q8_0), .avx512 = dot::avx512::mxfp4_q8_0}}},
 };
 #undef K
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 namespace seam::quant {
 
@@ -125,6 +126,17 @@ struct BlockIQ4_XS {
   std::uint8_t qs[kQK_K / 2];
 };
 
+// MXFP4 (OCP microscaling, gpt-oss experts): one E8M0 exponent byte e and
+// 16 bytes of E2M1 codes in IQ4_NL's nibble layout. Like ggml, the E2M1
+// values are kept doubled (integers, kMXFP4Values) and the scale halved:
+// x = kMXFP4Values[code] * 2^(e - 128).
+inline constexpr std::int8_t kMXFP4Values[16] = {0, 1,  2,  3,  4,  6,  8,  12,
+                                                 0, -1, -2, -3, -4, -6, -8, -12};
+struct BlockMXFP4 {
+  std::uint8_t e;
+  std::uint8_t qs[16];
+};
+
 // The helpers below are `static`: the per-CPU-level kernel units (dot.h) include
 // this header with their own -m flags, and an inline (weak) copy compiled there
 // could be the one the linker keeps for baseline code.
@@ -134,6 +146,14 @@ static inline int iq4_xs_scale(const BlockIQ4_XS& b, int ib) {
   const int lo = (b.scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF;
   const int hi = (b.scales_h >> (2 * ib)) & 3;
   return (lo | (hi << 4)) - 32;
+}
+
+// 2^(e - 128) exactly, as a float: e < 2 gives the subnormals 2^-128, 2^-127.
+static inline float mxfp4_scale(std::uint8_t e) {
+  const std::uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<std::uint32_t>(e - 1) << 23;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
 }
 
 // Activation type for the K-quants: f32 scale, bsums[j] = sum of qs[16j .. 16j+16).
@@ -157,6 +177,7 @@ static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
 static_assert(sizeof(BlockIQ4_NL) == 18);
 static_assert(sizeof(BlockIQ4_XS) == 136);
+static_assert(sizeof(BlockMXFP4) == 17);
 
 // Sub-block j (0..7) of a Q4_K/Q5_K 12-byte scale field: 6-bit scale and 6-bit min.
 // Bytes 0..3 hold scales 0..3 (low 6 bits) and the top 2 bits of scales 4..7;

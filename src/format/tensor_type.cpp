@@ -48,7 +48,7 @@ constexpr std::array<TensorTypeInfo, kTypeCount> make_table() {
   set(TensorType::BF16, "BF16", 1, 2, true);
   set(TensorType::TQ1_0, "TQ1_0", 256, 54, false);
   set(TensorType::TQ2_0, "TQ2_0", 256, 66, false);
-  set(TensorType::MXFP4, "MXFP4", 32, 17, false);  // e8m0 scale + 16 fp4 pairs
+  set(TensorType::MXFP4, "MXFP4", 32, 17, true);  // e8m0 scale + 16 fp4 pairs
   return t;
 }
 

@@ -96,8 +96,8 @@ struct Recipe {
   // Gated attention (qwen35*, qwen3next): attn_q holds per head [q | gate] and
   // the attention output is multiplied by sigmoid(gate) before Wo.
   bool gated_q = false;
-  // The pre-FFN norm is blk.N.post_attention_norm instead of ffn_norm.
-  bool ffn_norm_post_attention = false;
+  // The pre-FFN norm's tensor, blk.N.<ffn_norm>.weight (gpt-oss, qwen35*: post_attention_norm).
+  const char* ffn_norm = "ffn_norm";
 };
 
 enum class LayerKind : std::uint8_t { Attention, GatedDeltaNet };

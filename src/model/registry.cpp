@@ -24,6 +24,8 @@ void layers_qwen35(const GgufFile&, ModelSpec&);
 void layers_qwen35moe(const GgufFile&, ModelSpec&);
 void layers_qwen3next(const GgufFile&, ModelSpec&);
 void tensors_hybrid(const ModelSpec&, ModelWeights&, TensorTable&);
+void configure_gpt_oss(const GgufFile&, Hparams&, Recipe&);
+void tensors_gpt_oss(const ModelSpec&, ModelWeights&, TensorTable&);
 
 namespace {
 constexpr std::array kArchs = {
@@ -41,6 +43,7 @@ constexpr std::array kArchs = {
     ArchSpec{"qwen35", &configure_qwen35, &layers_qwen35, &tensors_hybrid},
     ArchSpec{"qwen35moe", &configure_qwen35moe, &layers_qwen35moe, &tensors_hybrid},
     ArchSpec{"qwen3next", &configure_qwen3next, &layers_qwen3next, &tensors_hybrid},
+    ArchSpec{"gpt-oss", &configure_gpt_oss, nullptr, &tensors_gpt_oss},
     // clang-format on
 };
 }  // namespace

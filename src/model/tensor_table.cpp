@@ -95,8 +95,7 @@ void standard_rows(const ModelSpec& s, ModelWeights& w, TensorTable& t) {
       }
       if (rc.post_norms) t.vec(p + "post_attention_norm.weight", {e}, true, &L.post_attn_norm);
     }
-    const char* ffn_norm = rc.ffn_norm_post_attention ? "post_attention_norm" : "ffn_norm";
-    t.vec(p + ffn_norm + ".weight", {e}, true, &L.ffn_norm);
+    t.vec(p + rc.ffn_norm + ".weight", {e}, true, &L.ffn_norm);
     if (ls.ffn == FfnKind::Moe) {
       const std::uint64_t n = ls.n_expert;
       t.matrix(p + "ffn_gate_inp.weight", e, n, true, &L.ffn_gate_inp);

@@ -45,6 +45,14 @@ struct LayerWeights {
   WeightView ffn_down_shexp;                  // [n_ff_shexp] -> [n_embd]
   const float* ffn_gate_inp_shexp = nullptr;  // [n_embd]
   DeltaNetWeights delta_net;                  // gated-delta-net layers
+
+  // gpt-oss (arch/gpt_oss.cpp); null elsewhere.
+  const float* attn_sinks = nullptr;       // [n_head] one softmax-denominator logit per head
+  const float* bo = nullptr;               // [n_embd] attn_output bias
+  const float* ffn_gate_inp_b = nullptr;   // [n_expert] router bias
+  const float* ffn_gate_exps_b = nullptr;  // [n_expert][n_ff] per-expert biases
+  const float* ffn_up_exps_b = nullptr;    // [n_expert][n_ff]
+  const float* ffn_down_exps_b = nullptr;  // [n_expert][n_embd]
 };
 
 struct ModelWeights {

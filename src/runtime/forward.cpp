@@ -97,15 +97,26 @@ void ffn_block(const ModelSpec& spec, const LayerSpec& ls, const LayerWeights& L
     const std::int32_t n_exp = static_cast<std::int32_t>(ls.n_expert);
     const std::int32_t k = static_cast<std::int32_t>(ls.n_expert_used);
     be.matmul(L.ffn_gate_inp, s.h.data(), T, s.router.data(), n_exp);
+    if (L.ffn_gate_inp_b) be.add_bias(s.router.data(), L.ffn_gate_inp_b, T, n_exp);
     be.route(s.router.data(), T, n_exp, k, r.routing, s.expert_ids.data(), s.expert_w.data());
     // gate, up: [T][k][FF], one row per (token, chosen expert).
     be.matmul_experts(L.ffn_gate_exps, s.h.data(), 1, T, s.expert_ids.data(), k, nullptr,
                       s.gate.data());
     be.matmul_experts(L.ffn_up_exps, s.h.data(), 1, T, s.expert_ids.data(), k, nullptr,
                       s.up.data());
+    if (L.ffn_gate_exps_b) {  // gpt-oss: every expert matmul has a bias
+      be.add_expert_bias(s.gate.data(), L.ffn_gate_exps_b, n_exp, FF, T, s.expert_ids.data(), k,
+                         nullptr);
+      be.add_expert_bias(s.up.data(), L.ffn_up_exps_b, n_exp, FF, T, s.expert_ids.data(), k,
+                         nullptr);
+    }
     be.gated_activation(s.gate.data(), s.up.data(), T * k * FF, r.ffn_act, s.gate.data());
     be.matmul_experts(L.ffn_down_exps, s.gate.data(), k, T, s.expert_ids.data(), k,
                       s.expert_w.data(), s.h.data());
+    if (L.ffn_down_exps_b) {
+      be.add_expert_bias(s.h.data(), L.ffn_down_exps_b, n_exp, E, T, s.expert_ids.data(), k,
+                         s.expert_w.data());
+    }
   } else {
     be.matmul(L.ffn_gate, s.h.data(), T, s.gate.data(), FF);
     be.matmul(L.ffn_up, s.h.data(), T, s.up.data(), FF);
@@ -182,6 +193,7 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
     att.scale =
         r.attn_scale > 0.0f ? r.attn_scale : 1.0f / std::sqrt(static_cast<float>(ls.head_dim));
     att.softcap = r.attn_softcap;
+    att.sinks = L.attn_sinks;
     for (const ForwardScratch::Mask& m : s.masks) {
       if (m.window != ls.n_swa) continue;
       att.mask.offsets = m.offsets;
@@ -246,6 +258,7 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
       be.mul(s.attn.data(), s.q_gate.data(), T * QW);
     }
     be.matmul(L.wo, s.attn.data(), T, s.h.data(), E);
+    if (L.bo) be.add_bias(s.h.data(), L.bo, T, E);
     if (r.post_norms) be.rms_norm(s.h.data(), L.post_attn_norm, T, E, hp.norm_eps, s.h.data());
     be.add(s.x.data(), s.h.data(), T * E);
 

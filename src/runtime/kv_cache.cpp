@@ -122,6 +122,7 @@ std::vector<std::uint32_t> KvCache::shift_positions(std::uint32_t seq, std::int3
       free_.pop_back();
       for (std::size_t l = 0; l < k_.size(); ++l) {
         const std::size_t row_bytes = kv_row_bytes(type_, widths_[l]);
+        if (row_bytes == 0) continue;  // a layer reading another layer's cache owns no rows
         std::memcpy(k_[l].data() + copy * row_bytes, k_[l].data() + c * row_bytes, row_bytes);
         std::memcpy(v_[l].data() + copy * row_bytes, v_[l].data() + c * row_bytes, row_bytes);
       }

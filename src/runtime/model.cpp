@@ -5,6 +5,7 @@
 #include <string>
 
 #include "format/hf_model.h"
+#include "runtime/forward.h"
 #include "runtime/model_impl.h"
 #include "seam/error.h"
 

@@ -27,6 +27,7 @@ constexpr double kU32 = 1.0 / 16777216.0;  // 2^-24: float's unit roundoff
 struct Problem {
   std::int32_t n_head = 4, n_head_kv = 2, head_dim = 32;
   float softcap = 0.0f;
+  std::vector<float> sinks;  // [n_head] or empty (no sinks)
   std::uint32_t n_cells = 0;
   std::vector<std::vector<std::uint32_t>> rows;  // the cells each query row sees
 };
@@ -87,6 +88,7 @@ AttentionArgs args(const Problem& p, const Data& d, KvType type, float* out) {
   a.scale = 1.0f / std::sqrt(static_cast<float>(p.head_dim));
   a.softcap = p.softcap;
   a.mask = {d.offsets, d.cells};
+  a.sinks = p.sinks.empty() ? nullptr : p.sinks.data();
   return a;
 }
 
@@ -175,7 +177,8 @@ void check(const Problem& p, const std::string& name) {
   // roundings (|ds| <= hd u A), a softmax weight moves by at most 2 max|ds|
   // plus the rounding of its exp (a few ulp) and of a sum of n terms, and the
   // output is a convex combination of V: |d out| <= max|v| u (2 hd A + 2 n + 16).
-  // (With a soft cap, tanh is 1-Lipschitz in the score, so the same bound holds.)
+  // (With a soft cap, tanh is 1-Lipschitz in the score, so the same bound holds.
+  // A sink is one more exact term of the denominator: weights still sum to <= 1.)
   const double bound = s.v_max * kU32 * (2.0 * p.head_dim * s.a_max + 2.0 * s.n_max + 16.0);
   // F16 against F32 data: each element of K and V moves by at most 2^-11 of
   // itself, so the output moves by at most max|v| 2^-11 (1 + 2 A) on top.
@@ -263,6 +266,44 @@ TEST(AttentionTiled, SlidingWindowAndSoftcap) {
   check(q8, "swa24_softcap_hd32");
 }
 
+// gpt-oss's sinks: one logit per head in the denominator only. Prefill,
+// decode split over threads (the sink folds in after the splits merge), a
+// window, and sinks above every score (the output shrinks towards zero).
+TEST(AttentionTiled, SinksJoinTheDenominator) {
+  Problem p = sequence(20, 30, 8, 9);
+  p.sinks = {-1.0f, 0.5f, 2.0f, 30.0f};
+  check(p, "sinks_swa8");
+  Problem dec = sequence(700, 1, 0, 10);
+  dec.n_head = 8;
+  dec.n_head_kv = 2;
+  dec.sinks = {0.0f, 1.0f, -3.0f, 4.0f, 2.0f, -0.5f, 6.0f, 40.0f};
+  check(dec, "sinks_decode_depth700");
+
+  // In float64: out_h = sum_j e^s_j v_j / (sum_j e^s_j + e^sink_h) for one row.
+  const Data d = make_data(p, 7);
+  const auto got = tiled(p, d, KvType::F32, 2, detected_cpu_level());
+  const std::size_t t = 5;
+  const std::int32_t hd = p.head_dim, rep = p.n_head / p.n_head_kv;
+  double worst = 0;
+  for (std::int32_t h = 0; h < p.n_head; ++h) {
+    std::vector<double> num(hd, 0.0);
+    double den = std::exp(static_cast<double>(p.sinks[h]));
+    for (std::uint32_t c : p.rows[t]) {
+      double sc = 0;
+      for (std::int32_t i = 0; i < hd; ++i)
+        sc += double{d.q[(t * p.n_head + h) * hd + i]} * d.k[(c * p.n_head_kv + h / rep) * hd + i];
+      const double e = std::exp(sc / std::sqrt(static_cast<double>(hd)));
+      den += e;
+      for (std::int32_t i = 0; i < hd; ++i) num[i] += e * d.v[(c * p.n_head_kv + h / rep) * hd + i];
+    }
+    for (std::int32_t i = 0; i < hd; ++i)
+      worst = std::max(worst, std::abs(num[i] / den - got[(t * p.n_head + h) * hd + i]));
+  }
+  EXPECT_LT(worst, 1e-5);  // |v| <= ~5, a few hundred roundings of 2^-24 each
+  // Head 3's sink (30) outweighs its 8 scores (|s| < ~15) by e^15: its output is ~0.
+  for (std::int32_t i = 0; i < hd; ++i) EXPECT_LT(std::abs(got[(t * p.n_head + 3) * hd + i]), 1e-5);
+}
+
 TEST(AttentionTiled, Q8CacheRefusesHeadSizesNotMultipleOf32) {
   Problem p = sequence(3, 2, 0, 1);
   p.head_dim = 40;
@@ -296,6 +337,7 @@ TEST(AttentionTiled, RowsSeeingNothingGiveZeros) {
   Problem p;
   p.n_cells = 4;
   p.rows = {{}, {}};
+  p.sinks = {1.0f, 2.0f, 3.0f, 4.0f};  // a sink alone takes no value: still zeros
   const Data d = make_data(p, 1);
   for (int threads : {1, 3}) {
     for (int lv = 0; lv <= static_cast<int>(detected_cpu_level()); ++lv) {

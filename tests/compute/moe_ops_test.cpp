@@ -115,6 +115,27 @@ TEST(MatmulExperts, PerSlotAndWeightedSumMatchScalarReference) {
   EXPECT_THROW(be.matmul_experts(ev, x.data(), 1, T, ids.data(), k, nullptr, y.data()), Error);
 }
 
+// gpt-oss's expert biases: per slot, and weighted into the token's sum, with
+// hand-picked values whose sums are exact in float.
+TEST(AddExpertBias, PerSlotAndWeighted) {
+  CpuBackend be(1);
+  const std::int32_t n_exp = 3, k = 2;
+  const std::int64_t n = 2, T = 2;
+  const std::vector<float> bias = {1, 2, 10, 20, 100, 200};  // [n_exp][n]
+  const std::vector<std::int32_t> ids = {2, 0, 1, 2};
+  const std::vector<float> wts = {0.5f, 0.25f, 2.0f, -1.0f};
+  std::vector<float> per_slot(T * k * n, 1.0f);
+  be.add_expert_bias(per_slot.data(), bias.data(), n_exp, n, T, ids.data(), k, nullptr);
+  EXPECT_EQ(per_slot, (std::vector<float>{101, 201, 2, 3, 11, 21, 101, 201}));
+  std::vector<float> summed(T * n, 0.5f);
+  be.add_expert_bias(summed.data(), bias.data(), n_exp, n, T, ids.data(), k, wts.data());
+  // t0: 0.5 * [100, 200] + 0.25 * [1, 2]; t1: 2 * [10, 20] - [100, 200]
+  EXPECT_EQ(summed, (std::vector<float>{50.75f, 101.0f, -79.5f, -159.5f}));
+  const std::vector<std::int32_t> bad = {0, 3, 1, 1};
+  EXPECT_THROW(be.add_expert_bias(summed.data(), bias.data(), n_exp, n, T, bad.data(), k, nullptr),
+               Error);
+}
+
 TEST(HostOps, BiasScaleSoftcapAndKvStore) {
   CpuBackend be(1);
   std::vector<float> x = {1, 2, 3, 4, 5, 6};

@@ -152,6 +152,12 @@ TEST(Ops, GatedActivations) {
         0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))) * u[i];
     EXPECT_NEAR(out[i], ref, 1e-6);
   }
+  // gpt-oss: gate clamped above at 7 (not below), up to [-7, 7], then (up + 1).
+  std::vector<float> g2 = {-10, 0, 5, 10, 3}, u2 = {-9, 3, 8, -1, -20}, o2(5);
+  ops::gated_activation(g2.data(), u2.data(), 5, Activation::SwigluOai, o2.data());
+  const double want[5] = {-10 / (1 + std::exp(17.02)) * -6, 0.0, 5 / (1 + std::exp(-8.51)) * 8,
+                          7 / (1 + std::exp(-11.914)) * 0, 3 / (1 + std::exp(-5.106)) * -6};
+  for (int i = 0; i < 5; ++i) EXPECT_NEAR(o2[i], want[i], 1e-5 * (1 + std::abs(want[i]))) << i;
 }
 
 TEST(Ops, SoftmaxIsStableForLargeLogits) {

@@ -2,6 +2,8 @@
 // every product in these formats is exact in f32, so equality is bitwise.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -79,6 +81,36 @@ TEST(Dequant, F32IsACopy) {
   float y[3];
   quant::dequantize_row(TensorType::F32, x, y, 3);
   EXPECT_EQ(std::memcmp(x, y, sizeof x), 0);
+}
+
+// MXFP4 (OCP microscaling, gpt-oss experts): one E8M0 byte e and 16 bytes of
+// E2M1 codes, element j in the low nibble of byte j and j + 16 in the high one.
+// E2M1 magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6 (codes 0-7, 8-15 negative), times
+// 2^(e - 127): worked here by hand from the OCP MX spec, not from ggml's doubled table.
+TEST(Dequant, Mxfp4E2M1TimesE8M0) {
+  std::uint8_t b[17] = {};
+  b[0] = 127 + 2;   // scale 4
+  b[1 + 0] = 0xF1;  // element 0: code 1 -> 0.5 * 4; element 16: code 15 -> -6 * 4
+  b[1 + 5] = 0x97;  // element 5: code 7 -> 6 * 4; element 21: code 9 -> -0.5 * 4
+  b[1 + 9] = 0x08;  // element 9: code 8 -> -0 ; element 25: code 0 -> 0
+  float y[64];
+  quant::dequantize_row(TensorType::MXFP4, b, y, 32);
+  EXPECT_EQ(y[0], 2.0f);
+  EXPECT_EQ(y[16], -24.0f);
+  EXPECT_EQ(y[5], 24.0f);
+  EXPECT_EQ(y[21], -2.0f);
+  EXPECT_EQ(y[9], 0.0f);
+  EXPECT_EQ(y[25], 0.0f);
+  // The E8M0 extremes: e = 0 is 2^-127 (a subnormal float), e = 254 is 2^127.
+  std::uint8_t lo[34] = {};
+  lo[0] = 0;
+  lo[1] = 0x02;  // element 0: code 2 -> 1 * 2^-127
+  lo[17] = 254;
+  lo[18] = 0x02;  // element 32: 2^127
+  quant::dequantize_row(TensorType::MXFP4, lo, y, 64);
+  EXPECT_EQ(y[0], std::ldexp(1.0f, -127));
+  EXPECT_EQ(y[32], std::ldexp(1.0f, 127));
+  EXPECT_EQ(quant::row_size(TensorType::MXFP4, 64), 34u);
 }
 
 // IQ4 blocks as ggml-common.h lays them out, values worked by hand from the

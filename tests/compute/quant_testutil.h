@@ -66,6 +66,10 @@ inline std::vector<std::byte> random_weights(TensorType t, std::int64_t n_rows, 
           put_half(b + 2, t == TensorType::Q4_1 || t == TensorType::Q5_1 ? scale(rng) * sgn(rng)
                                                                          : scale(rng));
           break;
+        case TensorType::MXFP4:
+          // Exponent byte e: scale 2^(e - 128) in [2^-10, 2^-5], as put_half's range.
+          *b = static_cast<std::byte>(118 + byte(rng) % 6);
+          break;
         case TensorType::Q2_K:
           put_half(b + offsetof(BlockQ2_K, d), scale(rng));
           put_half(b + offsetof(BlockQ2_K, dmin), scale(rng));
@@ -159,9 +163,10 @@ inline std::vector<double> min_terms(TensorType t, const std::byte* row, std::in
 // All weight types with CPU kernels.
 inline const std::vector<TensorType>& kernel_types() {
   static const std::vector<TensorType> v = {
-      TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q4_0,   TensorType::Q4_1,
-      TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0, TensorType::Q2_K,   TensorType::Q3_K,
-      TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K, TensorType::IQ4_NL, TensorType::IQ4_XS};
+      TensorType::F32,  TensorType::F16,    TensorType::BF16,   TensorType::Q4_0,
+      TensorType::Q4_1, TensorType::Q5_0,   TensorType::Q5_1,   TensorType::Q8_0,
+      TensorType::Q2_K, TensorType::Q3_K,   TensorType::Q4_K,   TensorType::Q5_K,
+      TensorType::Q6_K, TensorType::IQ4_NL, TensorType::IQ4_XS, TensorType::MXFP4};
   return v;
 }
 

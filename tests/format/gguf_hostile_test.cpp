@@ -228,7 +228,7 @@ TEST(GgufHostile, TensorTypes) {
   // Row length 8 is not a whole number of Q4_0 blocks.
   EXPECT_REFUSED(patched(b, a.type, static_cast<std::uint32_t>(TensorType::Q4_0)),
                  "not a multiple of Q4_0's block size 32");
-  // A defined type without kernels still loads: refusing it is admission's job.
+  // A defined type still loads whatever this build decodes: refusing it is admission's job.
   const InfoAt q = info_at(b, "tensor.b");
   const Bytes mxfp4 = patched(b, q.type, static_cast<std::uint32_t>(TensorType::MXFP4));
   const GgufFile g = GgufFile::parse(mxfp4);

@@ -53,9 +53,9 @@ TEST(TensorType, UndefinedIdsAreUnknown) {
 }
 
 TEST(TensorType, DecodableIsExactlyTheKernelSet) {
-  const std::set<std::string_view> kernels = {"F32",  "F16",  "BF16", "Q8_0",   "Q4_0",
-                                              "Q4_1", "Q5_0", "Q5_1", "Q2_K",   "Q3_K",
-                                              "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS"};
+  const std::set<std::string_view> kernels = {"F32",  "F16",    "BF16",   "Q8_0", "Q4_0", "Q4_1",
+                                              "Q5_0", "Q5_1",   "Q2_K",   "Q3_K", "Q4_K", "Q5_K",
+                                              "Q6_K", "IQ4_NL", "IQ4_XS", "MXFP4"};
   for (const auto& e : kExpected) {
     EXPECT_EQ(tensor_type_info(e.id)->decodable, kernels.contains(e.name)) << e.name;
   }

@@ -84,11 +84,12 @@ inline std::vector<float> read_f32_file(const std::string& path) {
 }
 
 // Reference logits for every position: [n_tokens][n_vocab].
+// `extra`: more reference.py logits options (--q8-experts).
 inline std::vector<float> reference_logits(const std::string& model, const std::vector<Token>& ids,
-                                           const std::string& tag) {
+                                           const std::string& tag, const std::string& extra = "") {
   const std::string out = scratch_dir() + "/" + tag + ".logits.f32";
   run_command(std::string(SEAM_PYTHON) + " " + reference_py() + " logits " + model + " --tokens " +
-              join_ids(ids) + " --out " + out);
+              join_ids(ids) + " --out " + out + " " + extra);
   return read_f32_file(out);
 }
 

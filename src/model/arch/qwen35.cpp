@@ -33,7 +33,7 @@ void configure_hybrid(const GgufFile& f, const std::string& arch, Hparams& hp, R
   recipe.rope_neox = true;
   recipe.qk_norm = true;
   recipe.gated_q = true;
-  recipe.ffn_norm_post_attention = true;
+  recipe.ffn_norm = "post_attention_norm";
   recipe.ffn_act = Activation::Silu;
   recipe.routing = Routing::Softmax;
   DeltaNetParams& p = hp.delta_net;

@@ -1,0 +1,43 @@
+// `seam inspect` shows the per-layer structure, identical layers grouped: a
+// dense model is one group; gpt-oss alternates windowed and full-context
+// layers of 8 experts with 2 used; a model it cannot run says why.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "seam_binary.h"
+
+namespace seam::e2e {
+namespace {
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+TEST(InspectLayers, DenseModelIsOneGroup) {
+  const Output o = run_seam({"inspect", std::string(SEAM_SHARED_DIR) + "/models/stories260K.gguf"});
+  ASSERT_EQ(o.rc, 0) << o.err;
+  EXPECT_TRUE(contains(o.out,
+                       "layers (1 groups of identical layers):\n  0-4: attention, 8 heads (4 "
+                       "KV) of 8, rope 8 base 10000, full context, ffn 172\n"))
+      << o.out;
+}
+
+TEST(InspectLayers, GptOssAlternatesWindowsAndNamesItsExperts) {
+  const fs::path file = scratch("gpt_oss.gguf");
+  ASSERT_EQ(shell(std::string(SEAM_PYTHON) + " " + SEAM_SOURCE_DIR +
+                  "/tools/reference.py gen --arch gpt-oss --out " + quote(file.string()) +
+                  " 2>/dev/null"),
+            0);
+  const Output o = run_seam({"inspect", file.string()});
+  ASSERT_EQ(o.rc, 0) << o.err;
+  const std::string common = "attention, 4 heads (2 KV) of 16, rope neox 16 base 10000 yarn, ";
+  EXPECT_TRUE(contains(o.out, "  0, 2: " + common + "window 4, experts 2 of 8 x 32\n")) << o.out;
+  EXPECT_TRUE(contains(o.out, "  1, 3: " + common + "full context, experts 2 of 8 x 32\n"))
+      << o.out;
+  EXPECT_TRUE(contains(o.out, "MXFP4 x12")) << o.out;
+  EXPECT_TRUE(contains(o.out, "verdict: this build can run this model")) << o.out;
+}
+
+}  // namespace
+}  // namespace seam::e2e
