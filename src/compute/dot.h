@@ -123,6 +123,8 @@ void iq4_xs_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float
 // Prefill GEMM at the AVX2 level (gemm_avx2.cpp).
 extern const GemmFns gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_q4_k, gemm_q6_k, gemm_f32, gemm_f16,
     gemm_bf16;
+extern const GemmFns gemm_q4_1, gemm_q5_1, gemm_q2_k, gemm_q3_k, gemm_q5_k, gemm_iq4_nl,
+    gemm_iq4_xs;
 }  // namespace avx2
 
 namespace avx512 {
@@ -139,6 +141,7 @@ void q6_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*,
 extern const RowFns rows_q4_0, rows_q5_0, rows_q8_0, rows_iq4_nl;
 extern const GemmFns gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_iq4_nl, gemm_q4_k, gemm_q5_k, gemm_q6_k,
     gemm_iq4_xs, gemm_f32, gemm_f16, gemm_bf16;
+extern const GemmFns gemm_q4_1, gemm_q5_1, gemm_q2_k, gemm_q3_k;
 }  // namespace avx512
 
 // AMX-INT8 (gemm_amx.cpp): `run` for the AVX-512 GEMM's panels and prepared

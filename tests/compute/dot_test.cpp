@@ -149,9 +149,9 @@ TEST_P(DotGemm, PanelsMatchScalarRows) {
       }
     }
   }
-  // AVX-512: Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS, F32, F16, BF16;
-  // AVX2: Q4_0, Q5_0, Q8_0, Q4_K, Q6_K, F32, F16, BF16; AMX: Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q6_K.
-  EXPECT_GE(checked, level == CpuLevel::Avx512 ? 11 : level == CpuLevel::Avx2 ? 8 : 6);
+  // AVX-512 and AVX2: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
+  // IQ4_XS, F32, F16, BF16; AMX: Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q6_K.
+  EXPECT_GE(checked, level == CpuLevel::Amx ? 6 : 15);
 }
 
 // The AVX-512 decode kernels on prepared activation rows (dot.h RowFns) against
