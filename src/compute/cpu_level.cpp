@@ -101,6 +101,16 @@ CpuLevel active_cpu_level() {
   return level;
 }
 
+bool cpu_has_avx512_bf16() {
+  static const bool has = [] {
+    if (detected_cpu_level() < CpuLevel::Avx512) return false;
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return false;
+    return (a & (1u << 5)) != 0;  // CPUID.(7,1):EAX bit 5, AVX512_BF16
+  }();
+  return has;
+}
+
 const char* cpu_level() { return cpu_level_name(active_cpu_level()); }
 
 int physical_cores() { return core_count(); }

@@ -29,4 +29,9 @@ CpuLevel choose_cpu_level(const char* seam_cpu, CpuLevel detected);
 // choose_cpu_level(getenv("SEAM_CPU"), detected_cpu_level()), computed once.
 CpuLevel active_cpu_level();
 
+// Whether the CPU has AVX512_BF16 (vdpbf16ps) on top of the AVX-512 level:
+// Zen 4 and Intel from Cooper Lake / Sapphire Rapids. Kernels that use it are
+// chosen at run time inside the AVX-512 level; false below that level.
+bool cpu_has_avx512_bf16();
+
 }  // namespace seam

@@ -46,6 +46,11 @@ struct GemmFns {
   // act_bytes(n) apart from `act`.
   void (*run)(std::int64_t n, const void* panel, const void* act, std::int64_t n_tok, int n_rows,
               float* out, std::size_t ldy);
+  // Relative error the prepared activations carry, each value against the
+  // dot-type value it came from: 0 where prepare is exact (the int8 types, f32
+  // activations), 2^-9 where they are rounded to bf16 (gemm_bf16_dp). A result
+  // then moves by at most act_rel_error * sum |w * a| beyond f32 rounding.
+  double act_rel_error = 0;
 };
 
 // Decode (few tokens) at the AVX-512 level for the 32-element block types: the
@@ -125,6 +130,8 @@ void mxfp4_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*
 // Prefill GEMM at the AVX2 level (gemm_avx2.cpp).
 extern const GemmFns gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_q4_k, gemm_q6_k, gemm_f32, gemm_f16,
     gemm_bf16;
+extern const GemmFns gemm_q4_1, gemm_q5_1, gemm_q2_k, gemm_q3_k, gemm_q5_k, gemm_iq4_nl,
+    gemm_iq4_xs;
 }  // namespace avx2
 
 namespace avx512 {
@@ -142,6 +149,11 @@ void mxfp4_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*
 extern const RowFns rows_q4_0, rows_q5_0, rows_q8_0, rows_iq4_nl;
 extern const GemmFns gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_iq4_nl, gemm_q4_k, gemm_q5_k, gemm_q6_k,
     gemm_iq4_xs, gemm_f32, gemm_f16, gemm_bf16;
+extern const GemmFns gemm_q4_1, gemm_q5_1, gemm_q2_k, gemm_q3_k;
+// BF16 weights by vdpbf16ps on activations rounded to bf16 (gemm_bf16_avx512.cpp);
+// runs only where cpu_has_avx512_bf16(), and is not in the kernel table (slower
+// than gemm_bf16 on Sapphire Rapids; see that file).
+extern const GemmFns gemm_bf16_dp;
 }  // namespace avx512
 
 // AMX-INT8 (gemm_amx.cpp): `run` for the AVX-512 GEMM's panels and prepared

@@ -1,5 +1,6 @@
-// AVX-512 (F/BW/VL/VNNI) prefill GEMM for Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q5_K, Q6_K and
-// IQ4_XS weights (int8, below) and for F32, F16 and BF16 weights (f32 FMA, at the end).
+// AVX-512 (F/BW/VL/VNNI) prefill GEMM for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K, Q3_K,
+// Q4_K, Q5_K, Q6_K and IQ4_XS weights (int8, below) and for F32, F16 and BF16 weights (f32
+// FMA, at the end).
 // Compiled with the AVX-512 flags (CMakeLists.txt); see dot.h on keeping this
 // unit's code out of baseline callers.
 //
@@ -12,12 +13,14 @@
 // 32 * 255 * 128 per unit); scales are applied in f32 per unit, so results
 // differ from the scalar reference only in f32 rounding.
 //
-// A weight unit is the run of elements one scale covers (32 for Q4_0, Q8_0,
-// Q4_K, Q5_K, IQ4_XS; 16 for Q6_K). Panel layout per unit: int8 w[U/4][16 rows][4],
-// int32 corr[16], f32 scale[16], then for Q4_K f32 min[16] (-dmin * m).
+// A weight unit is the run of elements one scale covers (32 for Q4_0, Q4_1, Q5_0, Q5_1,
+// Q8_0, Q4_K, Q5_K, IQ4_XS; 16 for Q2_K, Q3_K, Q6_K). Panel layout per unit: int8
+// w[U/4][16 rows][4], int32 corr[16], f32 scale[16], then for the types with a min
+// (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K) f32 min[16] (m, or -dmin * m for the K-quants).
 // Prepared activations per token: u8 q[n] (a + 128), f32 d[n / SB] (one per
-// activation block, SB = 32 for Q8_0, 256 for Q8_K), then for Q8_K f32
-// sum[n / 32] (sums of the int8 activations, for the Q4_K mins).
+// activation block, SB = 32 for Q8_0/Q8_1, 256 for Q8_K), then for Q8_K f32
+// sum[n / SU] (sums of the int8 activations over SU = 32 elements, 16 for Q2_K,
+// for the mins) and for Q8_1 f32 s[n / 32] (the block's stored d * sum).
 // GCC 12's AVX-512 headers self-initialize their "undefined" vectors
 // (__m512 __Y = __Y), which -Wmaybe-uninitialized reports once inlined here.
 #if !defined(__clang__)
@@ -227,6 +230,107 @@ struct DecQ6_K {
   }
 };
 
+// Q4_1: Q4_0's nibbles without the offset; x = d * q + m (activations Q8_1).
+struct DecQ4_1 {
+  static constexpr int kUnit = 32, kActBlock = 32;
+  static constexpr bool kMin = true, kQ8_1 = true;
+  static constexpr int kChunksPerGroup = 1;
+  static constexpr std::size_t kGroupBytes = sizeof(BlockQ4_1);
+  static void decode(const std::byte* g, Chunk* c) {
+    const auto& b = *reinterpret_cast<const BlockQ4_1*>(g);
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+    const __m128i m = _mm_set1_epi8(0x0F);
+    c[0].q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+    c[0].scale[0] = c[0].scale[1] = h2f(b.d);
+    c[0].min[0] = c[0].min[1] = h2f(b.m);
+  }
+};
+
+// Q5_1: Q4_1 plus bit j of qh as bit 4 of element j; x = d * q + m.
+struct DecQ5_1 {
+  static constexpr int kUnit = 32, kActBlock = 32;
+  static constexpr bool kMin = true, kQ8_1 = true;
+  static constexpr int kChunksPerGroup = 1;
+  static constexpr std::size_t kGroupBytes = sizeof(BlockQ5_1);
+  static void decode(const std::byte* g, Chunk* c) {
+    const auto& b = *reinterpret_cast<const BlockQ5_1*>(g);
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+    const __m128i m = _mm_set1_epi8(0x0F);
+    const __m256i lo =
+        _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+    std::uint32_t qh;
+    std::memcpy(&qh, b.qh, 4);
+    const __m256i hi = _mm256_maskz_mov_epi8(_cvtu32_mask32(qh), _mm256_set1_epi8(0x10));
+    c[0].q = _mm256_or_si256(lo, hi);
+    c[0].scale[0] = c[0].scale[1] = h2f(b.d);
+    c[0].min[0] = c[0].min[1] = h2f(b.m);
+  }
+};
+
+// 32-element run j (0..7) of a Q2_K/Q3_K block's 2-bit field: bits 2 * (j % 4)
+// of bytes 32 * (j / 4) .. + 31.
+inline __m256i crumbs(const std::uint8_t* qs, int j) {
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * (j / 4)));
+  return _mm256_and_si256(_mm256_srli_epi16(v, 2 * (j % 4)), _mm256_set1_epi8(3));
+}
+
+// Q2_K: x = d * (sc & 15) * q - dmin * (sc >> 4) per 16-element sub-block.
+struct DecQ2_K {
+  static constexpr int kUnit = 16, kActBlock = 256;
+  static constexpr bool kMin = true;
+  static constexpr int kChunksPerGroup = 8;
+  static constexpr std::size_t kGroupBytes = sizeof(BlockQ2_K);
+  static void decode(const std::byte* g, Chunk* c) {
+    const auto& b = *reinterpret_cast<const BlockQ2_K*>(g);
+    const float d = h2f(b.d), dmin = h2f(b.dmin);
+    for (int j = 0; j < 8; ++j) {
+      c[j].q = crumbs(b.qs, j);
+      for (int h = 0; h < 2; ++h) {
+        const std::uint8_t sc = b.scales[2 * j + h];
+        c[j].scale[h] = d * static_cast<float>(sc & 0xF);
+        c[j].min[h] = -dmin * static_cast<float>(sc >> 4);
+      }
+    }
+  }
+};
+
+// Q3_K: the 2-bit field plus bit j of hmask[l] as bit 2 of run j's element l,
+// minus 4; x = d * (sc - 32) * q per 16-element sub-block.
+struct DecQ3_K {
+  static constexpr int kUnit = 16, kActBlock = 256;
+  static constexpr bool kMin = false;
+  static constexpr int kChunksPerGroup = 8;
+  static constexpr std::size_t kGroupBytes = sizeof(BlockQ3_K);
+  static void decode(const std::byte* g, Chunk* c) {
+    const auto& b = *reinterpret_cast<const BlockQ3_K*>(g);
+    const float d = h2f(b.d);
+    const __m256i hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.hmask));
+    for (int j = 0; j < 8; ++j) {
+      const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, j), _mm256_set1_epi8(1));
+      c[j].q = _mm256_sub_epi8(_mm256_or_si256(crumbs(b.qs, j), _mm256_slli_epi16(hb, 2)),
+                               _mm256_set1_epi8(4));
+      for (int h = 0; h < 2; ++h) {
+        c[j].scale[h] = d * static_cast<float>(scale_q3_k(2 * j + h, b.scales) - 32);
+        c[j].min[h] = 0.0f;
+      }
+    }
+  }
+};
+
+// Whether a decoder's activations are Q8_1 (their blocks carry s = d * sum).
+template <class D>
+constexpr bool q8_1_act() {
+  if constexpr (requires { D::kQ8_1; }) return D::kQ8_1;
+  return false;
+}
+
+// Elements per activation sum for the mins: the unit for Q2_K's 16-element
+// mins, 32 otherwise (Q4_K, Q5_K; the AMX kernels read this layout too).
+template <class D>
+constexpr int sum_unit() {
+  return D::kMin && D::kUnit == 16 ? 16 : 32;
+}
+
 // ---------------------------------------------------------------- panels
 
 template <class D>
@@ -307,7 +411,9 @@ void pack(std::int64_t n, const void* w, std::size_t row_stride, int n_rows, voi
 
 template <class D>
 std::size_t act_bytes(std::int64_t n) {
-  const std::size_t sums = D::kActBlock == 256 ? static_cast<std::size_t>(n / 32) * 4 : 0;
+  const std::size_t sums = D::kActBlock == 256 ? static_cast<std::size_t>(n / sum_unit<D>()) * 4
+                           : q8_1_act<D>()     ? static_cast<std::size_t>(n / 32) * 4
+                                               : 0;
   return round64(static_cast<std::size_t>(n) + static_cast<std::size_t>(n / D::kActBlock) * 4 +
                  sums);
 }
@@ -317,7 +423,16 @@ void prepare(std::int64_t n, const void* act, void* dst) {
   auto* q = static_cast<std::uint8_t*>(dst);
   auto* d = reinterpret_cast<float*>(q + n);
   const __m256i bias = _mm256_set1_epi8(-128);
-  if constexpr (D::kActBlock == 32) {
+  if constexpr (q8_1_act<D>()) {
+    const auto* y = static_cast<const BlockQ8_1*>(act);
+    float* s = d + n / 32;
+    for (std::int64_t i = 0; i < n / 32; ++i) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 32 * i), _mm256_xor_si256(v, bias));
+      d[i] = h2f(y[i].d);
+      s[i] = h2f(y[i].s);
+    }
+  } else if constexpr (D::kActBlock == 32) {
     const auto* y = static_cast<const BlockQ8_0*>(act);
     for (std::int64_t i = 0; i < n / 32; ++i) {
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
@@ -325,6 +440,7 @@ void prepare(std::int64_t n, const void* act, void* dst) {
       d[i] = h2f(y[i].d);
     }
   } else {
+    constexpr int SU = sum_unit<D>();
     const auto* y = static_cast<const BlockQ8_K*>(act);
     float* sums = d + n / 256;
     for (std::int64_t i = 0; i < n / 256; ++i) {
@@ -332,7 +448,10 @@ void prepare(std::int64_t n, const void* act, void* dst) {
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs + 32 * j));
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 256 * i + 32 * j),
                             _mm256_xor_si256(v, bias));
-        sums[8 * i + j] = static_cast<float>(y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
+      }
+      for (int j = 0; j < 256 / SU; ++j) {
+        sums[256 / SU * i + j] = static_cast<float>(
+            SU == 16 ? y[i].bsums[j] : y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
       }
       d[i] = y[i].d;
     }
@@ -360,7 +479,7 @@ void tile(std::int64_t n, const std::byte* panel, const std::byte* act, std::siz
   for (int t = 0; t < NT; ++t) {
     aq[t] = reinterpret_cast<const std::uint8_t*>(act + t * as);
     ad[t] = reinterpret_cast<const float*>(aq[t] + n);
-    asum[t] = ad[t] + n / SB;
+    asum[t] = ad[t] + n / SB;  // per sum_unit elements, or per Q8_1 block
     facc[t] = _mm512_setzero_ps();
   }
   for (std::int64_t sb = 0; sb < n / SB; ++sb) {
@@ -381,7 +500,8 @@ void tile(std::int64_t n, const std::byte* panel, const std::byte* act, std::siz
       const __m512 sc = _mm512_loadu_ps(pu + U * kRows + 64);
       for (int t = 0; t < NT; ++t)
         tacc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(iacc[t]), sc, tacc[t]);
-      if constexpr (D::kMin) {
+      if constexpr (D::kMin && !q8_1_act<D>()) {
+        // The activation sums cover U elements (a Q8_K block's d comes after).
         const __m512 mn = _mm512_loadu_ps(pu + U * kRows + 128);
         for (int t = 0; t < NT; ++t) {
           tacc[t] = _mm512_fmadd_ps(mn, _mm512_set1_ps(asum[t][u]), tacc[t]);
@@ -390,6 +510,13 @@ void tile(std::int64_t n, const std::byte* panel, const std::byte* act, std::siz
     }
     for (int t = 0; t < NT; ++t) {
       facc[t] = _mm512_fmadd_ps(tacc[t], _mm512_set1_ps(ad[t][sb]), facc[t]);
+    }
+    if constexpr (q8_1_act<D>()) {
+      // One unit per Q8_1 block: the min meets the block's s = d * sum(a) as is.
+      const __m512 mn = _mm512_loadu_ps(panel + sb * ub + U * kRows + 128);
+      for (int t = 0; t < NT; ++t) {
+        facc[t] = _mm512_fmadd_ps(mn, _mm512_set1_ps(asum[t][sb]), facc[t]);
+      }
     }
   }
   const __mmask16 mask = static_cast<__mmask16>((1u << n_rows) - 1);
@@ -539,6 +666,14 @@ constexpr int kFloatMinTokens = 12;
 // Constant-initialized: no start-up code runs in this unit.
 constinit const GemmFns gemm_q4_0 = {kIntMinTokens,    act_bytes<DecQ4_0>, panel_bytes<DecQ4_0>,
                                      prepare<DecQ4_0>, pack<DecQ4_0>,      run<DecQ4_0>};
+constinit const GemmFns gemm_q4_1 = {kIntMinTokens,    act_bytes<DecQ4_1>, panel_bytes<DecQ4_1>,
+                                     prepare<DecQ4_1>, pack<DecQ4_1>,      run<DecQ4_1>};
+constinit const GemmFns gemm_q5_1 = {kIntMinTokens,    act_bytes<DecQ5_1>, panel_bytes<DecQ5_1>,
+                                     prepare<DecQ5_1>, pack<DecQ5_1>,      run<DecQ5_1>};
+constinit const GemmFns gemm_q2_k = {kIntMinTokens,    act_bytes<DecQ2_K>, panel_bytes<DecQ2_K>,
+                                     prepare<DecQ2_K>, pack<DecQ2_K>,      run<DecQ2_K>};
+constinit const GemmFns gemm_q3_k = {kIntMinTokens,    act_bytes<DecQ3_K>, panel_bytes<DecQ3_K>,
+                                     prepare<DecQ3_K>, pack<DecQ3_K>,      run<DecQ3_K>};
 constinit const GemmFns gemm_q5_0 = {kIntMinTokens,    act_bytes<DecQ5_0>, panel_bytes<DecQ5_0>,
                                      prepare<DecQ5_0>, pack<DecQ5_0>,      run<DecQ5_0>};
 constinit const GemmFns gemm_iq4_nl = {kIntMinTokens,          act_bytes<DecIQ4_NL>,

@@ -1,4 +1,5 @@
-// AVX2 prefill GEMM for Q4_0, Q5_0, Q8_0, Q4_K and Q6_K weights (int8, below)
+// AVX2 prefill GEMM for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K, Q3_K, Q4_K,
+// Q5_K, Q6_K and IQ4_XS weights (int8, below)
 // and for F32, F16 and BF16 weights (f32 FMA, at the end): the machines
 // without AVX-512 (Zen 3) multiply a panel of kPanelRows weight rows, unpacked
 // once per matmul, by every token, instead of re-decoding each weight block
@@ -15,19 +16,20 @@
 //    so kSteps of them fit an int16 before widening (8 for 4-bit q, 4 for
 //    5-bit, 2 for 6-bit); the offset comes back as -offset * sum(a), a
 //    per-token, per-unit integer the activations carry (prepare);
-//  - Q8_0's weights are signed: the panel keeps them as they are, the kernel
-//    multiplies |w| by a with w's sign (vpsignb), widening every step
-//    (2 * 128 * 127 < 2^15).
-// Activations are Q8_0 / Q8_K values, |a| <= 127 (quant.cpp). Integer sums are
+//  - Q8_0's and the IQ4 codebook's weights are signed: the panel keeps them as
+//    they are, the kernel multiplies |w| by a with w's sign (vpsignb), widening
+//    every step (2 * 128 * 127 < 2^15).
+// Activations are Q8_0 / Q8_1 / Q8_K values, |a| <= 127 (quant.cpp). Integer sums are
 // exact; scales are applied in f32 per unit, so results differ from the scalar
 // reference only in f32 rounding.
 //
-// Panel layout per unit of U elements (U = 32, or 16 for Q6_K): int8 w[U/4]
-// [16 rows][4], f32 scale[16], then for Q4_K f32 min[16] (-dmin * m).
+// Panel layout per unit of U elements (U = 32, or 16 for Q2_K, Q3_K, Q6_K): int8
+// w[U/4][16 rows][4], f32 scale[16], then for the types with a min (Q4_1, Q5_1,
+// Q2_K, Q4_K, Q5_K) f32 min[16] (m, or -dmin * m for the K-quants).
 // Prepared activations per token: int8 q[n], f32 d[n / SB] (one per activation
-// block, SB = 32 for Q8_0, 256 for Q8_K), then int32 corr[n / U] (-offset *
-// the unit's activation sum) for types with an offset, and for Q4_K f32
-// dsum[n / 32] (d * the unit's activation sum, for the mins).
+// block, SB = 32 for Q8_0/Q8_1, 256 for Q8_K), then int32 corr[n / U] (-offset *
+// the unit's activation sum) for types with an offset, and for the types with a
+// min f32 dsum[n / U] (d * the unit's activation sum; a Q8_1 block's stored s).
 #include <immintrin.h>
 
 #include <cstring>
@@ -167,6 +169,164 @@ struct DecQ6_K {
   }
 };
 
+// Q4_1: unsigned nibbles, x = d * q + m (activations Q8_1).
+struct DecQ4_1 {
+  static constexpr int kUnit = 32, kActBlock = 32, kOffset = 0, kSteps = 8;
+  static constexpr bool kSigned = false, kMin = true, kQ8_1 = true;
+  static constexpr int kChunksPerGroup = 1;
+  static constexpr std::size_t kGroupBytes = sizeof(BlockQ4_1);
+  static void decode(const std::byte* g, Chunk* c) {
+    const auto& b = *reinterpret_cast<const BlockQ4_1*>(g);
+    c[0].q = nibbles(b.qs);
+    c[0].scale[0] = c[0].scale[1] = h2f(b.d);
+    c[0].min[0] = c[0].min[1] = h2f(b.m);
+  }
+};
+
+// 0x10 in byte j where bit j of the little-endian qh word is set.
+inline __m256i fifth_bits(const std::uint8_t* qh_bytes) {
+  std::uint32_t qh;
+  std::memcpy(&qh, qh_bytes, 4);
+  // Byte j gets qh's byte j / 8 and keeps bit j % 8 of it.
+  const __m256i bytes = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(qh)),
+      _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
+  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+// Q5_1: Q4_1 plus bit j of qh as bit 4 of element j; x = d * q + m.
+struct DecQ5_1 {
+  static constexpr int kUnit = 32, kActBlock = 32, kOffset = 0, kSteps = 4;
+  static constexpr bool kSigned = false, kMin = true, kQ8_1 = true;
+  static constexpr int kChunksPerGroup = 1;
+  static constexpr std::size_t kGroupBytes = sizeof(BlockQ5_1);
+  static void decode(const std::byte* g, Chunk* c) {
+    const auto& b = *reinterpret_cast<const BlockQ5_1*>(g);
+    c[0].q = _mm256_or_si256(nibbles(b.qs), fifth_bits(b.qh));
+    c[0].scale[0] = c[0].scale[1] = h2f(b.d);
+    c[0].min[0] = c[0].min[1] = h2f(b.m);
+  }
+};
+
+// IQ4_NL: Q4_0's nibble layout through the signed kIQ4Values codebook; x = v * d.
+struct DecIQ4_NL {
+  static constexpr int kUnit = 32, kActBlock = 32, kOffset = 0, kSteps = 1;
+  static constexpr bool kSigned = true, kMin = false;
+  static constexpr int kChunksPerGroup = 1;
+  static constexpr std::size_t kGroupBytes = sizeof(BlockIQ4_NL);
+  static void decode(const std::byte* g, Chunk* c) {
+    const auto& b = *reinterpret_cast<const BlockIQ4_NL*>(g);
+    const __m256i table =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values)));
+    c[0].q = _mm256_shuffle_epi8(table, nibbles(b.qs));
+    c[0].scale[0] = c[0].scale[1] = h2f(b.d);
+  }
+};
+
+// IQ4_XS: IQ4_NL's codebook in 32-element sub-blocks with 6-bit signed scales.
+struct DecIQ4_XS {
+  static constexpr int kUnit = 32, kActBlock = 256, kOffset = 0, kSteps = 1;
+  static constexpr bool kSigned = true, kMin = false;
+  static constexpr int kChunksPerGroup = 8;
+  static constexpr std::size_t kGroupBytes = sizeof(BlockIQ4_XS);
+  static void decode(const std::byte* g, Chunk* c) {
+    const auto& b = *reinterpret_cast<const BlockIQ4_XS*>(g);
+    const float d = h2f(b.d);
+    const __m256i table =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values)));
+    for (int j = 0; j < 8; ++j) {
+      c[j].q = _mm256_shuffle_epi8(table, nibbles(b.qs + 16 * j));
+      c[j].scale[0] = c[j].scale[1] = d * static_cast<float>(iq4_xs_scale(b, j));
+    }
+  }
+};
+
+// Q5_K: Q4_K's nibbles plus bit j of qh[l] as bit 4 of sub-block j's element l.
+struct DecQ5_K {
+  static constexpr int kUnit = 32, kActBlock = 256, kOffset = 0, kSteps = 4;
+  static constexpr bool kSigned = false, kMin = true;
+  static constexpr int kChunksPerGroup = 8;
+  static constexpr std::size_t kGroupBytes = sizeof(BlockQ5_K);
+  static void decode(const std::byte* g, Chunk* c) {
+    const auto& b = *reinterpret_cast<const BlockQ5_K*>(g);
+    const float d = h2f(b.d), dmin = h2f(b.dmin);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
+    for (int p = 0; p < 4; ++p) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * p));
+      const __m256i h0 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * p), one);
+      const __m256i h1 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * p + 1), one);
+      c[2 * p].q = _mm256_or_si256(_mm256_and_si256(q, m4), _mm256_slli_epi16(h0, 4));
+      c[2 * p + 1].q =
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4), _mm256_slli_epi16(h1, 4));
+    }
+    for (int j = 0; j < 8; ++j) {
+      std::uint8_t sc, mn;
+      scale_min_k4(j, b.scales, sc, mn);
+      c[j].scale[0] = c[j].scale[1] = d * sc;
+      c[j].min[0] = c[j].min[1] = -dmin * mn;
+    }
+  }
+};
+
+// 32-element run j (0..7) of a Q2_K/Q3_K block's 2-bit field: bits 2 * (j % 4)
+// of bytes 32 * (j / 4) .. + 31.
+inline __m256i crumbs(const std::uint8_t* qs, int j) {
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * (j / 4)));
+  return _mm256_and_si256(_mm256_srli_epi16(v, 2 * (j % 4)), _mm256_set1_epi8(3));
+}
+
+// Q2_K: x = d * (sc & 15) * q - dmin * (sc >> 4) per 16-element sub-block.
+// The 4 steps of a 16-element unit fit int16: 4 * 2 * 3 * 127 < 2^15.
+struct DecQ2_K {
+  static constexpr int kUnit = 16, kActBlock = 256, kOffset = 0, kSteps = 4;
+  static constexpr bool kSigned = false, kMin = true;
+  static constexpr int kChunksPerGroup = 8;
+  static constexpr std::size_t kGroupBytes = sizeof(BlockQ2_K);
+  static void decode(const std::byte* g, Chunk* c) {
+    const auto& b = *reinterpret_cast<const BlockQ2_K*>(g);
+    const float d = h2f(b.d), dmin = h2f(b.dmin);
+    for (int j = 0; j < 8; ++j) {
+      c[j].q = crumbs(b.qs, j);
+      for (int h = 0; h < 2; ++h) {
+        const std::uint8_t sc = b.scales[2 * j + h];
+        c[j].scale[h] = d * static_cast<float>(sc & 0xF);
+        c[j].min[h] = -dmin * static_cast<float>(sc >> 4);
+      }
+    }
+  }
+};
+
+// Q3_K: the unsigned 3-bit q = 2-bit field | bit j of hmask[l] << 2 (0..7),
+// x = d * (sc - 32) * (q - 4) per 16-element sub-block; 4 * 2 * 7 * 127 < 2^15.
+struct DecQ3_K {
+  static constexpr int kUnit = 16, kActBlock = 256, kOffset = 4, kSteps = 4;
+  static constexpr bool kSigned = false, kMin = false;
+  static constexpr int kChunksPerGroup = 8;
+  static constexpr std::size_t kGroupBytes = sizeof(BlockQ3_K);
+  static void decode(const std::byte* g, Chunk* c) {
+    const auto& b = *reinterpret_cast<const BlockQ3_K*>(g);
+    const float d = h2f(b.d);
+    const __m256i hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.hmask));
+    for (int j = 0; j < 8; ++j) {
+      const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, j), _mm256_set1_epi8(1));
+      c[j].q = _mm256_or_si256(crumbs(b.qs, j), _mm256_slli_epi16(hb, 2));
+      for (int h = 0; h < 2; ++h) {
+        c[j].scale[h] = d * static_cast<float>(scale_q3_k(2 * j + h, b.scales) - 32);
+      }
+    }
+  }
+};
+
+// Whether a decoder's activations are Q8_1 (their blocks carry s = d * sum).
+template <class D>
+constexpr bool q8_1_act() {
+  if constexpr (requires { D::kQ8_1; }) return D::kQ8_1;
+  return false;
+}
+
 // ---------------------------------------------------------------- panels
 
 template <class D>
@@ -237,7 +397,7 @@ struct ActLayout {
     d = static_cast<std::size_t>(n);
     corr = d + static_cast<std::size_t>(n / D::kActBlock) * 4;
     dsum = corr + (D::kOffset ? static_cast<std::size_t>(n / D::kUnit) * 4 : 0);
-    total = round64(dsum + (D::kMin ? static_cast<std::size_t>(n / 32) * 4 : 0));
+    total = round64(dsum + (D::kMin ? static_cast<std::size_t>(n / D::kUnit) * 4 : 0));
   }
 };
 
@@ -254,7 +414,15 @@ void prepare(std::int64_t n, const void* act, void* dst) {
   auto* d = reinterpret_cast<float*>(base + L.d);
   auto* corr = reinterpret_cast<std::int32_t*>(base + L.corr);
   auto* dsum = reinterpret_cast<float*>(base + L.dsum);
-  if constexpr (D::kActBlock == 32) {
+  if constexpr (q8_1_act<D>()) {
+    static_assert(D::kOffset == 0 && D::kUnit == 32);
+    const auto* y = static_cast<const BlockQ8_1*>(act);
+    for (std::int64_t i = 0; i < n / 32; ++i) {
+      std::memcpy(q + 32 * i, y[i].qs, 32);
+      d[i] = h2f(y[i].d);
+      dsum[i] = h2f(y[i].s);
+    }
+  } else if constexpr (D::kActBlock == 32) {
     const auto* y = static_cast<const BlockQ8_0*>(act);
     for (std::int64_t i = 0; i < n / 32; ++i) {
       std::memcpy(q + 32 * i, y[i].qs, 32);
@@ -475,6 +643,22 @@ constexpr int kFloatMinTokens = 12;
 // Constant-initialized: no start-up code runs in this unit.
 constinit const GemmFns gemm_q4_0 = {kIntMinTokens,    act_bytes<DecQ4_0>, panel_bytes<DecQ4_0>,
                                      prepare<DecQ4_0>, pack<DecQ4_0>,      run<DecQ4_0>};
+constinit const GemmFns gemm_q4_1 = {kIntMinTokens,    act_bytes<DecQ4_1>, panel_bytes<DecQ4_1>,
+                                     prepare<DecQ4_1>, pack<DecQ4_1>,      run<DecQ4_1>};
+constinit const GemmFns gemm_q5_1 = {kIntMinTokens,    act_bytes<DecQ5_1>, panel_bytes<DecQ5_1>,
+                                     prepare<DecQ5_1>, pack<DecQ5_1>,      run<DecQ5_1>};
+constinit const GemmFns gemm_iq4_nl = {kIntMinTokens,          act_bytes<DecIQ4_NL>,
+                                       panel_bytes<DecIQ4_NL>, prepare<DecIQ4_NL>,
+                                       pack<DecIQ4_NL>,        run<DecIQ4_NL>};
+constinit const GemmFns gemm_iq4_xs = {kIntMinTokens,          act_bytes<DecIQ4_XS>,
+                                       panel_bytes<DecIQ4_XS>, prepare<DecIQ4_XS>,
+                                       pack<DecIQ4_XS>,        run<DecIQ4_XS>};
+constinit const GemmFns gemm_q2_k = {kIntMinTokens,    act_bytes<DecQ2_K>, panel_bytes<DecQ2_K>,
+                                     prepare<DecQ2_K>, pack<DecQ2_K>,      run<DecQ2_K>};
+constinit const GemmFns gemm_q3_k = {kIntMinTokens,    act_bytes<DecQ3_K>, panel_bytes<DecQ3_K>,
+                                     prepare<DecQ3_K>, pack<DecQ3_K>,      run<DecQ3_K>};
+constinit const GemmFns gemm_q5_k = {kIntMinTokens,    act_bytes<DecQ5_K>, panel_bytes<DecQ5_K>,
+                                     prepare<DecQ5_K>, pack<DecQ5_K>,      run<DecQ5_K>};
 constinit const GemmFns gemm_q5_0 = {kIntMinTokens,    act_bytes<DecQ5_0>, panel_bytes<DecQ5_0>,
                                      prepare<DecQ5_0>, pack<DecQ5_0>,      run<DecQ5_0>};
 constinit const GemmFns gemm_q8_0 = {kIntMinTokens,    act_bytes<DecQ8_0>, panel_bytes<DecQ8_0>,

@@ -90,6 +90,62 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, DotTypes,
 // 6, AMX tiles of 16: every remainder), full and partial panels (7 rows: a partial
 // first half; 1 row). Same bound as above: both sums are exact in integers and
 // differ only in f32 rounding.
+// Packs panels of `type` with g and runs them on 1..36 tokens; every output
+// must lie within the bound above of the scalar dot kernel, widened by the
+// relative error g's prepared activations carry (GemmFns::act_rel_error).
+void check_gemm(TensorType type, const dot::GemmFns& g, const std::string& what) {
+  const quant::TypeTraits& tr = *quant::traits(type);
+  const TensorType dt = tr.dot_type;
+  std::mt19937 rng(7 + static_cast<int>(type));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const std::int64_t n = testutil::test_row_len(type);
+  const std::size_t row = quant::row_size(type, n);
+  const std::size_t arow = dt == TensorType::F32 ? n * 4 : quant::row_size(dt, n);
+  constexpr int kTok = 36;
+  std::vector<std::byte> act(arow * kTok), prepared(g.act_bytes(n) * kTok);
+  std::vector<float> x(n);
+  for (int t = 0; t < kTok; ++t) {
+    for (float& v : x) v = normal(rng) * (t % 3 == 2 ? 50.0f : 1.0f);
+    quant::quantize_row(dt, x.data(), act.data() + t * arow, n);
+    g.prepare(n, act.data() + t * arow, prepared.data() + t * g.act_bytes(n));
+  }
+  std::vector<std::byte> panel(g.panel_bytes(n));
+  for (int n_rows : {dot::kPanelRows, 11, 7, 1}) {
+    const std::vector<std::byte> w = testutil::random_weights(type, n_rows, n, row, rng);
+    g.pack(n, w.data(), row, n_rows, panel.data());
+    for (int n_tok = 1; n_tok <= kTok; ++n_tok) {
+      const std::size_t ldy = dot::kPanelRows + 3;
+      std::vector<float> got(ldy * n_tok, -1.0f);
+      g.run(n, panel.data(), prepared.data(), n_tok, n_rows, got.data(), ldy);
+      for (int r = 0; r < n_rows; ++r) {
+        std::vector<float> ref(n_tok);
+        tr.dot.scalar(n, w.data() + r * row, act.data(), arow, n_tok, ref.data(), 1);
+        std::vector<float> wf(n);
+        quant::dequantize_row(type, w.data() + r * row, wf.data(), n);
+        const std::vector<double> mins = testutil::min_terms(type, w.data() + r * row, n);
+        for (int t = 0; t < n_tok; ++t) {
+          const std::vector<double> a = testutil::decode_act(dt, act.data() + t * arow, n);
+          double mag = 0;
+          for (std::int64_t i = 0; i < n; ++i)
+            mag += (std::fabs(wf[i]) + 2 * mins[i]) * std::fabs(a[i]);
+          ASSERT_NEAR(got[t * ldy + r], ref[t], (1e-5 + g.act_rel_error) * mag + 1e-30)
+              << what << " " << quant::type_name(type) << " rows " << n_rows << " n_tok " << n_tok
+              << " r " << r << " t " << t;
+        }
+      }
+      for (int t = 0; t < n_tok; ++t) {
+        for (std::size_t r = n_rows; r < ldy; ++r) ASSERT_EQ(got[t * ldy + r], -1.0f);
+      }
+    }
+  }
+}
+
+// The prefill GEMMs of each level (packed panels, prepared activations)
+// against the scalar dot kernel on the same quantized activations: every token
+// count up to 36 (AVX-512 tiles of 8 or 12, AVX2 int tiles of 4, AVX2 float
+// tiles of 6, AMX tiles of 16: every remainder), full and partial panels (7
+// rows: a partial first half; 1 row). Same bound as above: both sums are exact
+// in integers and differ only in f32 rounding.
 class DotGemm : public ::testing::TestWithParam<CpuLevel> {};
 
 TEST_P(DotGemm, PanelsMatchScalarRows) {
@@ -105,53 +161,25 @@ TEST_P(DotGemm, PanelsMatchScalarRows) {
                                                         : tr.dot.gemm2;
     if (!g) continue;
     ++checked;
-    const TensorType dt = tr.dot_type;
-    std::mt19937 rng(7 + static_cast<int>(type));
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    const std::int64_t n = testutil::test_row_len(type);
-    const std::size_t row = quant::row_size(type, n);
-    const std::size_t arow = dt == TensorType::F32 ? n * 4 : quant::row_size(dt, n);
-    constexpr int kTok = 36;
-    std::vector<std::byte> act(arow * kTok), prepared(g->act_bytes(n) * kTok);
-    std::vector<float> x(n);
-    for (int t = 0; t < kTok; ++t) {
-      for (float& v : x) v = normal(rng) * (t % 3 == 2 ? 50.0f : 1.0f);
-      quant::quantize_row(dt, x.data(), act.data() + t * arow, n);
-      g->prepare(n, act.data() + t * arow, prepared.data() + t * g->act_bytes(n));
-    }
-    std::vector<std::byte> panel(g->panel_bytes(n));
-    for (int n_rows : {dot::kPanelRows, 11, 7, 1}) {
-      const std::vector<std::byte> w = testutil::random_weights(type, n_rows, n, row, rng);
-      g->pack(n, w.data(), row, n_rows, panel.data());
-      for (int n_tok = 1; n_tok <= kTok; ++n_tok) {
-        const std::size_t ldy = dot::kPanelRows + 3;
-        std::vector<float> got(ldy * n_tok, -1.0f);
-        g->run(n, panel.data(), prepared.data(), n_tok, n_rows, got.data(), ldy);
-        for (int r = 0; r < n_rows; ++r) {
-          std::vector<float> ref(n_tok);
-          tr.dot.scalar(n, w.data() + r * row, act.data(), arow, n_tok, ref.data(), 1);
-          std::vector<float> wf(n);
-          quant::dequantize_row(type, w.data() + r * row, wf.data(), n);
-          const std::vector<double> mins = testutil::min_terms(type, w.data() + r * row, n);
-          for (int t = 0; t < n_tok; ++t) {
-            const std::vector<double> a = testutil::decode_act(dt, act.data() + t * arow, n);
-            double mag = 0;
-            for (std::int64_t i = 0; i < n; ++i)
-              mag += (std::fabs(wf[i]) + 2 * mins[i]) * std::fabs(a[i]);
-            ASSERT_NEAR(got[t * ldy + r], ref[t], 1e-5 * mag + 1e-30)
-                << cpu_level_name(level) << " " << quant::type_name(type) << " rows " << n_rows
-                << " n_tok " << n_tok << " r " << r << " t " << t;
-          }
-        }
-        for (int t = 0; t < n_tok; ++t) {
-          for (std::size_t r = n_rows; r < ldy; ++r) ASSERT_EQ(got[t * ldy + r], -1.0f);
-        }
-      }
-    }
+    check_gemm(type, *g, cpu_level_name(level));
   }
-  // AVX-512: Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS, F32, F16, BF16;
-  // AVX2: Q4_0, Q5_0, Q8_0, Q4_K, Q6_K, F32, F16, BF16; AMX: Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q6_K.
-  EXPECT_GE(checked, level == CpuLevel::Avx512 ? 11 : level == CpuLevel::Avx2 ? 8 : 6);
+  // AVX-512 and AVX2: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
+  // IQ4_XS, F32, F16, BF16; AMX: Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q6_K.
+  EXPECT_GE(checked, level == CpuLevel::Amx ? 6 : 15);
+}
+
+// Both AVX-512 BF16 GEMMs: the table's
+// f32 FMA one (exact activations) and, where the CPU has AVX512_BF16, the
+// vdpbf16ps one on activations rounded to bf16 (bound widened by 2^-9 * sum|w*a|).
+TEST(DotGemmBf16, BothAvx512VariantsMatchScalar) {
+  if (detected_cpu_level() < CpuLevel::Avx512) {
+    GTEST_SKIP() << "this CPU runs up to " << cpu_level_name(detected_cpu_level());
+  }
+  EXPECT_EQ(dot::avx512::gemm_bf16.act_rel_error, 0.0);
+  check_gemm(TensorType::BF16, dot::avx512::gemm_bf16, "avx512 fma");
+  if (!cpu_has_avx512_bf16()) GTEST_SKIP() << "this CPU has no AVX512_BF16 (vdpbf16ps)";
+  EXPECT_EQ(dot::avx512::gemm_bf16_dp.act_rel_error, 1.0 / 512);
+  check_gemm(TensorType::BF16, dot::avx512::gemm_bf16_dp, "avx512 vdpbf16ps");
 }
 
 // The AVX-512 decode kernels on prepared activation rows (dot.h RowFns) against
