@@ -93,28 +93,37 @@ void run_item(const AttentionArgs& a, const AttentionScratch& s, const attn::Att
   const attn::KvHead kv{static_cast<const std::byte*>(a.k), static_cast<const std::byte*>(a.v),
                         a.kv_type, row_bytes, kv_row_bytes(a.kv_type, std::int64_t{g} * hd)};
 
-  b.kt.resize(static_cast<std::size_t>(hd) * C);
-  b.v.resize(static_cast<std::size_t>(hd) * C);
   b.acc.assign(n_query * hd, 0.0f);
   b.m.assign(n_query, kNegInf);
   b.l.assign(n_query, 0.0f);
 
-  for (std::size_t cb = c0; cb < c1; cb += C) {
-    const std::size_t ce = std::min(cb + C, c1);
-    bool any = false;
-    for (std::size_t r = r0; r < r1 && !any; ++r) any = s.row_lo[r] < ce && s.row_hi[r] > cb;
-    if (!any) continue;
-    fns.load_chunk(kv, U + cb, static_cast<int>(ce - cb), hd, b.kt.data(), b.v.data());
-    for (std::size_t r = r0; r < r1; ++r) {
-      const std::size_t lo = std::max<std::size_t>(s.row_lo[r], cb);
-      const std::size_t hi = std::min<std::size_t>(s.row_hi[r], ce);
-      if (lo >= hi) continue;
-      for (std::int32_t hr = 0; hr < n_rep; ++hr) {
-        const std::int32_t h = g * n_rep + hr;
-        const std::size_t qi = (r - r0) * n_rep + hr;
-        fns.query_chunk(a.q + (static_cast<std::int64_t>(r) * a.n_head + h) * hd, b.kt.data(),
-                        b.v.data(), static_cast<int>(lo - cb), static_cast<int>(hi - cb), hd,
-                        a.scale, a.softcap, &b.m[qi], &b.l[qi], b.acc.data() + qi * hd);
+  if (r1 - r0 == 1) {
+    // One row (decode): its heads of kv head g are contiguous in q and read the
+    // cache rows directly; the row sees the whole union.
+    const float* q = a.q + (static_cast<std::int64_t>(r0) * a.n_head + g * n_rep) * hd;
+    for (std::size_t cb = c0; cb < c1; cb += C)
+      fns.decode_chunk(kv, U + cb, static_cast<int>(std::min(cb + C, c1) - cb), hd, n_rep, q,
+                       a.scale, a.softcap, b.m.data(), b.l.data(), b.acc.data());
+  } else {
+    b.kt.resize(static_cast<std::size_t>(hd) * C);
+    b.v.resize(static_cast<std::size_t>(hd) * C);
+    for (std::size_t cb = c0; cb < c1; cb += C) {
+      const std::size_t ce = std::min(cb + C, c1);
+      bool any = false;
+      for (std::size_t r = r0; r < r1 && !any; ++r) any = s.row_lo[r] < ce && s.row_hi[r] > cb;
+      if (!any) continue;
+      fns.load_chunk(kv, U + cb, static_cast<int>(ce - cb), hd, b.kt.data(), b.v.data());
+      for (std::size_t r = r0; r < r1; ++r) {
+        const std::size_t lo = std::max<std::size_t>(s.row_lo[r], cb);
+        const std::size_t hi = std::min<std::size_t>(s.row_hi[r], ce);
+        if (lo >= hi) continue;
+        for (std::int32_t hr = 0; hr < n_rep; ++hr) {
+          const std::int32_t h = g * n_rep + hr;
+          const std::size_t qi = (r - r0) * n_rep + hr;
+          fns.query_chunk(a.q + (static_cast<std::int64_t>(r) * a.n_head + h) * hd, b.kt.data(),
+                          b.v.data(), static_cast<int>(lo - cb), static_cast<int>(hi - cb), hd,
+                          a.scale, a.softcap, &b.m[qi], &b.l[qi], b.acc.data() + qi * hd);
+        }
       }
     }
   }

@@ -10,8 +10,10 @@
 // work item is (tile, kv head, range of the union): the K/V rows of a chunk of
 // cells are converted to F32 once (whatever the cache type: F32, F16, Q8_0)
 // and used by every query head that reads that kv head (GQA) and every row of
-// the tile; the per-chunk steps are per CPU level (attention_kernels.h). Each query keeps a running
-// max m, sum l and unnormalised output acc: for a chunk of scores s_j,
+// the tile; a tile of one row (decode) reads the cache rows in place instead
+// (decode_chunk). The per-chunk steps are per CPU level (attention_kernels.h).
+// Each query keeps a running max m, sum l and unnormalised output acc: for a
+// chunk of scores s_j,
 //   m' = max(m, max s_j), acc = acc e^(m - m') + sum_j e^(s_j - m') v_j,
 //   l = l e^(m - m') + sum_j e^(s_j - m'),   out = acc / l at the end.
 // When there are few items (decode), the union is split in ranges whose

@@ -235,4 +235,136 @@ void query_chunk(const float* q, const float* kt, const float* v, int jlo, int j
   }
 }
 
+namespace {
+
+// decode_chunk for NQ query heads of one cache type (attention_avx512.cpp has
+// the same steps in 16 lanes).
+template <KvType t, int NQ>
+void decode_t(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, const float* q,
+              float scale, float softcap, float* m, float* l, float* acc) {
+  alignas(32) float sc[NQ][C];  // [head][cell] scores, then weights
+  const std::byte* vrow[C];
+  const int hd8 = hd & ~7;
+  for (int j = 0; j < nc; ++j) {
+    const std::size_t at = static_cast<std::size_t>(cells[j]) * kv.row_bytes + kv.head_bytes;
+    const std::byte* row = kv.k + at;
+    vrow[j] = kv.v + at;
+    __m256 s[NQ];
+    for (int h = 0; h < NQ; ++h) s[h] = _mm256_setzero_ps();
+    for (int d0 = 0; d0 < hd8; d0 += 8) {
+      const __m256 kx = load8<t>(row, d0);
+      for (int h = 0; h < NQ; ++h)
+        s[h] = _mm256_fmadd_ps(_mm256_loadu_ps(q + h * hd + d0), kx, s[h]);
+    }
+    for (int h = 0; h < NQ; ++h) {
+      float x = hsum(s[h]);
+      for (int d = hd8; d < hd; ++d) x += q[h * hd + d] * load1<t>(row, d);
+      sc[h][j] = x;
+    }
+  }
+  for (int h = 0; h < NQ; ++h) {
+    float* sh = sc[h];
+    for (int j = 0; j < nc; ++j) sh[j] *= scale;
+    if (softcap > 0.0f)
+      for (int j = 0; j < nc; ++j) sh[j] = softcap * tanhf(sh[j] / softcap);
+    for (int j = nc; j < C; ++j) sh[j] = -__builtin_inff();  // weight 0, no effect on the max
+    __m256 x0 = _mm256_load_ps(sh), x1 = _mm256_load_ps(sh + 8);
+    __m256 x2 = _mm256_load_ps(sh + 16), x3 = _mm256_load_ps(sh + 24);
+    const float mx = hmax(_mm256_max_ps(_mm256_max_ps(x0, x1), _mm256_max_ps(x2, x3)));
+    const float m_new = m[h] > mx ? m[h] : mx;
+    if (m[h] != m_new) {
+      const float corr = exp_nonpositive(m[h] - m_new);  // 0 when m was -inf
+      l[h] *= corr;
+      const __m256 vc = _mm256_set1_ps(corr);
+      float* ah = acc + h * hd;
+      int d = 0;
+      for (; d + 8 <= hd; d += 8)
+        _mm256_storeu_ps(ah + d, _mm256_mul_ps(_mm256_loadu_ps(ah + d), vc));
+      for (; d < hd; ++d) ah[d] *= corr;
+      m[h] = m_new;
+    }
+    const __m256 vm = _mm256_set1_ps(m_new);
+    x0 = exp8(_mm256_sub_ps(x0, vm));
+    x1 = exp8(_mm256_sub_ps(x1, vm));
+    x2 = exp8(_mm256_sub_ps(x2, vm));
+    x3 = exp8(_mm256_sub_ps(x3, vm));
+    l[h] += hsum(_mm256_add_ps(_mm256_add_ps(x0, x1), _mm256_add_ps(x2, x3)));
+    _mm256_store_ps(sh, x0);
+    _mm256_store_ps(sh + 8, x1);
+    _mm256_store_ps(sh + 16, x2);
+    _mm256_store_ps(sh + 24, x3);
+  }
+  // acc[h] += sum_j p_hj v_j: 16 columns of every head's acc in registers
+  // (4 heads x 2 of the 16 ymm registers' worth) while the V rows stream by.
+  int d0 = 0;
+  for (; d0 + 16 <= hd; d0 += 16) {
+    __m256 a[NQ][2];
+    for (int h = 0; h < NQ; ++h)
+      for (int i = 0; i < 2; ++i) a[h][i] = _mm256_loadu_ps(acc + h * hd + d0 + 8 * i);
+    for (int j = 0; j < nc; ++j) {
+      const __m256 v0 = load8<t>(vrow[j], d0), v1 = load8<t>(vrow[j], d0 + 8);
+      for (int h = 0; h < NQ; ++h) {
+        const __m256 p = _mm256_broadcast_ss(&sc[h][j]);
+        a[h][0] = _mm256_fmadd_ps(p, v0, a[h][0]);
+        a[h][1] = _mm256_fmadd_ps(p, v1, a[h][1]);
+      }
+    }
+    for (int h = 0; h < NQ; ++h)
+      for (int i = 0; i < 2; ++i) _mm256_storeu_ps(acc + h * hd + d0 + 8 * i, a[h][i]);
+  }
+  for (; d0 + 8 <= hd; d0 += 8) {
+    __m256 a[NQ];
+    for (int h = 0; h < NQ; ++h) a[h] = _mm256_loadu_ps(acc + h * hd + d0);
+    for (int j = 0; j < nc; ++j) {
+      const __m256 vx = load8<t>(vrow[j], d0);
+      for (int h = 0; h < NQ; ++h) a[h] = _mm256_fmadd_ps(_mm256_broadcast_ss(&sc[h][j]), vx, a[h]);
+    }
+    for (int h = 0; h < NQ; ++h) _mm256_storeu_ps(acc + h * hd + d0, a[h]);
+  }
+  for (; d0 < hd; ++d0)
+    for (int j = 0; j < nc; ++j) {
+      const float x = load1<t>(vrow[j], d0);
+      for (int h = 0; h < NQ; ++h) acc[h * hd + d0] += sc[h][j] * x;
+    }
+}
+
+// Heads in groups of at most 4 (the V step's registers); a K or V row is
+// converted again per group, from L1.
+template <KvType t>
+void decode_type(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, int nq,
+                 const float* q, float scale, float softcap, float* m, float* l, float* acc) {
+  for (int h0 = 0; h0 < nq; h0 += 4) {
+    const int n = nq - h0 < 4 ? nq - h0 : 4;
+    const std::size_t off = static_cast<std::size_t>(h0) * hd;
+    switch (n) {
+      case 1:
+        decode_t<t, 1>(kv, cells, nc, hd, q + off, scale, softcap, m + h0, l + h0, acc + off);
+        break;
+      case 2:
+        decode_t<t, 2>(kv, cells, nc, hd, q + off, scale, softcap, m + h0, l + h0, acc + off);
+        break;
+      case 3:
+        decode_t<t, 3>(kv, cells, nc, hd, q + off, scale, softcap, m + h0, l + h0, acc + off);
+        break;
+      default:
+        decode_t<t, 4>(kv, cells, nc, hd, q + off, scale, softcap, m + h0, l + h0, acc + off);
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+void decode_chunk(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, int nq,
+                  const float* q, float scale, float softcap, float* m, float* l, float* acc) {
+  switch (kv.type) {
+    case KvType::F32:
+      return decode_type<KvType::F32>(kv, cells, nc, hd, nq, q, scale, softcap, m, l, acc);
+    case KvType::F16:
+      return decode_type<KvType::F16>(kv, cells, nc, hd, nq, q, scale, softcap, m, l, acc);
+    case KvType::Q8_0:
+      return decode_type<KvType::Q8_0>(kv, cells, nc, hd, nq, q, scale, softcap, m, l, acc);
+  }
+}
+
 }  // namespace seam::attn::avx2

@@ -1,5 +1,6 @@
-// AVX-512 attention step (attention_kernels.h): query_chunk in 16-lane
-// registers, the chunk's 32 scores in two. load_chunk stays the AVX2 one
+// AVX-512 attention steps (attention_kernels.h): query_chunk in 16-lane
+// registers, the chunk's 32 scores in two; decode_chunk with the query heads
+// of a kv head in registers side by side. load_chunk stays the AVX2 one
 // (converting and transposing K is not where the time goes). Compiled with
 // the AVX-512 flags; see dot.h on keeping this unit's code out of baseline
 // callers (intrinsics and plain loops only).
@@ -13,6 +14,7 @@
 #include <math.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "compute/attention_kernels.h"
 
@@ -47,6 +49,143 @@ inline __mmask16 lanes(int lo, int hi) {
 }
 
 inline int clamp16(int x) { return x < 0 ? 0 : (x > 16 ? 16 : x); }
+
+// Elements [d, d + 16) of one kv head's row at `row`, lanes outside k zero
+// (Q8_0: d is a multiple of 16 and hd of 32, so all 16 lie in one block).
+template <KvType t>
+inline __m512 load16(const std::byte* row, int d, __mmask16 k) {
+  if constexpr (t == KvType::F32) {
+    return _mm512_maskz_loadu_ps(k, reinterpret_cast<const float*>(row) + d);
+  } else if constexpr (t == KvType::F16) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, row + 2 * d));
+  } else {
+    const std::byte* blk = row + (d / 32) * 34;  // BlockQ8_0: F16 scale, 32 int8
+    std::uint16_t h;
+    std::memcpy(&h, blk, 2);
+    const __m128i q8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2 + d % 32));
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q8)),
+                         _mm512_set1_ps(_cvtsh_ss(h)));
+  }
+}
+
+// decode_chunk for NQ query heads of one cache type.
+template <KvType t, int NQ>
+void decode_t(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, const float* q,
+              float scale, float softcap, float* m, float* l, float* acc) {
+  alignas(64) float sc[NQ][C];  // [head][cell] scores, then weights
+  const std::byte* vrow[C];
+  const int hd16 = hd & ~15;
+  const __mmask16 tail = lanes(0, hd - hd16);
+  // Scores: each K row is converted once, 16 elements at a time, and dotted
+  // with every head's query; one horizontal sum per (cell, head).
+  for (int j = 0; j < nc; ++j) {
+    const std::size_t at = static_cast<std::size_t>(cells[j]) * kv.row_bytes + kv.head_bytes;
+    const std::byte* row = kv.k + at;
+    vrow[j] = kv.v + at;
+    __m512 s[NQ];
+    for (int h = 0; h < NQ; ++h) s[h] = _mm512_setzero_ps();
+    int d0 = 0;
+    for (; d0 < hd16; d0 += 16) {
+      const __m512 kx = load16<t>(row, d0, 0xFFFF);
+      for (int h = 0; h < NQ; ++h)
+        s[h] = _mm512_fmadd_ps(_mm512_loadu_ps(q + h * hd + d0), kx, s[h]);
+    }
+    if (d0 < hd) {
+      const __m512 kx = load16<t>(row, d0, tail);
+      for (int h = 0; h < NQ; ++h)
+        s[h] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, q + h * hd + d0), kx, s[h]);
+    }
+    for (int h = 0; h < NQ; ++h) sc[h][j] = _mm512_reduce_add_ps(s[h]);
+  }
+  // Online softmax per head, as query_chunk; cells >= nc get -inf (weight 0).
+  const __mmask16 k0 = lanes(0, clamp16(nc)), k1 = lanes(0, clamp16(nc - 16));
+  const __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-__builtin_inff());
+  for (int h = 0; h < NQ; ++h) {
+    __m512 x0 = _mm512_mul_ps(_mm512_maskz_loadu_ps(k0, sc[h]), vs);
+    __m512 x1 = _mm512_mul_ps(_mm512_maskz_loadu_ps(k1, sc[h] + 16), vs);
+    if (softcap > 0.0f) {
+      _mm512_store_ps(sc[h], x0);
+      _mm512_store_ps(sc[h] + 16, x1);
+      for (int j = 0; j < nc; ++j) sc[h][j] = softcap * tanhf(sc[h][j] / softcap);
+      x0 = _mm512_load_ps(sc[h]);
+      x1 = _mm512_load_ps(sc[h] + 16);
+    }
+    x0 = _mm512_mask_blend_ps(k0, ninf, x0);
+    x1 = _mm512_mask_blend_ps(k1, ninf, x1);
+    const float mx = _mm512_reduce_max_ps(_mm512_max_ps(x0, x1));
+    const float m_new = m[h] > mx ? m[h] : mx;
+    if (m[h] != m_new) {
+      const float corr = exp_nonpositive(m[h] - m_new);  // 0 when m was -inf
+      l[h] *= corr;
+      const __m512 vc = _mm512_set1_ps(corr);
+      float* ah = acc + h * hd;
+      for (int d0 = 0; d0 < hd; d0 += 16) {
+        const __mmask16 k = lanes(0, clamp16(hd - d0));
+        _mm512_mask_storeu_ps(ah + d0, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, ah + d0), vc));
+      }
+      m[h] = m_new;
+    }
+    const __m512 vm = _mm512_set1_ps(m_new);
+    x0 = exp16(_mm512_sub_ps(x0, vm));
+    x1 = exp16(_mm512_sub_ps(x1, vm));
+    l[h] += _mm512_reduce_add_ps(_mm512_add_ps(x0, x1));
+    _mm512_store_ps(sc[h], x0);
+    _mm512_store_ps(sc[h] + 16, x1);
+  }
+  // acc[h] += sum_j p_hj v_j: 64 columns of every head's acc in registers while
+  // the chunk's V rows stream by, each converted once.
+  int d0 = 0;
+  for (; d0 + 64 <= hd; d0 += 64) {
+    __m512 a[NQ][4];
+    for (int h = 0; h < NQ; ++h)
+      for (int i = 0; i < 4; ++i) a[h][i] = _mm512_loadu_ps(acc + h * hd + d0 + 16 * i);
+    for (int j = 0; j < nc; ++j) {
+      __m512 vx[4];
+      for (int i = 0; i < 4; ++i) vx[i] = load16<t>(vrow[j], d0 + 16 * i, 0xFFFF);
+      for (int h = 0; h < NQ; ++h) {
+        const __m512 p = _mm512_set1_ps(sc[h][j]);
+        for (int i = 0; i < 4; ++i) a[h][i] = _mm512_fmadd_ps(p, vx[i], a[h][i]);
+      }
+    }
+    for (int h = 0; h < NQ; ++h)
+      for (int i = 0; i < 4; ++i) _mm512_storeu_ps(acc + h * hd + d0 + 16 * i, a[h][i]);
+  }
+  for (; d0 < hd; d0 += 16) {
+    const __mmask16 k = lanes(0, clamp16(hd - d0));
+    __m512 a[NQ];
+    for (int h = 0; h < NQ; ++h) a[h] = _mm512_maskz_loadu_ps(k, acc + h * hd + d0);
+    for (int j = 0; j < nc; ++j) {
+      const __m512 vx = load16<t>(vrow[j], d0, k);
+      for (int h = 0; h < NQ; ++h) a[h] = _mm512_fmadd_ps(_mm512_set1_ps(sc[h][j]), vx, a[h]);
+    }
+    for (int h = 0; h < NQ; ++h) _mm512_mask_storeu_ps(acc + h * hd + d0, k, a[h]);
+  }
+}
+
+// Heads in groups of at most 4 (the V step's registers: 4 heads x 4 x 16
+// columns); a K or V row is converted again per group, from L1.
+template <KvType t>
+void decode_type(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, int nq,
+                 const float* q, float scale, float softcap, float* m, float* l, float* acc) {
+  for (int h0 = 0; h0 < nq; h0 += 4) {
+    const int n = nq - h0 < 4 ? nq - h0 : 4;
+    const std::size_t off = static_cast<std::size_t>(h0) * hd;
+    switch (n) {
+      case 1:
+        decode_t<t, 1>(kv, cells, nc, hd, q + off, scale, softcap, m + h0, l + h0, acc + off);
+        break;
+      case 2:
+        decode_t<t, 2>(kv, cells, nc, hd, q + off, scale, softcap, m + h0, l + h0, acc + off);
+        break;
+      case 3:
+        decode_t<t, 3>(kv, cells, nc, hd, q + off, scale, softcap, m + h0, l + h0, acc + off);
+        break;
+      default:
+        decode_t<t, 4>(kv, cells, nc, hd, q + off, scale, softcap, m + h0, l + h0, acc + off);
+        break;
+    }
+  }
+}
 
 }  // namespace
 
@@ -128,6 +267,18 @@ void query_chunk(const float* q, const float* kt, const float* v, int jlo, int j
       a0 = _mm512_fmadd_ps(_mm512_set1_ps(sc[j]),
                            _mm512_maskz_loadu_ps(k, v + static_cast<std::size_t>(j) * hd + d0), a0);
     _mm512_mask_storeu_ps(acc + d0, k, a0);
+  }
+}
+
+void decode_chunk(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, int nq,
+                  const float* q, float scale, float softcap, float* m, float* l, float* acc) {
+  switch (kv.type) {
+    case KvType::F32:
+      return decode_type<KvType::F32>(kv, cells, nc, hd, nq, q, scale, softcap, m, l, acc);
+    case KvType::F16:
+      return decode_type<KvType::F16>(kv, cells, nc, hd, nq, q, scale, softcap, m, l, acc);
+    case KvType::Q8_0:
+      return decode_type<KvType::Q8_0>(kv, cells, nc, hd, nq, q, scale, softcap, m, l, acc);
   }
 }
 

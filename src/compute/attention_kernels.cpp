@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "compute/quant_blocks.h"
 #include "core/half.h"
@@ -77,14 +78,10 @@ void load_chunk_scalar(const KvHead& kv, const std::uint32_t* cells, int nc, int
     for (int j = nc; j < C; ++j) kt[d * C + j] = 0.0f;
 }
 
-void query_chunk_scalar(const float* q, const float* kt, const float* v, int jlo, int jhi, int hd,
-                        float scale, float softcap, float* m, float* l, float* acc) {
-  float sc[C] = {};
-  for (int d = 0; d < hd; ++d) {
-    const float qd = q[d];
-    const float* kd = kt + d * C;
-    for (int j = 0; j < C; ++j) sc[j] += qd * kd[j];
-  }
+// Folds raw scores sc[j] = q.k_j, j in [jlo, jhi), into (m, l, acc); v_j is
+// v + j * v_stride. sc is overwritten with the weights.
+void fold_scalar(float* sc, const float* v, std::size_t v_stride, int jlo, int jhi, int hd,
+                 float scale, float softcap, float* m, float* l, float* acc) {
   float mx = kNegInf;
   for (int j = jlo; j < jhi; ++j) {
     float x = sc[j] * scale;
@@ -107,14 +104,50 @@ void query_chunk_scalar(const float* q, const float* kt, const float* v, int jlo
   *l += sum;
   for (int j = jlo; j < jhi; ++j) {
     const float p = sc[j];
-    const float* vj = v + static_cast<std::size_t>(j) * hd;
+    const float* vj = v + static_cast<std::size_t>(j) * v_stride;
     for (int d = 0; d < hd; ++d) acc[d] += p * vj[d];
   }
 }
 
-constexpr AttnFns kScalar = {load_chunk_scalar, query_chunk_scalar};
-constexpr AttnFns kAvx2 = {avx2::load_chunk, avx2::query_chunk};
-constexpr AttnFns kAvx512 = {avx2::load_chunk, avx512::query_chunk};
+void query_chunk_scalar(const float* q, const float* kt, const float* v, int jlo, int jhi, int hd,
+                        float scale, float softcap, float* m, float* l, float* acc) {
+  float sc[C] = {};
+  for (int d = 0; d < hd; ++d) {
+    const float qd = q[d];
+    const float* kd = kt + d * C;
+    for (int j = 0; j < C; ++j) sc[j] += qd * kd[j];
+  }
+  fold_scalar(sc, v, static_cast<std::size_t>(hd), jlo, jhi, hd, scale, softcap, m, l, acc);
+}
+
+void decode_chunk_scalar(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, int nq,
+                         const float* q, float scale, float softcap, float* m, float* l,
+                         float* acc) {
+  // [kAttnChunk][hd] each; grown once per thread, so decoding allocates nothing.
+  thread_local std::vector<float> k, v;
+  k.resize(static_cast<std::size_t>(C) * hd);
+  v.resize(k.size());
+  for (int j = 0; j < nc; ++j) {
+    load_row(kv.k, kv, cells[j], hd, k.data() + static_cast<std::size_t>(j) * hd);
+    load_row(kv.v, kv, cells[j], hd, v.data() + static_cast<std::size_t>(j) * hd);
+  }
+  for (int h = 0; h < nq; ++h) {
+    const float* qh = q + static_cast<std::size_t>(h) * hd;
+    float sc[C];
+    for (int j = 0; j < nc; ++j) {
+      const float* kj = k.data() + static_cast<std::size_t>(j) * hd;
+      float s = 0.0f;
+      for (int d = 0; d < hd; ++d) s += qh[d] * kj[d];
+      sc[j] = s;
+    }
+    fold_scalar(sc, v.data(), static_cast<std::size_t>(hd), 0, nc, hd, scale, softcap, m + h, l + h,
+                acc + static_cast<std::size_t>(h) * hd);
+  }
+}
+
+constexpr AttnFns kScalar = {load_chunk_scalar, query_chunk_scalar, decode_chunk_scalar};
+constexpr AttnFns kAvx2 = {avx2::load_chunk, avx2::query_chunk, avx2::decode_chunk};
+constexpr AttnFns kAvx512 = {avx2::load_chunk, avx512::query_chunk, avx512::decode_chunk};
 
 }  // namespace
 

@@ -8,7 +8,9 @@
 // load_chunk turns the chunk's K and V rows, whatever the cache type, into
 // F32 (K transposed, so the scores of one query are hd broadcast-FMAs over the
 // chunk's lanes); query_chunk folds the chunk into one query's online-softmax
-// state (m, l, acc).
+// state (m, l, acc). A tile of one row (decode) has too few queries to pay for
+// that copy: decode_chunk reads each cached K and V row where it lies, once for
+// all the query heads that share the kv head.
 #pragma once
 
 #include <cstddef>
@@ -40,6 +42,11 @@ struct AttnFns {
   // acc[0, hd) = acc e^(m - m') + sum_j e^(s_j - m') v[j], m = m'.
   void (*query_chunk)(const float* q, const float* kt, const float* v, int jlo, int jhi, int hd,
                       float scale, float softcap, float* m, float* l, float* acc);
+  // query_chunk's fold for nq query heads of one row that read this kv head
+  // (q, acc [nq][hd]; m, l [nq]), over cells[0, nc), 0 < nc <= kAttnChunk,
+  // with K and V read straight from the cache rows.
+  void (*decode_chunk)(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, int nq,
+                       const float* q, float scale, float softcap, float* m, float* l, float* acc);
 };
 
 // The functions of `level` (the highest present at or below it).
@@ -52,11 +59,15 @@ namespace avx2 {
 void load_chunk(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, float* kt, float* v);
 void query_chunk(const float* q, const float* kt, const float* v, int jlo, int jhi, int hd,
                  float scale, float softcap, float* m, float* l, float* acc);
+void decode_chunk(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, int nq,
+                  const float* q, float scale, float softcap, float* m, float* l, float* acc);
 }  // namespace avx2
 
 namespace avx512 {
 void query_chunk(const float* q, const float* kt, const float* v, int jlo, int jhi, int hd,
                  float scale, float softcap, float* m, float* l, float* acc);
+void decode_chunk(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, int nq,
+                  const float* q, float scale, float softcap, float* m, float* l, float* acc);
 }  // namespace avx512
 
 }  // namespace seam::attn

@@ -250,6 +250,44 @@ TEST(AttentionTiled, DecodeOneRowSplitsTheCells) {
   }
 }
 
+TEST(AttentionTiled, DecodeReadsCacheRowsForEveryGqaRatioAndHeadSize) {
+  // One row per tile goes through decode_chunk: query heads per kv head 1 to
+  // 8 (groups of 4 and what is left), head sizes with 8- and 16-lane tails and
+  // a 64-column block plus a tail, depths that end a chunk early, a soft cap.
+  struct Shape {
+    std::int32_t rep, kv, hd;
+    std::uint32_t depth;
+    float softcap;
+  };
+  for (const Shape& sh :
+       {Shape{1, 3, 20, 45, 0.0f}, Shape{3, 3, 64, 300, 0.0f}, Shape{5, 1, 80, 77, 0.0f},
+        Shape{6, 2, 96, 130, 4.0f}, Shape{8, 1, 128, 64, 0.0f}, Shape{7, 1, 36, 33, 2.5f}}) {
+    Problem p = sequence(sh.depth, 1, 0, 9);
+    p.n_head = sh.rep * sh.kv;
+    p.n_head_kv = sh.kv;
+    p.head_dim = sh.hd;
+    p.softcap = sh.softcap;
+    check(p, "decode_rep" + std::to_string(sh.rep) + "_hd" + std::to_string(sh.hd) + "_depth" +
+                 std::to_string(sh.depth));
+  }
+}
+
+TEST(AttentionTiled, SeveralSequencesDecodingTogether) {
+  // A decode batch: one row per sequence, each its own tile; the cells are
+  // interleaved in the cache and one sequence is empty.
+  Problem p;
+  p.n_cells = 200;
+  p.n_head = 6;
+  p.n_head_kv = 2;
+  p.head_dim = 32;
+  std::vector<std::uint32_t> a, b, c;
+  for (std::uint32_t x = 0; x < 200; x += 2) a.push_back(x);
+  for (std::uint32_t x = 1; x < 150; x += 2) b.push_back(x);
+  for (std::uint32_t x = 199; x > 160; x -= 3) c.push_back(x);
+  p.rows = {a, b, {}, c};
+  check(p, "decode_batch");
+}
+
 TEST(AttentionTiled, SlidingWindowAndSoftcap) {
   Problem p = sequence(40, 45, 16, 4);
   p.softcap = 5.0f;
