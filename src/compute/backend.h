@@ -57,6 +57,8 @@ struct RopeParams {
   float ext_factor = 0.0f;
   float corr_low = 0.0f, corr_high = 0.0f;  // pair indices where the ramp starts / ends
   float attn_factor = 1.0f;                 // cos and sin are multiplied by it (YaRN, LongRoPE)
+
+  bool operator==(const RopeParams&) const = default;
 };
 
 // How the KV cache stores K and V rows. Q8_0: blocks of 32 int8 with one F16
@@ -248,7 +250,18 @@ class CpuBackend : public ComputeBackend {
   ThreadPool pool_;
   MatmulScratch scratch_;
   AttentionScratch attn_scratch_;
-  std::vector<float> rope_cs_;  // [n_rot/2][cos, sin] of one position, reused
+  // The angles of a call's positions, [n_tokens][n_rot/2][cos, sin]: every
+  // layer's q and k of one forward pass rotate by the same ones, so the last
+  // few tables (one per distinct RopeParams, e.g. local and global layers) are
+  // kept and reused while the positions and parameters match exactly.
+  struct RopeTable {
+    RopeParams p;
+    std::vector<std::int32_t> pos;
+    std::vector<float> cs;
+  };
+  std::vector<RopeTable> rope_tables_;
+  std::size_t rope_next_ = 0;  // the table to replace next
+  const float* rope_angles(std::span<const std::int32_t> pos, const RopeParams& p);
   std::vector<float> expert_x_, expert_y_, route_row_;  // matmul_experts / route buffers
   std::vector<std::int64_t> expert_slots_;              // (t * k + j) routed to one expert
 };

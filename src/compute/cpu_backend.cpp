@@ -29,15 +29,29 @@ void CpuBackend::rms_norm(const float* x, const float* w, std::int64_t n_rows, s
   for (std::int64_t r = 0; r < n_rows; ++r) ops::rms_norm_row(x + r * n, w, n, eps, y + r * n);
 }
 
+const float* CpuBackend::rope_angles(std::span<const std::int32_t> pos, const RopeParams& p) {
+  for (RopeTable& t : rope_tables_)
+    if (t.p == p && std::equal(pos.begin(), pos.end(), t.pos.begin(), t.pos.end()))
+      return t.cs.data();
+  constexpr std::size_t kTables = 4;
+  if (rope_tables_.size() < kTables) rope_tables_.emplace_back();
+  RopeTable& t = rope_tables_[rope_next_ % rope_tables_.size()];
+  rope_next_ = (rope_next_ + 1) % kTables;
+  t.p = p;
+  t.pos.assign(pos.begin(), pos.end());
+  const auto n_rot = static_cast<std::size_t>(p.n_rot);
+  t.cs.resize(pos.size() * n_rot);
+  for (std::size_t i = 0; i < pos.size(); ++i) ops::rope_angles(pos[i], p, t.cs.data() + i * n_rot);
+  return t.cs.data();
+}
+
 void CpuBackend::rope(float* x, std::int64_t n_tokens, std::int32_t n_heads, std::int32_t head_dim,
                       std::span<const std::int32_t> pos, const RopeParams& p) {
-  std::vector<float>& cs = rope_cs_;  // [n_rot/2][cos, sin]
-  if (cs.size() < static_cast<std::size_t>(p.n_rot)) cs.resize(static_cast<std::size_t>(p.n_rot));
+  const float* cs = rope_angles(pos.first(static_cast<std::size_t>(n_tokens)), p);
   for (std::int64_t t = 0; t < n_tokens; ++t) {
-    ops::rope_angles(pos[static_cast<std::size_t>(t)], p, cs.data());
-    for (std::int32_t h = 0; h < n_heads; ++h) {
-      ops::rope_head(x + (t * n_heads + h) * head_dim, p, cs.data());
-    }
+    const float* c = cs + t * p.n_rot;
+    for (std::int32_t h = 0; h < n_heads; ++h)
+      ops::rope_head(x + (t * n_heads + h) * head_dim, p, c);
   }
 }
 

@@ -19,8 +19,9 @@ struct RowScore {
 };
 
 // Scores `row` (n_vocab logits, NaN entries count as -inf) for `target`.
-// Double precision throughout: two passes over the row (max, then the sum of
-// exp and of p * logit) plus a bounded heap for the top `k`.
+// One scan of the row at the active CPU level (compute/logit_scan.h: the max,
+// then exp, its sums, the rank and the top `k` in one pass; exp in float with
+// double sums above the scalar level), finished in double.
 RowScore score_row(std::span<const float> row, Token target, std::uint32_t k,
                    bool keep_logp = false);
 

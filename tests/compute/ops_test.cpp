@@ -85,6 +85,44 @@ TEST(Ops, RopeAdjacentAndNeoxRotateTheRightPairs) {
   EXPECT_NEAR(cs[5], std::sin(3 * std::pow(100.0, -4.0 / 6) / 4), 1e-6);
 }
 
+// CpuBackend::rope keeps the last few angle tables: interleaved calls with
+// other positions and other parameters (local and global layers) must each
+// rotate exactly as angles computed afresh for that call.
+TEST(Ops, RopeAngleTablesAreReusedOnlyForTheSameCall) {
+  CpuBackend be(1);
+  RopeParams a;
+  a.n_rot = 8;
+  RopeParams b = a;
+  b.freq_base = 1e6f;
+  RopeParams c = a;
+  c.neox = true;
+  const std::vector<std::int32_t> p1 = {0, 1, 2, 3}, p2 = {4, 5, 6, 7}, p3 = {0, 1, 2};
+  std::mt19937 rng(2);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int n_heads = 2, head_dim = 10;
+  struct Call {
+    const RopeParams* p;
+    const std::vector<std::int32_t>* pos;
+  };
+  const Call calls[] = {{&a, &p1}, {&a, &p1}, {&b, &p1}, {&a, &p2}, {&a, &p1}, {&c, &p1},
+                        {&b, &p2}, {&a, &p3}, {&b, &p1}, {&a, &p1}, {&c, &p3}, {&a, &p2}};
+  for (const Call& call : calls) {
+    const auto n = static_cast<std::int64_t>(call.pos->size());
+    std::vector<float> x(static_cast<std::size_t>(n * n_heads * head_dim));
+    for (float& v : x) v = normal(rng);
+    std::vector<float> want = x;
+    std::vector<float> cs(8);
+    for (std::int64_t t = 0; t < n; ++t) {
+      ops::rope_angles((*call.pos)[static_cast<std::size_t>(t)], *call.p, cs.data());
+      for (int h = 0; h < n_heads; ++h)
+        ops::rope_head(want.data() + (t * n_heads + h) * head_dim, *call.p, cs.data());
+    }
+    be.rope(x.data(), n, n_heads, head_dim, *call.pos, *call.p);
+    // The same float operations on the same angles: identical results.
+    EXPECT_EQ(x, want);
+  }
+}
+
 // Masked GQA attention against a double-precision reference, multithreaded.
 TEST(Ops, AttentionMatchesReferenceWithMaskAndGqa) {
   std::mt19937 rng(3);

@@ -147,7 +147,9 @@ TEST(ObserveCli, CompareAddsKlAndBinoculars) {
   for (const json& e : lines(o.out)) {
     if (e["type"] == "token") {
       EXPECT_EQ(e.at("kl_bits").get<double>(), 0.0);
-      EXPECT_NEAR(e.at("xent_bits").get<double>(), e.at("entropy_bits").get<double>(), 1e-9);
+      // H(P, P) = H(P); the entropy comes from the float-exp scan, within 1e-5
+      // bits on these rows (the bound is derived in tests/observe/observer_test.cpp).
+      EXPECT_NEAR(e.at("xent_bits").get<double>(), e.at("entropy_bits").get<double>(), 1e-5);
       EXPECT_TRUE(e.at("binoculars").is_number());
       ++n;
     } else if (e["type"] == "summary") {

@@ -3,7 +3,9 @@
 // first token of a model that adds no BOS.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numbers>
 #include <variant>
 #include <vector>
@@ -46,18 +48,23 @@ TEST(Compare, SameModelTwiceGivesZeroKl) {
   SummaryEvent s;
   const auto toks = tokens_of(obs, "Once upon a time, there was a little dog named Max.", s);
   ASSERT_FALSE(toks.empty());
-  double sum_s = 0, sum_h = 0;
+  double sum_s = 0, sum_h = 0, worst = 0;
   for (const TokenEvent& t : toks) {
     // The same logits on both sides: every term p (log p - log q) is exactly 0.
     EXPECT_EQ(t.kl_bits, 0.0);
-    EXPECT_NEAR(t.xent_bits, t.entropy_bits, 1e-9);  // H(P, P) = H(P)
+    // H(P, P) = H(P); the entropy comes from the float-exp scan (observer_test.cpp
+    // derives its bound per row; on these rows it stays below 1e-5 bits).
+    EXPECT_NEAR(t.xent_bits, t.entropy_bits, 1e-5);
+    worst = std::max(worst, std::fabs(t.xent_bits - t.entropy_bits));
     sum_s += t.surprisal_bits;
     sum_h += t.entropy_bits;
   }
   EXPECT_EQ(s.mean_kl_bits, 0.0);
   EXPECT_EQ(s.mean_kl_stderr_bits, 0.0);
-  // Binoculars of a model against itself: mean surprisal / mean entropy.
-  EXPECT_NEAR(s.binoculars, sum_s / sum_h, 1e-9);
+  std::printf("worst |xent - entropy| %.3g bits\n", worst);
+  // Binoculars of a model against itself: mean surprisal / mean entropy (the
+  // summary divides by the cross-entropies, each within 1e-5 bits of H).
+  EXPECT_NEAR(s.binoculars, sum_s / sum_h, 1e-5 * s.binoculars);
 }
 
 TEST(Compare, KlEqualsNumpyFromBothLogitRows) {
