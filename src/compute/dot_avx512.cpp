@@ -22,8 +22,9 @@
 // sum[n / SU] (sums of the int8 activations over SU = 32 elements, 16 for Q2_K,
 // for the mins) and for Q8_1 f32 s[n / 32] (the block's stored d * sum).
 // GCC 12's AVX-512 headers self-initialize their "undefined" vectors
-// (__m512 __Y = __Y), which -Wmaybe-uninitialized reports once inlined here.
+// (__m512 __Y = __Y), which -W(maybe-)uninitialized reports once inlined here.
 #if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #include <immintrin.h>
@@ -566,12 +567,20 @@ void run(std::int64_t n, const void* panel, const void* act, std::int64_t n_tok,
 // transposed, f32 p[n][16]; activations stay f32. One FMA per element and
 // token covers 16 rows, with the token's value broadcast from memory, so a
 // panel in L2 meets every token without re-reading activation vectors per row.
+// one(): element k of a row; sixteen(): elements [k, k + 16) as f32.
 struct CvtF32 {
   static float one(const void* w, std::int64_t k) { return static_cast<const float*>(w)[k]; }
+  static __m512 sixteen(const void* w, std::int64_t k) {
+    return _mm512_loadu_ps(static_cast<const float*>(w) + k);
+  }
 };
 struct CvtF16 {
   static float one(const void* w, std::int64_t k) {
     return h2f(static_cast<const std::uint16_t*>(w)[k]);
+  }
+  static __m512 sixteen(const void* w, std::int64_t k) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(static_cast<const std::uint16_t*>(w) + k)));
   }
 };
 struct CvtBF16 {
@@ -582,7 +591,44 @@ struct CvtBF16 {
     std::memcpy(&f, &b, 4);
     return f;
   }
+  static __m512 sixteen(const void* w, std::int64_t k) {
+    const __m256i h = _mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(static_cast<const std::uint16_t*>(w) + k));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
 };
+
+// In-register transpose of a 16 x 16 block: x[r] holds row r's 16 elements,
+// on return x[k] holds element k of the 16 rows. Four rounds of 16 shuffles:
+// pairs of rows, then quads (as doubles), then 128-bit lanes twice.
+void transpose16(__m512 x[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(x[i], x[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(x[i], x[i + 1]);
+  }
+  // u[4q + j]: rows 4q..4q+3, elements j, j + 4, j + 8, j + 12 (one per lane).
+  __m512 u[16];
+  for (int q = 0; q < 4; ++q) {
+    const __m512d a = _mm512_castps_pd(t[4 * q]), b = _mm512_castps_pd(t[4 * q + 1]);
+    const __m512d c = _mm512_castps_pd(t[4 * q + 2]), d = _mm512_castps_pd(t[4 * q + 3]);
+    u[4 * q] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+    u[4 * q + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+    u[4 * q + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+    u[4 * q + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+  }
+  for (int j = 0; j < 4; ++j) {
+    // Lanes (rows 0-3 | 4-7) and (8-11 | 12-15) of elements j and j + 8, then j + 4 and j + 12.
+    const __m512 v0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88);
+    const __m512 v1 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xdd);
+    const __m512 v2 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88);
+    const __m512 v3 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xdd);
+    x[j] = _mm512_shuffle_f32x4(v0, v2, 0x88);
+    x[j + 8] = _mm512_shuffle_f32x4(v0, v2, 0xdd);
+    x[j + 4] = _mm512_shuffle_f32x4(v1, v3, 0x88);
+    x[j + 12] = _mm512_shuffle_f32x4(v1, v3, 0xdd);
+  }
+}
 
 std::size_t float_act_bytes(std::int64_t n) { return round64(static_cast<std::size_t>(n) * 4); }
 std::size_t float_panel_bytes(std::int64_t n) { return static_cast<std::size_t>(n) * 4 * kRows; }
@@ -591,13 +637,23 @@ void float_prepare(std::int64_t n, const void* act, void* dst) {
   std::memcpy(dst, act, static_cast<std::size_t>(n) * 4);
 }
 
+static_assert(kRows == 16, "float_pack transposes 16 x 16 blocks");
+
 template <class C>
 void float_pack(std::int64_t n, const void* w, std::size_t row_stride, int n_rows, void* panel) {
   // Element-major so that the stores run sequentially through the panel.
   auto* p = static_cast<float*>(panel);
   const void* rows[kRows];
   for (int r = 0; r < n_rows; ++r) rows[r] = static_cast<const std::byte*>(w) + r * row_stride;
-  for (std::int64_t k = 0; k < n; ++k) {
+  std::int64_t k = 0;
+  for (; k + 16 <= n; k += 16) {  // 16 x 16 blocks through registers
+    __m512 x[16];
+    for (int r = 0; r < kRows; ++r)
+      x[r] = r < n_rows ? C::sixteen(rows[r], k) : _mm512_setzero_ps();
+    transpose16(x);
+    for (int j = 0; j < 16; ++j) _mm512_storeu_ps(p + (k + j) * kRows, x[j]);
+  }
+  for (; k < n; ++k) {
     for (int r = 0; r < n_rows; ++r) p[k * kRows + r] = C::one(rows[r], k);
     for (int r = n_rows; r < kRows; ++r) p[k * kRows + r] = 0.0f;
   }

@@ -566,12 +566,20 @@ void run(std::int64_t n, const void* panel, const void* act, std::int64_t n_tok,
 // F32 / F16 / BF16 weights: the panel is the 16 rows converted to f32 and
 // transposed, f32 p[n][16]; activations stay f32. Two FMAs per element and
 // token cover 16 rows, with the token's value broadcast from memory.
+// one(): element k of a row; eight(): elements [k, k + 8) as f32.
 struct CvtF32 {
   static float one(const void* w, std::int64_t k) { return static_cast<const float*>(w)[k]; }
+  static __m256 eight(const void* w, std::int64_t k) {
+    return _mm256_loadu_ps(static_cast<const float*>(w) + k);
+  }
 };
 struct CvtF16 {
   static float one(const void* w, std::int64_t k) {
     return h2f(static_cast<const std::uint16_t*>(w)[k]);
+  }
+  static __m256 eight(const void* w, std::int64_t k) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(
+        reinterpret_cast<const __m128i*>(static_cast<const std::uint16_t*>(w) + k)));
   }
 };
 struct CvtBF16 {
@@ -582,7 +590,33 @@ struct CvtBF16 {
     std::memcpy(&f, &b, 4);
     return f;
   }
+  static __m256 eight(const void* w, std::int64_t k) {
+    const __m128i h =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const std::uint16_t*>(w) + k));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
 };
+
+// In-register transpose of an 8 x 8 block: x[r] holds row r's 8 elements, on
+// return x[k] holds element k of the 8 rows.
+void transpose8(__m256 x[8]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(x[i], x[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(x[i], x[i + 1]);
+  }
+  // u[4h + j]: rows 4h..4h+3, elements j and j + 4 (one per 128-bit lane).
+  for (int h = 0; h < 2; ++h) {
+    u[4 * h] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], 0x44);
+    u[4 * h + 1] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], 0xee);
+    u[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0x44);
+    u[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0xee);
+  }
+  for (int j = 0; j < 4; ++j) {
+    x[j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x20);
+    x[j + 4] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x31);
+  }
+}
 
 std::size_t float_act_bytes(std::int64_t n) { return round64(static_cast<std::size_t>(n) * 4); }
 std::size_t float_panel_bytes(std::int64_t n) { return static_cast<std::size_t>(n) * 4 * kRows; }
@@ -591,13 +625,25 @@ void float_prepare(std::int64_t n, const void* act, void* dst) {
   std::memcpy(dst, act, static_cast<std::size_t>(n) * 4);
 }
 
+static_assert(kRows == 16, "float_pack fills 16 rows as two 8 x 8 halves");
+
 template <class C>
 void float_pack(std::int64_t n, const void* w, std::size_t row_stride, int n_rows, void* panel) {
   // Element-major so that the stores run sequentially through the panel.
   auto* p = static_cast<float*>(panel);
   const void* rows[kRows];
   for (int r = 0; r < n_rows; ++r) rows[r] = static_cast<const std::byte*>(w) + r * row_stride;
-  for (std::int64_t k = 0; k < n; ++k) {
+  std::int64_t k = 0;
+  for (; k + 8 <= n; k += 8) {  // 8 x 8 blocks through registers, two per 16 rows
+    for (int h = 0; h < kRows; h += 8) {
+      __m256 x[8];
+      for (int r = 0; r < 8; ++r)
+        x[r] = h + r < n_rows ? C::eight(rows[h + r], k) : _mm256_setzero_ps();
+      transpose8(x);
+      for (int j = 0; j < 8; ++j) _mm256_storeu_ps(p + (k + j) * kRows + h, x[j]);
+    }
+  }
+  for (; k < n; ++k) {
     for (int r = 0; r < n_rows; ++r) p[k * kRows + r] = C::one(rows[r], k);
     for (int r = n_rows; r < kRows; ++r) p[k * kRows + r] = 0.0f;
   }
