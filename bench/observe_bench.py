@@ -70,7 +70,8 @@ def main():
 
 def throughput(a, t, base):
     _, out, _ = run([a.seam, "perplexity", "-m", a.model, "-f", a.text, "--json"] + t)
-    tokens = json.loads(out)["tokens"]
+    info = json.loads(out)
+    tokens, scored = info["tokens"], info["scored"]
     ppl = best(a.runs, [a.seam, "perplexity", "-m", a.model, "-f", a.text] + t)
     obs = base + ["--no-interject"]
     obs10 = best(a.runs, obs + ["--top-k", "10"])
@@ -82,6 +83,11 @@ def throughput(a, t, base):
     print(line("seam perplexity", ppl))
     print(line("seam observe --top-k 10", obs10) +
           f"  ({100 * ppl[1] / obs10[1]:.1f}% of perplexity by CPU)")
+    # perplexity forwards the text's whole windows (the tail that fills no
+    # window is skipped) but asks logits of, and scores, only their second
+    # halves; the observer scores every token of the text.
+    print(f"scored tokens per CPU second: perplexity {scored / ppl[1]:.1f} ({scored} scored), "
+          f"observe {tokens / obs10[1]:.1f} ({tokens} scored)")
     print(line("seam observe --top-k 0", obs0) +
           f"  (top-10 costs {100 * (obs10[1] / obs0[1] - 1):+.1f}% CPU)")
     pre = best(a.runs, obs + ["--top-k", "10", "--roll", "prefill"])
