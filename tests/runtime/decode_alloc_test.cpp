@@ -17,6 +17,7 @@ namespace {
 std::atomic<bool> g_counting{false};
 std::atomic<long> g_allocations{0};
 
+#if !defined(__SANITIZE_ADDRESS__)
 void* counted_alloc(std::size_t n, std::size_t align) {
   if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1);
   if (n == 0) n = 1;
@@ -26,6 +27,7 @@ void* counted_alloc(std::size_t n, std::size_t align) {
   if (!p) throw std::bad_alloc();
   return p;
 }
+#endif
 }  // namespace
 
 #if !defined(__SANITIZE_ADDRESS__)
