@@ -68,6 +68,11 @@ std::vector<std::byte> make_weights(TensorType t, std::int64_t rows, std::int64_
     default:
       break;
   }
+  if (t == TensorType::MXFP4) {  // an E8M0 exponent byte: 2^(120 - 127) per block
+    for (std::size_t b = 0; b < buf.size() / tr.type_size; ++b)
+      buf[b * tr.type_size] = std::byte{120};
+    return buf;
+  }
   const std::uint16_t h = f32_to_fp16(0.01f);
   for (std::size_t b = 0; b < buf.size() / tr.type_size; ++b) {
     std::memcpy(buf.data() + b * tr.type_size + d_off, &h, 2);
@@ -111,7 +116,7 @@ void BM_Matmul(benchmark::State& state) {
 
 void Shapes(benchmark::internal::Benchmark* b) {
   for (TensorType t : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0, TensorType::Q4_0,
-                       TensorType::F16, TensorType::F32}) {
+                       TensorType::MXFP4, TensorType::F16, TensorType::F32}) {
     for (int n_tok : {1, 4, 64}) b->Args({static_cast<std::int64_t>(t), n_tok});
   }
 }

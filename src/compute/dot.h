@@ -131,7 +131,7 @@ void mxfp4_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*
 extern const GemmFns gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_q4_k, gemm_q6_k, gemm_f32, gemm_f16,
     gemm_bf16;
 extern const GemmFns gemm_q4_1, gemm_q5_1, gemm_q2_k, gemm_q3_k, gemm_q5_k, gemm_iq4_nl,
-    gemm_iq4_xs;
+    gemm_iq4_xs, gemm_mxfp4;
 }  // namespace avx2
 
 namespace avx512 {
@@ -148,7 +148,7 @@ void q6_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*,
 void mxfp4_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 extern const RowFns rows_q4_0, rows_q5_0, rows_q8_0, rows_iq4_nl;
 extern const GemmFns gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_iq4_nl, gemm_q4_k, gemm_q5_k, gemm_q6_k,
-    gemm_iq4_xs, gemm_f32, gemm_f16, gemm_bf16;
+    gemm_iq4_xs, gemm_mxfp4, gemm_f32, gemm_f16, gemm_bf16;
 extern const GemmFns gemm_q4_1, gemm_q5_1, gemm_q2_k, gemm_q3_k;
 // BF16 weights by vdpbf16ps on activations rounded to bf16 (gemm_bf16_avx512.cpp);
 // runs only where cpu_has_avx512_bf16(), and is not in the kernel table (slower

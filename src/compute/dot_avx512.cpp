@@ -125,6 +125,26 @@ struct DecIQ4_NL {
   }
 };
 
+// MXFP4: IQ4_NL's layout with the E2M1 codebook (doubled to integers) and an
+// E8M0 scale (halved to match).
+struct DecMXFP4 {
+  static constexpr int kUnit = 32, kActBlock = 32;
+  static constexpr bool kMin = false;
+  static constexpr int kChunksPerGroup = 1;
+  static constexpr std::size_t kGroupBytes = sizeof(BlockMXFP4);
+  static void decode(const std::byte* g, Chunk* c) {
+    const auto& b = *reinterpret_cast<const BlockMXFP4*>(g);
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+    const __m128i m = _mm_set1_epi8(0x0F);
+    const __m256i idx =
+        _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+    const __m256i table = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(kMXFP4Values)));
+    c[0].q = _mm256_shuffle_epi8(table, idx);
+    c[0].scale[0] = c[0].scale[1] = mxfp4_scale(b.e);
+  }
+};
+
 // Q4_K: x = d * sc * q - dmin * mn per 32-element sub-block.
 struct DecQ4_K {
   static constexpr int kUnit = 32, kActBlock = 256;
@@ -735,6 +755,8 @@ constinit const GemmFns gemm_q5_0 = {kIntMinTokens,    act_bytes<DecQ5_0>, panel
 constinit const GemmFns gemm_iq4_nl = {kIntMinTokens,          act_bytes<DecIQ4_NL>,
                                        panel_bytes<DecIQ4_NL>, prepare<DecIQ4_NL>,
                                        pack<DecIQ4_NL>,        run<DecIQ4_NL>};
+constinit const GemmFns gemm_mxfp4 = {kIntMinTokens,     act_bytes<DecMXFP4>, panel_bytes<DecMXFP4>,
+                                      prepare<DecMXFP4>, pack<DecMXFP4>,      run<DecMXFP4>};
 constinit const GemmFns gemm_q8_0 = {kIntMinTokens,    act_bytes<DecQ8_0>, panel_bytes<DecQ8_0>,
                                      prepare<DecQ8_0>, pack<DecQ8_0>,      run<DecQ8_0>};
 constinit const GemmFns gemm_q4_k = {kIntMinTokens,    act_bytes<DecQ4_K>, panel_bytes<DecQ4_K>,

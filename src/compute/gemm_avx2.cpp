@@ -225,6 +225,22 @@ struct DecIQ4_NL {
   }
 };
 
+// MXFP4: IQ4_NL's layout with the E2M1 codebook (doubled to integers) and an
+// E8M0 scale (halved to match).
+struct DecMXFP4 {
+  static constexpr int kUnit = 32, kActBlock = 32, kOffset = 0, kSteps = 1;
+  static constexpr bool kSigned = true, kMin = false;
+  static constexpr int kChunksPerGroup = 1;
+  static constexpr std::size_t kGroupBytes = sizeof(BlockMXFP4);
+  static void decode(const std::byte* g, Chunk* c) {
+    const auto& b = *reinterpret_cast<const BlockMXFP4*>(g);
+    const __m256i table = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(kMXFP4Values)));
+    c[0].q = _mm256_shuffle_epi8(table, nibbles(b.qs));
+    c[0].scale[0] = c[0].scale[1] = mxfp4_scale(b.e);
+  }
+};
+
 // IQ4_XS: IQ4_NL's codebook in 32-element sub-blocks with 6-bit signed scales.
 struct DecIQ4_XS {
   static constexpr int kUnit = 32, kActBlock = 256, kOffset = 0, kSteps = 1;
@@ -693,6 +709,8 @@ constinit const GemmFns gemm_q4_1 = {kIntMinTokens,    act_bytes<DecQ4_1>, panel
                                      prepare<DecQ4_1>, pack<DecQ4_1>,      run<DecQ4_1>};
 constinit const GemmFns gemm_q5_1 = {kIntMinTokens,    act_bytes<DecQ5_1>, panel_bytes<DecQ5_1>,
                                      prepare<DecQ5_1>, pack<DecQ5_1>,      run<DecQ5_1>};
+constinit const GemmFns gemm_mxfp4 = {kIntMinTokens,     act_bytes<DecMXFP4>, panel_bytes<DecMXFP4>,
+                                      prepare<DecMXFP4>, pack<DecMXFP4>,      run<DecMXFP4>};
 constinit const GemmFns gemm_iq4_nl = {kIntMinTokens,          act_bytes<DecIQ4_NL>,
                                        panel_bytes<DecIQ4_NL>, prepare<DecIQ4_NL>,
                                        pack<DecIQ4_NL>,        run<DecIQ4_NL>};

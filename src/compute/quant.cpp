@@ -378,7 +378,8 @@ constexpr TypeEntry kTypes[] = {
       sizeof(BlockMXFP4),
       TensorType::Q8_0,
       erased<BlockMXFP4, dequant_mxfp4>,
-      {K(mxfp4_q8_0), .avx512 = dot::avx512::mxfp4_q8_0}}},
+      {K(mxfp4_q8_0), .avx512 = dot::avx512::mxfp4_q8_0, .gemm512 = &dot::avx512::gemm_mxfp4,
+       .gemm2 = &dot::avx2::gemm_mxfp4}}},
 };
 #undef K
 
