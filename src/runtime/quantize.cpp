@@ -42,6 +42,20 @@ bool contains(const std::string& s, std::string_view part) {
   return s.find(part) != std::string::npos;
 }
 
+// Weights llama-quantize keeps in their own type, small or precision-critical
+// (the MoE router: a quantized router picks other experts). Returns why, or null.
+const char* kept_weight(const std::string& name) {
+  if (contains(name, "_norm.weight")) return "kept: a norm";
+  if (contains(name, "ffn_gate_inp.weight")) return "kept: the expert router";
+  if (contains(name, "ssm_conv1d")) return "kept: a short-convolution kernel";
+  if (contains(name, "per_layer_model_proj")) return "kept: the per-layer projection";
+  if (contains(name, "altup") || contains(name, "laurel")) return "kept: a small matrix";
+  if (name == "position_embd.weight" || name == "token_types.weight")
+    return "kept: a positional or token-type embedding";
+  if (contains(name, "attn_rel_b.weight")) return "kept: a relative position bias";
+  return nullptr;
+}
+
 // llama.cpp's use_more_bits: the first and last eighth of the layers and every
 // third layer in between get the larger type in the *_M mixes.
 bool use_more_bits(int i_layer, int n_layer) {
@@ -290,6 +304,8 @@ std::vector<PlannedTensor> plan_quantization(const GgufFile& file, TensorType ta
       p.to = TensorType::F32;
     } else if (!is_weight) {
       p.note = "kept: not a weight";
+    } else if (const char* why = kept_weight(t.name)) {
+      p.note = why;
     } else {
       const TensorType want = mix == QuantMix::None ? target : mix_type(mix, t, c);
       p.to = fit_row(want, t.ne[0], p.note);

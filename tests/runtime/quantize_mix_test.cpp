@@ -267,5 +267,33 @@ TEST(QuantizeMix, PerplexityCloseToF16) {
   }
 }
 
+// What llama-quantize never quantizes stays in its own type in every plan: the
+// MoE router (ffn_gate_inp: a quantized router picks other experts), the
+// gated-delta-net layers' short-convolution kernels, norms; the expert
+// matrices themselves are quantized.
+TEST(QuantizeMix, RouterAndConvolutionKernelsKeepTheirType) {
+  const std::string moe = testing::generate_model("quant_keep_qwen3moe", "--arch qwen3moe");
+  const std::string hybrid = testing::generate_model("quant_keep_qwen35moe", "--arch qwen35moe");
+  for (const std::string& path : {moe, hybrid}) {
+    const GgufFile f = GgufFile::open(path);
+    for (const QuantMix mix : {QuantMix::None, QuantMix::Q4_K_M}) {
+      int kept = 0, experts = 0;
+      for (const PlannedTensor& p : plan_quantization(f, TensorType::Q8_0, mix)) {
+        const std::string& n = p.src->name;
+        if (has(n, "ffn_gate_inp.weight") || has(n, "ssm_conv1d")) {
+          EXPECT_EQ(p.to, p.src->type) << path << ": " << n;
+          EXPECT_EQ(p.note.rfind("kept: ", 0), 0u) << n << ": " << p.note;
+          ++kept;
+        } else if (has(n, "_exps.weight")) {
+          EXPECT_NE(p.to, p.src->type) << path << ": " << n << " is quantized";
+          ++experts;
+        }
+      }
+      EXPECT_GT(kept, 0) << path;
+      EXPECT_GT(experts, 0) << path;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace seam
