@@ -263,7 +263,9 @@ class CpuBackend : public ComputeBackend {
   std::size_t rope_next_ = 0;  // the table to replace next
   const float* rope_angles(std::span<const std::int32_t> pos, const RopeParams& p);
   std::vector<float> expert_x_, expert_y_, route_row_;  // matmul_experts / route buffers
-  std::vector<std::int64_t> expert_slots_;              // (t * k + j) routed to one expert
+  std::vector<std::int64_t> expert_slots_;              // (t * k + j), grouped by expert
+  std::vector<std::int64_t> expert_first_;              // each job's first entry in expert_slots_
+  std::vector<MatmulJob> expert_jobs_;                  // one matmul per used expert
 };
 
 }  // namespace seam

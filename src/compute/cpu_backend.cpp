@@ -179,32 +179,48 @@ void CpuBackend::matmul_experts(const ExpertsView& w, const float* x, std::int32
                                              " experts of this layer");
     }
   }
-  if (weights) std::fill(y, y + n_tokens * n_out, 0.0f);
+  // Slots grouped by expert (expert_slots_), each used expert's rows gathered
+  // into expert_x_ at its offset, then every expert's matmul in one dispatch.
+  expert_slots_.clear();
+  expert_jobs_.clear();
+  std::vector<std::int64_t>& first = expert_first_;  // [job] its first entry in expert_slots_
+  first.clear();
   for (std::int32_t e = 0; e < w.n_expert; ++e) {
-    expert_slots_.clear();
+    const std::size_t begin = expert_slots_.size();
     for (std::int64_t i = 0; i < n_slots; ++i) {
       if (ids[i] == e) expert_slots_.push_back(i);
     }
-    if (expert_slots_.empty()) continue;  // never read: decode touches only the chosen experts
-    const std::int64_t m = static_cast<std::int64_t>(expert_slots_.size());
-    expert_x_.resize(static_cast<std::size_t>(m * n_in));   // [m][n_in] gathered inputs
-    expert_y_.resize(static_cast<std::size_t>(m * n_out));  // [m][n_out] their outputs
-    for (std::int64_t r = 0; r < m; ++r) {
-      const std::int64_t i = expert_slots_[r], t = i / k, j = i % k;
-      const float* src = x + (t * x_slots + j % x_slots) * n_in;
-      std::copy(src, src + n_in, expert_x_.data() + r * n_in);
-    }
-    seam::matmul(w.expert(e), expert_x_.data(), m, expert_y_.data(), n_out, pool_, scratch_);
-    for (std::int64_t r = 0; r < m; ++r) {
-      const std::int64_t i = expert_slots_[r];
-      const float* src = expert_y_.data() + r * n_out;
-      if (weights) {
-        float* dst = y + (i / k) * n_out;
-        const float wt = weights[i];
-        for (std::int64_t o = 0; o < n_out; ++o) dst[o] += wt * src[o];
-      } else {
-        std::copy(src, src + n_out, y + i * n_out);
-      }
+    if (expert_slots_.size() == begin) continue;  // never read: decode touches only the chosen
+    MatmulJob job;
+    job.w = w.expert(e);
+    job.n_tokens = static_cast<std::int64_t>(expert_slots_.size() - begin);
+    job.ldy = n_out;
+    expert_jobs_.push_back(job);
+    first.push_back(static_cast<std::int64_t>(begin));
+  }
+  const auto total = static_cast<std::int64_t>(expert_slots_.size());
+  expert_x_.resize(static_cast<std::size_t>(total * n_in));   // [slot][n_in] gathered inputs
+  expert_y_.resize(static_cast<std::size_t>(total * n_out));  // [slot][n_out] their outputs
+  for (std::int64_t r = 0; r < total; ++r) {
+    const std::int64_t i = expert_slots_[r], t = i / k, j = i % k;
+    const float* src = x + (t * x_slots + j % x_slots) * n_in;
+    std::copy(src, src + n_in, expert_x_.data() + r * n_in);
+  }
+  for (std::size_t jb = 0; jb < expert_jobs_.size(); ++jb) {
+    expert_jobs_[jb].x = expert_x_.data() + first[jb] * n_in;
+    expert_jobs_[jb].y = expert_y_.data() + first[jb] * n_out;
+  }
+  matmul_many(expert_jobs_, pool_, scratch_);
+  if (weights) std::fill(y, y + n_tokens * n_out, 0.0f);
+  for (std::int64_t r = 0; r < total; ++r) {
+    const std::int64_t i = expert_slots_[r];
+    const float* src = expert_y_.data() + r * n_out;
+    if (weights) {
+      float* dst = y + (i / k) * n_out;
+      const float wt = weights[i];
+      for (std::int64_t o = 0; o < n_out; ++o) dst[o] += wt * src[o];
+    } else {
+      std::copy(src, src + n_out, y + i * n_out);
     }
   }
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compute/dot.h"
@@ -74,6 +75,90 @@ void gemm_matmul(const dot::GemmFns& g, const WeightView& w, const std::byte* ac
   });
 }
 
+// The dot-kernel path of one matmul once its activations are ready: rows
+// [b, e) of the weight against every token.
+struct RowPlan {
+  const WeightView* w;
+  dot::DotFn fn;
+  const std::byte* act;
+  std::size_t act_stride;
+  std::int64_t n_tokens;
+  float* y;
+  std::int64_t ldy;
+
+  void rows(std::size_t b, std::size_t e) const {
+    // Each output row is one weight row against all tokens, kMaxTile tokens per
+    // kernel call: the kernel unpacks each weight block once per tile, and the
+    // row (a few KiB) stays in L1 across tiles while the activations sit in L2.
+    for (std::size_t r = b; r < e; ++r) {
+      const std::byte* wr = w->data + r * w->row_stride;
+      for (std::int64_t t0 = 0; t0 < n_tokens; t0 += dot::kMaxTile) {
+        const int nt = static_cast<int>(std::min<std::int64_t>(dot::kMaxTile, n_tokens - t0));
+        fn(w->n_in, wr, act + static_cast<std::size_t>(t0) * act_stride, act_stride, nt,
+           y + t0 * ldy + static_cast<std::int64_t>(r), static_cast<std::size_t>(ldy));
+      }
+    }
+  }
+};
+
+// Rows per work item: ~64K weight elements, but at least 4 items per thread
+// over `total_rows`, so that the last item handed out leaves the other threads
+// idle for a small share of the work (a 576-row decode matmul in 5 chunks kept
+// 2 threads 40% unbalanced).
+std::size_t row_grain(std::int64_t n_in, std::int64_t total_rows, int n_threads) {
+  const std::int64_t per_thread = (total_rows + 4 * n_threads - 1) / (4 * n_threads);
+  return static_cast<std::size_t>(std::max<std::int64_t>(1, std::min(65536 / n_in, per_thread)));
+}
+
+// Bytes of a job's activations in the weight's dot type.
+std::size_t act_row_bytes(const quant::TypeTraits& tr, std::int64_t n_in) {
+  return tr.dot_type == TensorType::F32 ? static_cast<std::size_t>(n_in) * sizeof(float)
+                                        : quant::row_size(tr.dot_type, n_in);
+}
+
+// Quantizes tokens [b, e) of x into `q` (act_stride bytes per token).
+void quantize_tokens(const quant::TypeTraits& tr, CpuLevel level, const float* x, std::int64_t n_in,
+                     std::size_t b, std::size_t e, std::byte* q, std::size_t act_stride) {
+  const quant::QuantizeFn quantize_row = quant::act_quantizer(tr.dot_type, level);
+  for (std::size_t t = b; t < e; ++t)
+    quantize_row(x + t * static_cast<std::size_t>(n_in), q + t * act_stride, n_in);
+}
+
+// The row plan of a dot-path matmul whose activations (in the dot type, or x
+// itself for F32) are at `act`; `prepared` has room for the prepared layout
+// where the level's kernel wants one.
+RowPlan row_plan(const quant::TypeTraits& tr, CpuLevel level, const WeightView& w,
+                 const std::byte* act, std::size_t act_stride, std::int64_t n_tokens, float* y,
+                 std::int64_t ldy, std::vector<std::byte>& prepared, std::size_t prepared_at) {
+  RowPlan plan{&w, tr.dot.at(level), act, act_stride, n_tokens, y, ldy};
+  const dot::RowFns* prep = level >= CpuLevel::Avx512 ? tr.dot.rows512 : nullptr;
+  if (prep) {
+    // Activation work shared by every weight row, done once here (dot.h RowFns).
+    const std::size_t tok_bytes = prep->act_bytes(w.n_in);
+    std::byte* pa = prepared.data() + prepared_at;
+    for (std::int64_t t = 0; t < n_tokens; ++t)
+      prep->prepare(w.n_in, act + static_cast<std::size_t>(t) * act_stride, pa + t * tok_bytes);
+    plan.act = pa;
+    plan.act_stride = tok_bytes;
+    plan.fn = prep->dot;
+  }
+  return plan;
+}
+
+std::size_t prepared_bytes(const quant::TypeTraits& tr, CpuLevel level, const WeightView& w,
+                           std::int64_t n_tokens) {
+  const dot::RowFns* prep = level >= CpuLevel::Avx512 ? tr.dot.rows512 : nullptr;
+  return prep ? prep->act_bytes(w.n_in) * static_cast<std::size_t>(n_tokens) : 0;
+}
+
+void check_output(const WeightView& w, std::int64_t n_tokens, std::int64_t ldy) {
+  if (n_tokens < 0 || ldy < w.n_out) {
+    throw Error(Errc::InvalidArgument, "[matmul] n_tokens " + std::to_string(n_tokens) + " / ldy " +
+                                           std::to_string(ldy) + " do not fit an output of " +
+                                           std::to_string(w.n_out) + " columns");
+  }
+}
+
 }  // namespace
 
 void matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y, std::int64_t ldy,
@@ -84,76 +169,100 @@ void matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y
 void matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y, std::int64_t ldy,
             ThreadPool& pool, MatmulScratch& scratch, CpuLevel level) {
   const quant::TypeTraits& tr = checked_traits(w, "[matmul]");
-  if (n_tokens < 0 || ldy < w.n_out) {
-    throw Error(Errc::InvalidArgument, "[matmul] n_tokens " + std::to_string(n_tokens) + " / ldy " +
-                                           std::to_string(ldy) + " do not fit an output of " +
-                                           std::to_string(w.n_out) + " columns");
-  }
+  check_output(w, n_tokens, ldy);
   if (n_tokens == 0 || w.n_out == 0) return;
-  const dot::Kernels* k = &tr.dot;
 
   // Activations in the weight's dot type, quantized once for all output rows:
   // act: [n_tokens][act_stride bytes].
   const std::byte* act = reinterpret_cast<const std::byte*>(x);
-  std::size_t act_stride = static_cast<std::size_t>(w.n_in) * sizeof(float);
+  const std::size_t act_stride = act_row_bytes(tr, w.n_in);
   if (tr.dot_type != TensorType::F32) {
-    act_stride = quant::row_size(tr.dot_type, w.n_in);
     const std::size_t need = act_stride * static_cast<std::size_t>(n_tokens);
     if (scratch.act.size() < need) scratch.act.resize(need);
     std::byte* q = scratch.act.data();
-    const quant::QuantizeFn quantize_row = quant::act_quantizer(tr.dot_type, level);
-    auto quantize = [&](std::size_t b, std::size_t e) {
-      for (std::size_t t = b; t < e; ++t) {
-        quantize_row(x + t * static_cast<std::size_t>(w.n_in), q + t * act_stride, w.n_in);
-      }
-    };
-    pool.parallel_for(static_cast<std::size_t>(n_tokens), 1, quantize);
+    pool.parallel_for(static_cast<std::size_t>(n_tokens), 1, [&](std::size_t b, std::size_t e) {
+      quantize_tokens(tr, level, x, w.n_in, b, e, q, act_stride);
+    });
     act = q;
   }
 
-  const dot::GemmFns* gemm = k->gemm_at(level);
+  const dot::GemmFns* gemm = tr.dot.gemm_at(level);
   if (gemm && n_tokens >= gemm->min_tokens) {
     gemm_matmul(*gemm, w, act, act_stride, n_tokens, y, ldy, pool, scratch);
     return;
   }
+  const std::size_t prep = prepared_bytes(tr, level, w, n_tokens);
+  if (scratch.gemm_act.size() < prep) scratch.gemm_act.resize(prep);
+  const RowPlan plan =
+      row_plan(tr, level, w, act, act_stride, n_tokens, y, ldy, scratch.gemm_act, 0);
+  pool.parallel_for(static_cast<std::size_t>(w.n_out), row_grain(w.n_in, w.n_out, pool.size()),
+                    [&](std::size_t b, std::size_t e) { plan.rows(b, e); });
+}
 
-  // Each output row is one weight row against all tokens, kMaxTile tokens per
-  // kernel call: the kernel unpacks each weight block once per tile, and the row
-  // (a few KiB) stays in L1 across tiles while the activations sit in L2.
-  dot::DotFn fn = k->at(level);
-  const dot::RowFns* prep = level >= CpuLevel::Avx512 ? k->rows512 : nullptr;
-  if (prep) {
-    // Activation work shared by every weight row, done once here (dot.h RowFns).
-    const std::size_t tok_bytes = prep->act_bytes(w.n_in);
-    const std::size_t need = tok_bytes * static_cast<std::size_t>(n_tokens);
-    if (scratch.gemm_act.size() < need) scratch.gemm_act.resize(need);
-    std::byte* pa = scratch.gemm_act.data();
-    for (std::int64_t t = 0; t < n_tokens; ++t) {
-      prep->prepare(w.n_in, act + static_cast<std::size_t>(t) * act_stride, pa + t * tok_bytes);
-    }
-    act = pa;
-    act_stride = tok_bytes;
-    fn = prep->dot;
-  }
-  const std::int64_t n_in = w.n_in;
-  auto rows = [&](std::size_t b, std::size_t e) {
-    for (std::size_t r = b; r < e; ++r) {
-      const std::byte* wr = w.data + r * w.row_stride;
-      for (std::int64_t t0 = 0; t0 < n_tokens; t0 += dot::kMaxTile) {
-        const int nt = static_cast<int>(std::min<std::int64_t>(dot::kMaxTile, n_tokens - t0));
-        fn(n_in, wr, act + static_cast<std::size_t>(t0) * act_stride, act_stride, nt,
-           y + t0 * ldy + static_cast<std::int64_t>(r), static_cast<std::size_t>(ldy));
-      }
-    }
+void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool, MatmulScratch& scratch) {
+  const CpuLevel level = active_cpu_level();
+  // Jobs the GEMM serves run alone; the rest share one dispatch. Activation
+  // bytes first (so the buffers are sized once and their pointers hold).
+  struct Pending {
+    const MatmulJob* job;
+    const quant::TypeTraits* tr;
+    std::size_t act_at, act_stride, prep_at;
   };
-  // Small rows make per-chunk overhead matter: aim for ~64K weight elements per
-  // chunk, but at least 4 chunks per thread, so that the last chunk handed out
-  // leaves the other threads idle for a small share of the matmul (a 576-row
-  // decode matmul in 5 chunks kept 2 threads 40% unbalanced).
-  const std::int64_t per_thread = (w.n_out + 4 * pool.size() - 1) / (4 * pool.size());
-  const std::size_t grain = static_cast<std::size_t>(
-      std::max<std::int64_t>(1, std::min<std::int64_t>(65536 / n_in, per_thread)));
-  pool.parallel_for(static_cast<std::size_t>(w.n_out), grain, rows);
+  std::vector<Pending> pending;
+  std::size_t act_total = 0, prep_total = 0;
+  for (const MatmulJob& j : jobs) {  // every job checked before any runs
+    checked_traits(j.w, "[matmul]");
+    check_output(j.w, j.n_tokens, j.ldy);
+  }
+  for (const MatmulJob& j : jobs) {
+    const quant::TypeTraits& tr = *quant::traits(j.w.type);
+    if (j.n_tokens == 0 || j.w.n_out == 0) continue;
+    const dot::GemmFns* gemm = tr.dot.gemm_at(level);
+    if (gemm && j.n_tokens >= gemm->min_tokens) {
+      matmul(j.w, j.x, j.n_tokens, j.y, j.ldy, pool, scratch, level);
+      continue;
+    }
+    const std::size_t stride = act_row_bytes(tr, j.w.n_in);
+    pending.push_back({&j, &tr, act_total, stride, prep_total});
+    // 64-byte steps keep every job's blocks as aligned as a buffer of their own.
+    if (tr.dot_type != TensorType::F32)
+      act_total += (stride * static_cast<std::size_t>(j.n_tokens) + 63) / 64 * 64;
+    prep_total += prepared_bytes(tr, level, j.w, j.n_tokens);
+  }
+  if (pending.empty()) return;
+  if (scratch.act.size() < act_total) scratch.act.resize(act_total);
+  if (scratch.gemm_act.size() < prep_total) scratch.gemm_act.resize(prep_total);
+
+  std::vector<RowPlan> plans;
+  plans.reserve(pending.size());
+  std::int64_t total_rows = 0, widest = 1;
+  for (const Pending& p : pending) {
+    const MatmulJob& j = *p.job;
+    const std::byte* act = reinterpret_cast<const std::byte*>(j.x);
+    if (p.tr->dot_type != TensorType::F32) {
+      std::byte* q = scratch.act.data() + p.act_at;
+      quantize_tokens(*p.tr, level, j.x, j.w.n_in, 0, static_cast<std::size_t>(j.n_tokens), q,
+                      p.act_stride);
+      act = q;
+    }
+    plans.push_back(row_plan(*p.tr, level, j.w, act, p.act_stride, j.n_tokens, j.y, j.ldy,
+                             scratch.gemm_act, p.prep_at));
+    total_rows += j.w.n_out;
+    widest = std::max(widest, j.w.n_in);
+  }
+  // Work items: (plan, first row), each at most `grain` rows of one plan.
+  const std::size_t grain = row_grain(widest, total_rows, pool.size());
+  std::vector<std::pair<std::uint32_t, std::size_t>> items;
+  for (std::uint32_t i = 0; i < plans.size(); ++i)
+    for (std::size_t r = 0; r < static_cast<std::size_t>(plans[i].w->n_out); r += grain)
+      items.emplace_back(i, r);
+  pool.parallel_for(items.size(), 1, [&](std::size_t b, std::size_t e) {
+    for (std::size_t it = b; it < e; ++it) {
+      const auto [i, r0] = items[it];
+      const RowPlan& plan = plans[i];
+      plan.rows(r0, std::min(r0 + grain, static_cast<std::size_t>(plan.w->n_out)));
+    }
+  });
 }
 
 void get_row(const WeightView& w, std::int64_t r, float* out) {

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "compute/cpu_level.h"
@@ -37,6 +38,21 @@ void matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y
             ThreadPool& pool, MatmulScratch& scratch);
 void matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y, std::int64_t ldy,
             ThreadPool& pool, MatmulScratch& scratch, CpuLevel level);
+
+// One of several independent matmuls: y[t][r] = sum_k W[r][k] * x[t][k].
+struct MatmulJob {
+  WeightView w;
+  const float* x = nullptr;  // [n_tokens][w.n_in]
+  std::int64_t n_tokens = 0;
+  float* y = nullptr;  // [n_tokens][ldy]
+  std::int64_t ldy = 0;
+};
+
+// The same results as matmul() on each job (at active_cpu_level()), with the
+// row work of every job too small for the GEMM in one dispatch of the pool:
+// MoE decode runs a few small expert matrices per layer, and one thread
+// hand-off per matrix cost it more than the rows themselves.
+void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool, MatmulScratch& scratch);
 
 // out[0..n_in) = row r of W, dequantized (embedding lookup).
 void get_row(const WeightView& w, std::int64_t r, float* out);

@@ -256,5 +256,63 @@ TEST(Matmul, RejectsInconsistentShapes) {
   EXPECT_NO_THROW(matmul({TensorType::Q8_0, 64, 2, data.data(), 68}, x, 0, y, 2, pool, scratch));
 }
 
+// matmul_many: every job's output is what matmul gives for it alone. The
+// same kernel runs each row over the same tiles of the same quantized
+// activations in both, so the outputs are equal, whatever the threads and
+// whichever job a work item belongs to. Jobs mix types whose activation rows
+// have different sizes and alignments (Q8_0, Q8_K, Q8_1, f32), token counts on
+// both sides of the GEMM threshold, an empty job and output strides wider
+// than the rows.
+TEST(Matmul, ManyJobsEqualEachAlone) {
+  std::mt19937 rng(91);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  struct Shape {
+    TensorType type;
+    std::int64_t n_in, n_out, n_tok, ldy;
+  };
+  const Shape shapes[] = {{TensorType::Q4_0, 96, 37, 1, 37},   {TensorType::Q4_K, 256, 70, 3, 80},
+                          {TensorType::Q6_K, 512, 33, 1, 33},  {TensorType::Q4_1, 64, 50, 2, 50},
+                          {TensorType::F16, 83, 19, 1, 20},    {TensorType::Q8_0, 160, 129, 1, 129},
+                          {TensorType::MXFP4, 64, 45, 30, 45}, {TensorType::IQ4_NL, 96, 0, 2, 1},
+                          {TensorType::IQ4_NL, 96, 66, 4, 66}};
+  std::vector<std::vector<std::byte>> weights;
+  std::vector<std::vector<float>> xs, ys;
+  std::vector<MatmulJob> jobs;
+  for (const Shape& sh : shapes) {
+    const std::size_t stride = quant::row_size(sh.type, sh.n_in);
+    weights.push_back(testutil::random_weights(sh.type, sh.n_out, sh.n_in, stride, rng));
+    xs.emplace_back(static_cast<std::size_t>(sh.n_tok * sh.n_in));
+    for (float& v : xs.back()) v = normal(rng);
+    ys.emplace_back(static_cast<std::size_t>(sh.n_tok * sh.ldy), -7.0f);
+  }
+  for (std::size_t i = 0; i < std::size(shapes); ++i) {
+    const Shape& sh = shapes[i];
+    const WeightView w{sh.type, sh.n_in, sh.n_out, weights[i].data(),
+                       quant::row_size(sh.type, sh.n_in)};
+    jobs.push_back({w, xs[i].data(), sh.n_tok, ys[i].data(), sh.ldy});
+  }
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    MatmulScratch scratch;
+    for (auto& y : ys) std::fill(y.begin(), y.end(), -7.0f);
+    matmul_many(jobs, pool, scratch);
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      std::vector<float> alone(ys[i].size(), -7.0f);
+      matmul(jobs[i].w, jobs[i].x, jobs[i].n_tokens, alone.data(), jobs[i].ldy, pool, scratch);
+      EXPECT_EQ(ys[i], alone) << quant::type_name(shapes[i].type) << " job " << i << ", " << threads
+                              << " threads";
+    }
+  }
+  // A bad job is refused before any job runs.
+  std::vector<MatmulJob> bad = jobs;
+  bad.back().ldy = 1;  // after the GEMM job, which must not have run either
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  for (auto& y : ys) std::fill(y.begin(), y.end(), -7.0f);
+  EXPECT_THROW(matmul_many(bad, pool, scratch), Error);
+  for (const auto& y : ys)
+    for (float v : y) ASSERT_EQ(v, -7.0f);
+}
+
 }  // namespace
 }  // namespace seam
