@@ -141,8 +141,11 @@ class ComputeBackend {
   virtual void add(float* x, const float* y, std::int64_t n) = 0;
   // x[i] *= y[i] (gated attention's output gate)
   virtual void mul(float* x, const float* y, std::int64_t n) = 0;
-  // x[r] = softmax(x[r]) over each of n_rows rows of length n.
-  virtual void softmax(float* x, std::int64_t n_rows, std::int64_t n) = 0;
+  // Row i of dst = row i of src, `width` floats each, for n_rows rows whose
+  // starts are src_stride / dst_stride floats apart (splitting interleaved
+  // heads, gathering rows, re-laying a [T][L][P] block as [L][T][P]).
+  virtual void copy_rows(const float* src, std::int64_t src_stride, std::int64_t n_rows,
+                         std::int64_t width, float* dst, std::int64_t dst_stride) = 0;
 
   // Recurrent (gated delta net) layers; the math of each is in compute/recurrent_ops.h.
   // y[i] = ln(1 + e^x[i]), stable for large |x|; in place allowed (also sigmoid, silu).
@@ -168,6 +171,8 @@ class ComputeBackend {
   virtual void add_bias(float* x, const float* bias, std::int64_t n_rows, std::int64_t n) = 0;
   // x[i] *= s
   virtual void scale(float* x, std::int64_t n, float s) = 0;
+  // x[r][i] *= s[r] for each of n_rows rows of length n (the shared expert's gate).
+  virtual void scale_rows(float* x, std::int64_t n_rows, std::int64_t n, const float* s) = 0;
   // x[i] = cap * tanh(x[i] / cap), cap > 0 (Gemma's logit soft-capping).
   virtual void softcap(float* x, std::int64_t n, float cap) = 0;
   // Writes row t of k and v ([n_tokens][width] f32, n_tokens = cells.size())
@@ -219,7 +224,8 @@ class CpuBackend : public ComputeBackend {
                         float* out) override;
   void add(float* x, const float* y, std::int64_t n) override;
   void mul(float* x, const float* y, std::int64_t n) override;
-  void softmax(float* x, std::int64_t n_rows, std::int64_t n) override;
+  void copy_rows(const float* src, std::int64_t src_stride, std::int64_t n_rows, std::int64_t width,
+                 float* dst, std::int64_t dst_stride) override;
   void softplus(const float* x, std::int64_t n, float* y) override;
   void sigmoid(const float* x, std::int64_t n, float* y) override;
   void silu(const float* x, std::int64_t n, float* y) override;
@@ -231,6 +237,7 @@ class CpuBackend : public ComputeBackend {
   void gated_delta_rule(const GatedDeltaArgs& a) override;
   void add_bias(float* x, const float* bias, std::int64_t n_rows, std::int64_t n) override;
   void scale(float* x, std::int64_t n, float s) override;
+  void scale_rows(float* x, std::int64_t n_rows, std::int64_t n, const float* s) override;
   void softcap(float* x, std::int64_t n, float cap) override;
   void store_kv(void* k_cache, void* v_cache, KvType type, std::int64_t width,
                 std::span<const std::uint32_t> cells, const float* k, const float* v) override;

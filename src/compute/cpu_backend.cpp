@@ -70,8 +70,11 @@ void CpuBackend::mul(float* x, const float* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) x[i] *= y[i];
 }
 
-void CpuBackend::softmax(float* x, std::int64_t n_rows, std::int64_t n) {
-  for (std::int64_t r = 0; r < n_rows; ++r) ops::softmax_row(x + r * n, n);
+void CpuBackend::copy_rows(const float* src, std::int64_t src_stride, std::int64_t n_rows,
+                           std::int64_t width, float* dst, std::int64_t dst_stride) {
+  const auto bytes = static_cast<std::size_t>(width) * sizeof(float);
+  for (std::int64_t r = 0; r < n_rows; ++r)
+    std::memcpy(dst + r * dst_stride, src + r * src_stride, bytes);
 }
 
 void CpuBackend::softplus(const float* x, std::int64_t n, float* y) { ops::softplus(x, n, y); }
@@ -116,6 +119,10 @@ void CpuBackend::add_bias(float* x, const float* bias, std::int64_t n_rows, std:
 
 void CpuBackend::scale(float* x, std::int64_t n, float s) {
   for (std::int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+void CpuBackend::scale_rows(float* x, std::int64_t n_rows, std::int64_t n, const float* s) {
+  for (std::int64_t r = 0; r < n_rows; ++r) scale(x + r * n, n, s[r]);
 }
 
 void CpuBackend::softcap(float* x, std::int64_t n, float cap) {

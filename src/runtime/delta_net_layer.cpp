@@ -2,9 +2,37 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 namespace seam {
+namespace {
+
+// dst row i = src row rows[i] (`width` floats per row in both), one backend
+// copy per run of consecutive rows: a sequence's rows are usually contiguous.
+void gather_rows(ComputeBackend& be, const float* src, std::span<const std::uint32_t> rows,
+                 std::int64_t width, float* dst) {
+  for (std::size_t i = 0; i < rows.size();) {
+    std::size_t e = i + 1;
+    while (e < rows.size() && rows[e] == rows[e - 1] + 1) ++e;
+    be.copy_rows(src + std::int64_t{rows[i]} * width, width, static_cast<std::int64_t>(e - i),
+                 width, dst + static_cast<std::int64_t>(i) * width, width);
+    i = e;
+  }
+}
+
+// dst row rows[i] = src row i: gather_rows' inverse.
+void scatter_rows(ComputeBackend& be, const float* src, std::span<const std::uint32_t> rows,
+                  std::int64_t width, float* dst) {
+  for (std::size_t i = 0; i < rows.size();) {
+    std::size_t e = i + 1;
+    while (e < rows.size() && rows[e] == rows[e - 1] + 1) ++e;
+    be.copy_rows(src + static_cast<std::int64_t>(i) * width, width,
+                 static_cast<std::int64_t>(e - i), width, dst + std::int64_t{rows[i]} * width,
+                 width);
+    i = e;
+  }
+}
+
+}  // namespace
 
 DeltaNetScratch::DeltaNetScratch(const DeltaNetParams& p, std::uint32_t n_batch) {
   const std::size_t n = n_batch;
@@ -36,18 +64,12 @@ void delta_net_layer(const DeltaNetParams& p, const DeltaNetWeights& w, float ep
   if (p.ba_fused) {
     // Per k-head [beta x r | alpha x r]: v-head j*r + i takes beta at j*2r + i
     // and alpha at j*2r + r + i.
-    be.matmul(w.ba, h, T, s.b.data(), 2 * Hv);
-    // Unpacked through x (free until the fold): b [T][2 Hv] -> a, b [T][Hv].
+    // Into x (free until the fold), then b [T][2 Hv] -> a, b [T][Hv].
+    be.matmul(w.ba, h, T, s.x.data(), 2 * Hv);
     const std::int64_t r = Hv / p.n_head_k;
-    std::copy_n(s.b.data(), T * 2 * Hv, s.x.data());
-    for (std::int64_t t = 0; t < T; ++t) {
-      const float* ba = s.x.data() + t * 2 * Hv;
-      for (std::int64_t j = 0; j < p.n_head_k; ++j) {
-        for (std::int64_t i = 0; i < r; ++i) {
-          s.b[t * Hv + j * r + i] = ba[j * 2 * r + i];
-          s.a[t * Hv + j * r + i] = ba[j * 2 * r + r + i];
-        }
-      }
+    for (std::int64_t j = 0; j < p.n_head_k; ++j) {
+      be.copy_rows(s.x.data() + j * 2 * r, 2 * Hv, T, r, s.b.data() + j * r, Hv);
+      be.copy_rows(s.x.data() + j * 2 * r + r, 2 * Hv, T, r, s.a.data() + j * r, Hv);
     }
   } else {
     be.matmul(w.beta, h, T, s.b.data(), Hv);
@@ -57,28 +79,21 @@ void delta_net_layer(const DeltaNetParams& p, const DeltaNetWeights& w, float ep
   be.sigmoid(s.b.data(), T * Hv, s.b.data());
   for (std::int64_t t = 0; t < T; ++t) be.add(s.a.data() + t * Hv, w.dt_bias, Hv);
   be.softplus(s.a.data(), T * Hv, s.a.data());
-  for (std::int64_t t = 0; t < T; ++t) {
-    for (std::int64_t i = 0; i < Hv; ++i) s.a[t * Hv + i] *= w.a[i];
-  }
+  for (std::int64_t t = 0; t < T; ++t) be.mul(s.a.data() + t * Hv, w.a, Hv);
 
   // The sequential part, one sequence's consecutive rows at a time.
   store.fold_layer(runs, rl, [&](const SeqRun& run, std::size_t first, std::size_t n_rows) {
     const auto n = static_cast<std::int64_t>(n_rows);
-    for (std::int64_t i = 0; i < n; ++i) {
-      const std::int64_t row = run.rows[first + static_cast<std::size_t>(i)];
-      std::memcpy(s.x.data() + i * C, s.m.data() + row * C, C * sizeof(float));
-      std::memcpy(s.gb.data() + i * Hv, s.a.data() + row * Hv, Hv * sizeof(float));
-      std::memcpy(s.gb.data() + (n + i) * Hv, s.b.data() + row * Hv, Hv * sizeof(float));
-    }
+    const std::span<const std::uint32_t> rows(run.rows.data() + first, n_rows);
+    gather_rows(be, s.m.data(), rows, C, s.x.data());
+    gather_rows(be, s.a.data(), rows, Hv, s.gb.data());
+    gather_rows(be, s.b.data(), rows, Hv, s.gb.data() + n * Hv);
     be.ssm_conv(s.x.data(), n, C, w.conv1d, static_cast<std::int32_t>(p.d_conv),
                 store.conv(rl, run.seq), s.u.data());
     be.silu(s.u.data(), n * C, s.u.data());
-    for (std::int64_t i = 0; i < n; ++i) {
-      const float* u = s.u.data() + i * C;
-      std::memcpy(s.q.data() + i * QK, u, QK * sizeof(float));
-      std::memcpy(s.k.data() + i * QK, u + QK, QK * sizeof(float));
-      std::memcpy(s.v.data() + i * V, u + 2 * QK, V * sizeof(float));
-    }
+    be.copy_rows(s.u.data(), C, n, QK, s.q.data(), QK);
+    be.copy_rows(s.u.data() + QK, C, n, QK, s.k.data(), QK);
+    be.copy_rows(s.u.data() + 2 * QK, C, n, V, s.v.data(), V);
     be.l2_norm(s.q.data(), n * p.n_head_k, S, eps, s.q.data());
     be.l2_norm(s.k.data(), n * p.n_head_k, S, eps, s.k.data());
     GatedDeltaArgs g;
@@ -96,10 +111,7 @@ void delta_net_layer(const DeltaNetParams& p, const DeltaNetWeights& w, float ep
     g.scale = 1.0f / std::sqrt(static_cast<float>(S));
     g.map = p.k_head_map;
     be.gated_delta_rule(g);
-    for (std::int64_t i = 0; i < n; ++i) {
-      const std::int64_t row = run.rows[first + static_cast<std::size_t>(i)];
-      std::memcpy(s.y.data() + row * V, s.o.data() + i * V, V * sizeof(float));
-    }
+    scatter_rows(be, s.o.data(), rows, V, s.y.data());
   });
 
   // Per head: rms_norm(o) * norm * silu(z), then the output projection.

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <string>
 
 #include "compute/ops.h"
@@ -91,7 +90,7 @@ void ffn_block(const ModelSpec& spec, const LayerSpec& ls, const LayerWeights& L
     gate_inp.row_stride = static_cast<std::size_t>(E) * sizeof(float);
     be.matmul(gate_inp, s.h.data(), T, s.shexp_gate.data(), 1);
     be.sigmoid(s.shexp_gate.data(), T, s.shexp_gate.data());
-    for (std::int64_t t = 0; t < T; ++t) be.scale(s.shexp.data() + t * E, E, s.shexp_gate[t]);
+    be.scale_rows(s.shexp.data(), T, E, s.shexp_gate.data());
   }
   if (ls.ffn == FfnKind::Moe) {
     const std::int32_t n_exp = static_cast<std::int32_t>(ls.n_expert);
@@ -208,10 +207,8 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
       // Per head [q | gate]: q_raw [T][H][2 D] -> q, q_gate [T][H][D].
       const std::int64_t D = ls.head_dim;
       be.matmul(L.wq, s.h.data(), T, s.q_raw.data(), 2 * QW);
-      for (std::int64_t i = 0; i < T * ls.n_head; ++i) {
-        std::memcpy(s.q.data() + i * D, s.q_raw.data() + 2 * i * D, D * sizeof(float));
-        std::memcpy(s.q_gate.data() + i * D, s.q_raw.data() + (2 * i + 1) * D, D * sizeof(float));
-      }
+      be.copy_rows(s.q_raw.data(), 2 * D, T * ls.n_head, D, s.q.data(), D);
+      be.copy_rows(s.q_raw.data() + D, 2 * D, T * ls.n_head, D, s.q_gate.data(), D);
     } else {
       be.matmul(L.wq, s.h.data(), T, s.q.data(), QW);
     }
@@ -271,10 +268,16 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
 
   // LM head only for the rows that asked for logits.
   std::int64_t n_out = 0;
-  for (std::int64_t t = 0; t < T; ++t) {
-    if (!batch[t].logits) continue;
-    std::memcpy(s.rows.data() + n_out * E, s.x.data() + t * E, E * sizeof(float));
-    ++n_out;
+  for (std::int64_t t = 0; t < T;) {
+    if (!batch[t].logits) {
+      ++t;
+      continue;
+    }
+    std::int64_t e = t + 1;  // a run of rows that want logits: one copy
+    while (e < T && batch[e].logits) ++e;
+    be.copy_rows(s.x.data() + t * E, E, e - t, E, s.rows.data() + n_out * E, E);
+    n_out += e - t;
+    t = e;
   }
   if (n_out == 0) return;
   be.rms_norm(s.rows.data(), w.output_norm, n_out, E, hp.norm_eps, s.rows.data());

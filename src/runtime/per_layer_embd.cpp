@@ -1,7 +1,6 @@
 #include "runtime/per_layer_embd.h"
 
 #include <cmath>
-#include <cstring>
 
 namespace seam {
 
@@ -28,12 +27,8 @@ void ple_inputs(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be
   be.add(s.proj.data(), s.tok.data(), T * LP);
   be.scale(s.proj.data(), T * LP, 1.0f / std::sqrt(2.0f));
   // [T][L][P] -> [L][T][P]: a layer's inputs become one block.
-  for (std::int64_t t = 0; t < T; ++t) {
-    for (std::int64_t l = 0; l < hp.n_layer; ++l) {
-      std::memcpy(s.tok.data() + (l * T + t) * P, s.proj.data() + t * LP + l * P,
-                  static_cast<std::size_t>(P) * sizeof(float));
-    }
-  }
+  for (std::int64_t l = 0; l < hp.n_layer; ++l)
+    be.copy_rows(s.proj.data() + l * P, LP, T, P, s.tok.data() + l * T * P, P);
 }
 
 void ple_layer(const ModelSpec& spec, const LayerWeights& L, ComputeBackend& be, std::uint32_t l,

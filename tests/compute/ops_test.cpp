@@ -208,5 +208,27 @@ TEST(Ops, SoftmaxIsStableForLargeLogits) {
   EXPECT_EQ(x[3], 0.0f);
 }
 
+// copy_rows moves whole rows between strided layouts and touches nothing else.
+TEST(Ops, CopyRowsHonoursBothStrides) {
+  CpuBackend be(1);
+  std::vector<float> src(5 * 7), dst(5 * 4, -1.0f);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i);
+  be.copy_rows(src.data() + 2, 7, 5, 3, dst.data() + 1, 4);  // columns 2..4 -> 1..3
+  for (int r = 0; r < 5; ++r) {
+    EXPECT_EQ(dst[r * 4], -1.0f) << r;
+    for (int c = 0; c < 3; ++c) EXPECT_EQ(dst[r * 4 + 1 + c], src[r * 7 + 2 + c]) << r << "," << c;
+  }
+}
+
+// scale_rows multiplies each row by its own factor: the same float product as
+// scale on that row alone.
+TEST(Ops, ScaleRowsUsesEachRowsFactor) {
+  CpuBackend be(1);
+  std::vector<float> x = {1, 2, 3, 4, 5, 6}, want = x;
+  const float s[] = {0.5f, -3.0f};
+  be.scale_rows(x.data(), 2, 3, s);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(x[i], want[i] * s[i / 3]) << i;
+}
+
 }  // namespace
 }  // namespace seam
