@@ -106,44 +106,31 @@ struct DecQ5_0 {
   }
 };
 
-// IQ4_NL: Q4_0's nibble layout through the kIQ4Values codebook; x = v * d.
-struct DecIQ4_NL {
+// A 4-bit codebook block in Q4_0's nibble layout: each nibble indexes the
+// 16-entry int8 `Table`; x = Table[q] * Scale(block).
+template <class Block, const std::int8_t* Table, float (*Scale)(const Block&)>
+struct DecCodebook {
   static constexpr int kUnit = 32, kActBlock = 32;
   static constexpr bool kMin = false;
   static constexpr int kChunksPerGroup = 1;
-  static constexpr std::size_t kGroupBytes = sizeof(BlockIQ4_NL);
+  static constexpr std::size_t kGroupBytes = sizeof(Block);
   static void decode(const std::byte* g, Chunk* c) {
-    const auto& b = *reinterpret_cast<const BlockIQ4_NL*>(g);
+    const auto& b = *reinterpret_cast<const Block*>(g);
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
     const __m128i m = _mm_set1_epi8(0x0F);
     const __m256i idx =
         _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
     const __m256i table =
-        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values)));
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(Table)));
     c[0].q = _mm256_shuffle_epi8(table, idx);
-    c[0].scale[0] = c[0].scale[1] = h2f(b.d);
+    c[0].scale[0] = c[0].scale[1] = Scale(b);
   }
 };
-
-// MXFP4: IQ4_NL's layout with the E2M1 codebook (doubled to integers) and an
-// E8M0 scale (halved to match).
-struct DecMXFP4 {
-  static constexpr int kUnit = 32, kActBlock = 32;
-  static constexpr bool kMin = false;
-  static constexpr int kChunksPerGroup = 1;
-  static constexpr std::size_t kGroupBytes = sizeof(BlockMXFP4);
-  static void decode(const std::byte* g, Chunk* c) {
-    const auto& b = *reinterpret_cast<const BlockMXFP4*>(g);
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
-    const __m128i m = _mm_set1_epi8(0x0F);
-    const __m256i idx =
-        _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
-    const __m256i table = _mm256_broadcastsi128_si256(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(kMXFP4Values)));
-    c[0].q = _mm256_shuffle_epi8(table, idx);
-    c[0].scale[0] = c[0].scale[1] = mxfp4_scale(b.e);
-  }
-};
+float iq4_nl_scale(const BlockIQ4_NL& b) { return h2f(b.d); }
+// MXFP4's E2M1 values are kept doubled (integers) and its E8M0 scale halved.
+float mxfp4_block_scale(const BlockMXFP4& b) { return mxfp4_scale(b.e); }
+using DecIQ4_NL = DecCodebook<BlockIQ4_NL, kIQ4Values, iq4_nl_scale>;
+using DecMXFP4 = DecCodebook<BlockMXFP4, kMXFP4Values, mxfp4_block_scale>;
 
 // Q4_K: x = d * sc * q - dmin * mn per 32-element sub-block.
 struct DecQ4_K {
