@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "compute/dot.h"
+#include "compute/prefetch.h"
 #include "compute/quant_blocks.h"
 
 namespace seam::dot::avx2 {
@@ -47,12 +48,14 @@ inline const Block* act_row(const void* act, std::size_t stride, int t) {
 
 // Loads 8 weights as f32.
 struct LoadF32 {
+  static constexpr std::size_t kBytes = 4;
   static __m256 load(const void* w, std::int64_t k) {
     return _mm256_loadu_ps(static_cast<const float*>(w) + k);
   }
   static float one(const void* w, std::int64_t k) { return static_cast<const float*>(w)[k]; }
 };
 struct LoadF16 {
+  static constexpr std::size_t kBytes = 2;
   static __m256 load(const void* w, std::int64_t k) {
     return _mm256_cvtph_ps(_mm_loadu_si128(
         reinterpret_cast<const __m128i*>(static_cast<const std::uint16_t*>(w) + k)));
@@ -62,6 +65,7 @@ struct LoadF16 {
   }
 };
 struct LoadBF16 {
+  static constexpr std::size_t kBytes = 2;
   static __m256 load(const void* w, std::int64_t k) {
     const __m128i h =
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const std::uint16_t*>(w) + k));
@@ -89,6 +93,7 @@ void float_dot(std::int64_t n, const void* w, const void* act, std::size_t as, f
   }
   std::int64_t k = 0;
   for (; k + 16 <= n; k += 16) {
+    prefetch_ahead(static_cast<const char*>(w) + k * L::kBytes, 16 * L::kBytes);
     const __m256 w0 = L::load(w, k), w1 = L::load(w, k + 8);
     for (int t = 0; t < NT; ++t) {
       acc0[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(a[t] + k), acc0[t]);
@@ -132,6 +137,7 @@ void q_x_q8_0(std::int64_t n, const void* w, const void* act, std::size_t as, fl
     acc[t] = _mm256_setzero_ps();
   }
   for (std::int64_t i = 0; i < nb; ++i) {
+    if ((i & 3) == 0) prefetch_ahead(x + i, 4 * sizeof(*x));
     const __m256i q = Unpack(x[i]);
     const float dw = h2f(x[i].d);
     for (int t = 0; t < NT; ++t) {
@@ -191,6 +197,7 @@ void q_x_q8_1(std::int64_t n, const void* w, const void* act, std::size_t as, fl
   }
   const __m256i ones = _mm256_set1_epi16(1);
   for (std::int64_t i = 0; i < nb; ++i) {
+    if ((i & 3) == 0) prefetch_ahead(x + i, 4 * sizeof(*x));
     const __m256i q = Unpack(x[i]);
     const float dw = h2f(x[i].d), mw = h2f(x[i].m);
     for (int t = 0; t < NT; ++t) {
@@ -222,6 +229,7 @@ void k4(std::int64_t n, const void* w, const void* act, std::size_t as, float* o
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i one = _mm256_set1_epi8(1);
   for (std::int64_t i = 0; i < nb; ++i) {
+    prefetch_ahead(x + i, sizeof(Block));
     // Unpack the 12-byte field into bytes 0..7 = scales, 8..15 = mins (scale_min_k4's
     // layout, done on 32-bit words instead of per sub-block).
     std::uint32_t u[4];
@@ -295,6 +303,7 @@ void k23(std::int64_t n, const void* w, const void* act, std::size_t as, float* 
   const __m256i one = _mm256_set1_epi8(1);
   const __m256i k4 = _mm256_set1_epi8(4);
   for (std::int64_t i = 0; i < nb; ++i) {
+    prefetch_ahead(x + i, sizeof(Block));
     std::int16_t sc[16];
     __m256i mins16 = _mm256_setzero_si256();
     __m256i hmask = _mm256_setzero_si256();
@@ -359,6 +368,7 @@ void q6_k(std::int64_t n, const void* w, const void* act, std::size_t as, float*
   const __m256i m2 = _mm256_set1_epi8(0x03);
   const __m256i k32 = _mm256_set1_epi8(32);
   for (std::int64_t i = 0; i < nb; ++i) {
+    prefetch_ahead(x + i, sizeof(BlockQ6_K));
     __m256i sumi[NT];
     for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
     for (int h = 0; h < 2; ++h) {
@@ -425,6 +435,7 @@ void iq4_xs(std::int64_t n, const void* w, const void* act, std::size_t as, floa
     acc[t] = _mm256_setzero_ps();
   }
   for (std::int64_t i = 0; i < nb; ++i) {
+    prefetch_ahead(x + i, sizeof(BlockIQ4_XS));
     __m256i sumi[NT];
     for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
     for (int ib = 0; ib < kQK_K / 32; ++ib) {

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "compute/dot.h"
+#include "compute/prefetch.h"
 #include "compute/quant_blocks.h"
 
 namespace seam::dot::avx2 {
@@ -46,6 +47,7 @@ void run(std::int64_t n, const void* w, const void* act, std::size_t as, float* 
     acc[t] = _mm256_setzero_ps();
   }
   for (std::int64_t i = 0; i < nb; ++i) {
+    if ((i & 3) == 0) prefetch_ahead(x + i, 4 * sizeof(*x));
     const __m256i q = unpack(x[i]);
     const __m256i q_abs = _mm256_sign_epi8(q, q);
     const float dw = mxfp4_scale(x[i].e);

@@ -39,6 +39,7 @@
 #include <cstring>
 
 #include "compute/dot.h"
+#include "compute/prefetch.h"
 #include "compute/quant_blocks.h"
 
 namespace seam::dot::avx512 {
@@ -151,6 +152,7 @@ void q32(std::int64_t n, const void* w, const void* act, std::size_t as, float* 
   for (std::int64_t g = 0; g < nb; g += 16) {
     const int rem = nb - g < 16 ? static_cast<int>(nb - g) : 16;
     const __mmask16 m = static_cast<__mmask16>((1u << rem) - 1);
+    prefetch_ahead(x + g, 16 * sizeof(Block));
     const __m512 dw = gather_f16(x + g, w_off, m);
     __m512 s[NT];  // dw * da per block of the group
     for (int t = 0; t < NT; ++t) s[t] = _mm512_mul_ps(dw, gather_f16(y[t] + g, a_off, m));
@@ -242,6 +244,7 @@ void q32_rows(std::int64_t n, const void* w, const void* act, std::size_t as, fl
   for (std::int64_t g = 0; g < nb; g += 16) {
     const int rem = nb - g < 16 ? static_cast<int>(nb - g) : 16;
     const __mmask16 m = static_cast<__mmask16>((1u << rem) - 1);
+    prefetch_ahead(x + g, 16 * sizeof(Block));
     const __m512 dw = gather_f16(x + g, w_off, m);
     __m512 s[NT];  // dw * da per block of the group
     for (int t = 0; t < NT; ++t) s[t] = _mm512_mul_ps(dw, _mm512_maskz_loadu_ps(m, ad[t] + g));
@@ -307,6 +310,7 @@ void k4(std::int64_t n, const void* w, const void* act, std::size_t as, float* o
     hbit[p] = _mm512_sllv_epi16(_mm512_set1_epi16(static_cast<short>(0x0101 << (2 * p))), half);
   }
   for (std::int64_t i = 0; i < nb; ++i) {
+    prefetch_ahead(x + i, sizeof(Block));
     // The 12-byte field -> bytes 0..7 = scales, 8..15 = mins (see the AVX2 kernel).
     std::uint32_t u[4];
     std::memcpy(u, x[i].scales, 12);
@@ -382,6 +386,7 @@ void q6_k(std::int64_t n, const void* w, const void* act, std::size_t as, float*
   const __m512i sh01 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
   const __m512i sh23 = _mm512_add_epi16(sh01, _mm512_set1_epi16(4));
   for (std::int64_t i = 0; i < nb; ++i) {
+    prefetch_ahead(x + i, sizeof(BlockQ6_K));
     const __m256i sc16 =
         _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales)));
     __m512i sumi[NT];
@@ -422,16 +427,19 @@ void q6_k(std::int64_t n, const void* w, const void* act, std::size_t as, float*
 
 // 16 weights as f32; the masked form reads only the lanes in m.
 struct LoadF32 {
+  static constexpr std::size_t kBytes = 4;
   static __m512 load(const void* w, std::int64_t k, __mmask16 m) {
     return _mm512_maskz_loadu_ps(m, static_cast<const float*>(w) + k);
   }
 };
 struct LoadF16 {
+  static constexpr std::size_t kBytes = 2;
   static __m512 load(const void* w, std::int64_t k, __mmask16 m) {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, static_cast<const std::uint16_t*>(w) + k));
   }
 };
 struct LoadBF16 {
+  static constexpr std::size_t kBytes = 2;
   static __m512 load(const void* w, std::int64_t k, __mmask16 m) {
     const __m256i h = _mm256_maskz_loadu_epi16(m, static_cast<const std::uint16_t*>(w) + k);
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
@@ -451,6 +459,7 @@ void float_dot(std::int64_t n, const void* w, const void* act, std::size_t as, f
   }
   std::int64_t k = 0;
   for (; k + 32 <= n; k += 32) {
+    prefetch_ahead(static_cast<const char*>(w) + k * L::kBytes, 32 * L::kBytes);
     const __m512 w0 = L::load(w, k, 0xFFFF), w1 = L::load(w, k + 16, 0xFFFF);
     for (int t = 0; t < NT; ++t) {
       acc0[t] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(a[t] + k), acc0[t]);

@@ -1,0 +1,29 @@
+// Software prefetch for the decode kernels, which stream every weight byte
+// once per token. Two things keep them from DRAM's bandwidth without it: the
+// hardware prefetchers stop at each 4 KiB page, and the out-of-order window of
+// a dense 4-bit kernel spans fewer cache lines than DRAM latency times
+// bandwidth needs in flight. Asking for the bytes kPrefetchAhead past those
+// being read keeps enough misses outstanding. Measured on a 1B-shape model,
+// decode tok/s at 1 thread on Sapphire Rapids, without -> with: AVX-512 level
+// Q4_0 13.9 -> 16.3, Q4_K_M 8.8 -> 17.2, F16 5.5 -> 6.7, Q8_0 10.1 -> 10.2;
+// AVX2 level Q4_0 4.4 -> 12.6, Q8_0 4.7 -> 9.2 (1 to 4 KiB ahead tried, 2 best).
+// Rows are streamed in order, so prefetching past a row's end fetches the
+// start of the next row the same thread reads.
+//
+// `static`: each SIMD unit keeps its own copy, no weak symbol shared with
+// baseline code (dot.h).
+#pragma once
+
+#include <cstddef>
+
+namespace seam::dot {
+
+inline constexpr std::size_t kPrefetchAhead = 2048;
+
+// Requests the cache lines of [p + kPrefetchAhead, p + kPrefetchAhead + bytes).
+static inline void prefetch_ahead(const void* p, std::size_t bytes) {
+  const char* q = static_cast<const char*>(p) + kPrefetchAhead;
+  for (std::size_t l = 0; l < bytes; l += 64) __builtin_prefetch(q + l, 0, 3);
+}
+
+}  // namespace seam::dot
