@@ -226,11 +226,13 @@ void add_bench_command(CLI::App& app, CommandList& list) {
     double membw = 0;
     bool json = false;
     std::string cache_type = "f16";
+    bool mmap = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand(
       "bench", "Measure prefill (pp) and decode (tg) speed the way llama-bench does");
   sub->add_option("-m,--model", o->model, "GGUF file or Hugging Face model directory")->required();
+  add_mmap_flag(sub, o->mmap);
   sub->add_option("-p,--n-prompt", o->n_prompt,
                   "Prefill test: one decode of P random tokens (0 = skip)")
       ->capture_default_str();
@@ -275,6 +277,7 @@ void add_bench_command(CLI::App& app, CommandList& list) {
     for (const int t : threads) {
       LoadOptions lo;
       lo.n_threads = t;
+      lo.mmap = o->mmap;
       auto model = Model::load(o->model, lo);
       info = model->info();
       const double bw = o->membw > 0 ? o->membw : measure_bandwidth(t);
@@ -330,6 +333,7 @@ void add_bench_command(CLI::App& app, CommandList& list) {
       j["type"] = main_type(info);
       j["quantization"] = info.quantization;
       j["cpu_level"] = seam::cpu_level();
+      j["mmap"] = o->mmap;
       j["cache_type"] = cache_name;
       j["membw_gbps"] = nlohmann::ordered_json::object();
       for (const auto& [t, bw] : bandwidth) j["membw_gbps"][std::to_string(t)] = bw;

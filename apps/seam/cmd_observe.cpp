@@ -37,6 +37,7 @@ struct Opts {
   std::string input;  // positional: FILE or -
   std::string jsonl, html, debug_log, baseline = "welford", roll = "shift";
   int threads = 0;
+  bool mmap = false;
   std::string cache_type = "f16";
   ObserveOptions obs;
   bool no_interject = false;
@@ -137,11 +138,13 @@ int run_observe(Opts& o) {
   ModelOptions mo;
   mo.model = o.model;
   mo.threads = o.threads;
+  mo.mmap = o.mmap;
   auto model = load_model(mo);
   std::shared_ptr<const Model> compare;
   if (!o.compare.empty()) {
     LoadOptions lo;
     lo.n_threads = o.threads;
+    lo.mmap = o.mmap;
     compare = Model::load(o.compare, lo);
   }
   Observer obs(model, o.obs, compare);
@@ -203,6 +206,7 @@ void add_observe_command(CLI::App& app, CommandList& list) {
       "Read a text stream through a model: per-token surprisal, triggers, interjections");
   sub->add_option("-m,--model", o->model,
                   "GGUF model file or Hugging Face model directory (default: the bundled model)");
+  add_mmap_flag(sub, o->mmap);
   sub->add_option("--compare", o->compare,
                   "A second model with the same tokenizer: per-token KL divergence and "
                   "cross-entropy, and Binoculars scores");

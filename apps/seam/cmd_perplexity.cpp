@@ -25,12 +25,14 @@ void add_perplexity_command(CLI::App& app, CommandList& list) {
     std::string file;
     std::uint32_t n_ctx = 0;
     int threads = 0;
+    bool mmap = false;
     std::string cache_type = "f16";
     bool json = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand("perplexity", "Measure a model's perplexity on a text file");
   sub->add_option("-m,--model", o->model, "GGUF file or Hugging Face model directory")->required();
+  add_mmap_flag(sub, o->mmap);
   sub->add_option("-f,--file", o->file, "Text file to score")->required();
   sub->add_option("-c,--ctx,--ctx-size", o->n_ctx,
                   "Window length in tokens; the second half of each window is scored "
@@ -47,6 +49,7 @@ void add_perplexity_command(CLI::App& app, CommandList& list) {
     const std::string text((std::istreambuf_iterator<char>(in)), {});
     LoadOptions lo;
     lo.n_threads = resolve_threads(o->threads);
+    lo.mmap = o->mmap;
     auto model = Model::load(o->model, lo);
     std::shared_ptr<const Model> compare;
     if (!o->compare.empty()) compare = Model::load(o->compare, lo);

@@ -36,6 +36,7 @@ void add_serve_command(CLI::App& app, CommandList& list) {
   sub->add_option("-t,--threads", o->model.threads, "Compute threads; 0 = one per core")
       ->capture_default_str()
       ->check(CLI::Range(0, 1024));
+  add_mmap_flag(sub, o->model.mmap);
   sub->add_option("--host", s.host, "Address to listen on")->capture_default_str();
   sub->add_option("--port", s.port, "Port to listen on; 0 = pick a free one (printed on stderr)")
       ->capture_default_str()

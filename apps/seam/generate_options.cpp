@@ -38,6 +38,13 @@ void add_model_options(CLI::App* sub, ModelOptions& o) {
   sub->add_option("--n-gpu-layers,--gpu-layers", o.gpu_layers,
                   "llama.cpp's -ngl; accepted, but this build runs on the CPU only");
   add_cache_type_option(sub, o.cache_type);
+  add_mmap_flag(sub, o.mmap);
+}
+
+void add_mmap_flag(CLI::App* sub, bool& mmap) {
+  sub->add_flag("--mmap", mmap,
+                "Serve the weights from a memory map of the file instead of reading them into "
+                "memory: opens at once and shares the page cache, but decodes slower");
 }
 
 void add_cache_type_option(CLI::App* sub, std::string& type) {
@@ -174,6 +181,7 @@ std::uint64_t resolve_seed(std::int64_t seed) {
 std::shared_ptr<const Model> load_model(const ModelOptions& o) {
   LoadOptions lo;
   lo.n_threads = resolve_threads(o.threads);
+  lo.mmap = o.mmap;
   if (o.gpu_layers >= 0)
     std::fprintf(stderr,
                  "seam: note: --n-gpu-layers has no effect: this build runs on the CPU only\n");

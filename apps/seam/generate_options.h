@@ -26,11 +26,15 @@ struct ModelOptions {
   std::uint32_t batch = 512;
   std::string cache_type = "f16";  // --cache-type, checked by parse_cache_type
   int gpu_layers = -1;  // llama.cpp's -ngl: accepted, and said to have no effect (CPU build)
+  bool mmap = false;    // --mmap: LoadOptions::mmap
 };
 
 // -t/--threads with seam's one rule: a given value below 1 is refused at parse
 // time; omitted (0) means one per core. Call resolve_threads before using it.
 CLI::Option* add_threads_option(CLI::App* sub, int& threads);
+
+// --mmap (LoadOptions::mmap): weights from a map of the file, not read into memory.
+void add_mmap_flag(CLI::App* sub, bool& mmap);
 
 // The thread count to hand to the library: 0 stays 0 (one per core); above the
 // number of cores it warns on stderr; above kMaxThreadsPerCore per core it is

@@ -6,14 +6,52 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <utility>
 
 #include "seam/error.h"
 
 namespace seam {
 
-MappedFile MappedFile::open(const std::string& path) {
+namespace {
+
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+
+// MemAvailable from /proc/meminfo in bytes (memory the kernel can hand out
+// without swapping, page cache included); 0 when it cannot be read.
+std::size_t memory_available() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  std::size_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return 0;
+}
+
+// `size` bytes of fresh anonymous memory starting on a huge-page boundary
+// (transparent huge pages need the address aligned), or nullptr.
+std::byte* huge_page_region(std::size_t size) {
+  const std::size_t padded = size + kHugePage;
+  void* raw = ::mmap(nullptr, padded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  const auto base = reinterpret_cast<std::uintptr_t>(raw);
+  const std::uintptr_t start = (base + kHugePage - 1) & ~(kHugePage - 1);
+  const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const std::uintptr_t end = (start + size + page - 1) & ~(page - 1);
+  if (start > base) ::munmap(raw, start - base);
+  if (base + padded > end) ::munmap(reinterpret_cast<void*>(end), base + padded - end);
+  auto* region = reinterpret_cast<std::byte*>(start);
+  ::madvise(region, size, MADV_HUGEPAGE);  // advice only: small pages if refused
+  return region;
+}
+
+}  // namespace
+
+MappedFile MappedFile::open(const std::string& path, Residency residency) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     throw Error(Errc::Io, "cannot open '" + path + "': " + std::strerror(errno));
@@ -31,7 +69,30 @@ MappedFile MappedFile::open(const std::string& path) {
   MappedFile f;
   f.path_ = path;
   f.size_ = static_cast<std::size_t>(st.st_size);
-  if (f.size_ > 0) {
+  if (f.size_ == 0) {
+    ::close(fd);
+    return f;
+  }
+  std::byte* copy = nullptr;
+  if (residency == Residency::kInMemory && f.size_ < memory_available())
+    copy = huge_page_region(f.size_);
+  if (copy) {
+    std::size_t done = 0;
+    while (done < f.size_) {
+      const ssize_t got = ::pread(fd, copy + done, f.size_ - done, static_cast<off_t>(done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) {
+        const int err = got < 0 ? errno : EIO;  // 0: the file shrank while being read
+        ::munmap(copy, f.size_);
+        ::close(fd);
+        throw Error(Errc::Io, "cannot read '" + path + "': " + std::strerror(err));
+      }
+      done += static_cast<std::size_t>(got);
+    }
+    ::mprotect(copy, f.size_, PROT_READ);  // as read-only as the mapping would be
+    f.data_ = copy;
+    f.in_memory_ = true;
+  } else {
     void* p = ::mmap(nullptr, f.size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
       int err = errno;
@@ -47,7 +108,8 @@ MappedFile MappedFile::open(const std::string& path) {
 MappedFile::MappedFile(MappedFile&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)),
-      path_(std::move(other.path_)) {}
+      path_(std::move(other.path_)),
+      in_memory_(std::exchange(other.in_memory_, false)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
@@ -55,6 +117,7 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
     path_ = std::move(other.path_);
+    in_memory_ = std::exchange(other.in_memory_, false);
   }
   return *this;
 }

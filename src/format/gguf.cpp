@@ -206,8 +206,8 @@ std::string dims_string(const std::vector<std::uint64_t>& ne) {
 
 }  // namespace
 
-GgufFile GgufFile::open(const std::string& path) {
-  auto file = std::make_shared<MappedFile>(MappedFile::open(path));
+GgufFile GgufFile::open(const std::string& path, Residency residency) {
+  auto file = std::make_shared<MappedFile>(MappedFile::open(path, residency));
   GgufFile g = parse(file->bytes(), path);
   g.file_ = std::move(file);
   return g;

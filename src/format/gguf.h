@@ -96,7 +96,7 @@ struct GgufTensor {
 class GgufFile {
  public:
   // Maps and parses a file. Throws Error(Io) or Error(BadFormat).
-  static GgufFile open(const std::string& path);
+  static GgufFile open(const std::string& path, Residency residency = Residency::kMapped);
   // Parses bytes owned by the caller (they must outlive the GgufFile).
   static GgufFile parse(std::span<const std::byte> bytes, std::string source_name = "<memory>");
   // Assembles a file from metadata and tensors whose `data` point into memory

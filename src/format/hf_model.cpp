@@ -761,7 +761,7 @@ GgufFile open_hf_model(const std::string& dir) {
   return GgufFile::assemble(dir, std::move(kv), std::move(tensors), std::move(keepalive));
 }
 
-GgufFile open_model_file(const std::string& path) {
+GgufFile open_model_file(const std::string& path, Residency residency) {
   if (is_hf_model_dir(path)) return open_hf_model(path);
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
@@ -769,7 +769,7 @@ GgufFile open_model_file(const std::string& path) {
                               " is a directory without config.json; expected a GGUF file or a "
                               "Hugging Face model directory");
   }
-  return GgufFile::open(path);
+  return GgufFile::open(path, residency);
 }
 
 }  // namespace seam

@@ -46,6 +46,6 @@ GgufFile open_hf_model(const std::string& dir);
 std::vector<std::pair<std::string, GgufValue>> hf_tokenizer_metadata(const std::string& dir);
 
 // Opens a model path of either kind: a GGUF file or a Hugging Face directory.
-GgufFile open_model_file(const std::string& path);
+GgufFile open_model_file(const std::string& path, Residency residency = Residency::kMapped);
 
 }  // namespace seam

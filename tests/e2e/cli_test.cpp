@@ -53,6 +53,18 @@ TEST(RunCli, JsonCarriesTheWholeResult) {
   EXPECT_NE(plain.err.find("20 generated (length)"), std::string::npos) << plain.err;
 }
 
+// --mmap serves the weights from the file's map instead of a copy in memory:
+// the same bytes, so the same tokens and log-probabilities.
+TEST(RunCli, MmapGivesTheSameResult) {
+  const std::vector<std::string> args = {"--temp",       "0",          "-n", "16",
+                                         "--ignore-eos", "--logprobs", "2"};
+  std::vector<std::string> mapped = args;
+  mapped.push_back("--mmap");
+  const nlohmann::json a = run_json(args), b = run_json(mapped);
+  EXPECT_EQ(a["tokens"], b["tokens"]);
+  EXPECT_EQ(a["logprobs"], b["logprobs"]);
+}
+
 TEST(RunCli, LogprobsWithAlternatives) {
   const nlohmann::json j = run_json({"--temp", "0", "-n", "8", "--logprobs", "3"});
   ASSERT_EQ(j["logprobs"].size(), j["tokens"].size());
