@@ -699,7 +699,7 @@ bool is_hf_model_dir(const std::string& path) {
   return fs::is_directory(path, ec) && fs::is_regular_file(fs::path(path) / "config.json", ec);
 }
 
-GgufFile open_hf_model(const std::string& dir) {
+GgufFile open_hf_model(const std::string& dir, Residency residency) {
   const std::string cfg_path = (fs::path(dir) / "config.json").string();
   const json cfg = text_config(hf::read_json_object(cfg_path), cfg_path);
   std::vector<std::pair<std::string, GgufValue>> kv;
@@ -722,7 +722,7 @@ GgufFile open_hf_model(const std::string& dir) {
     kv.push_back(std::move(p));
   }
 
-  const SafetensorsSet weights = SafetensorsSet::open_dir(dir);
+  const SafetensorsSet weights = SafetensorsSet::open_dir(dir, residency);
   std::vector<std::shared_ptr<const void>> keepalive;
   for (auto& m : weights.mappings()) keepalive.push_back(m);
   std::vector<GgufTensor> tensors;
@@ -762,7 +762,7 @@ GgufFile open_hf_model(const std::string& dir) {
 }
 
 GgufFile open_model_file(const std::string& path, Residency residency) {
-  if (is_hf_model_dir(path)) return open_hf_model(path);
+  if (is_hf_model_dir(path)) return open_hf_model(path, residency);
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
     throw Error(Errc::Io, "[hf] " + path +

@@ -38,14 +38,15 @@ bool is_hf_model_dir(const std::string& path);
 // Reads a model directory. Throws Error(Io) for missing files, Error(BadFormat)
 // for inconsistent ones and Error(Unsupported) naming an architecture, dtype,
 // tensor or tokenizer this build cannot map.
-GgufFile open_hf_model(const std::string& dir);
+GgufFile open_hf_model(const std::string& dir, Residency residency = Residency::kMapped);
 
 // The tokenizer.ggml.* and tokenizer.chat_template* metadata of a directory's
 // tokenizer.json + tokenizer_config.json (config.json supplies fallback
 // bos/eos ids). Throws like open_hf_model.
 std::vector<std::pair<std::string, GgufValue>> hf_tokenizer_metadata(const std::string& dir);
 
-// Opens a model path of either kind: a GGUF file or a Hugging Face directory.
+// Opens a model path of either kind: a GGUF file or a Hugging Face directory,
+// its weight bytes held as `residency` says (core/mapped_file.h).
 GgufFile open_model_file(const std::string& path, Residency residency = Residency::kMapped);
 
 }  // namespace seam

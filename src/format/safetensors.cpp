@@ -64,8 +64,8 @@ std::uint64_t SafetensorsTensor::n_elements() const {
   return n;
 }
 
-SafetensorsFile SafetensorsFile::open(const std::string& path) {
-  auto file = std::make_shared<const MappedFile>(MappedFile::open(path));
+SafetensorsFile SafetensorsFile::open(const std::string& path, Residency residency) {
+  auto file = std::make_shared<const MappedFile>(MappedFile::open(path, residency));
   SafetensorsFile f = parse(file->bytes(), path);
   f.file_ = std::move(file);
   return f;
@@ -187,7 +187,7 @@ const SafetensorsTensor* SafetensorsFile::find(std::string_view name) const {
   return it != tensors_.end() && it->name == name ? &*it : nullptr;
 }
 
-SafetensorsSet SafetensorsSet::open_dir(const std::string& dir) {
+SafetensorsSet SafetensorsSet::open_dir(const std::string& dir, Residency residency) {
   namespace fs = std::filesystem;
   SafetensorsSet set;
   const fs::path root(dir);
@@ -217,7 +217,7 @@ SafetensorsSet SafetensorsSet::open_dir(const std::string& dir) {
         bad(src, "weight_map names '" + name.substr(0, 80) + "', which is not a plain file name");
       }
       auto [it, fresh] = shard_of_file.emplace(name, set.files_.size());
-      if (fresh) set.files_.push_back(SafetensorsFile::open((root / name).string()));
+      if (fresh) set.files_.push_back(SafetensorsFile::open((root / name).string(), residency));
       wanted.emplace_back(tensor, it->second);
     }
     for (const auto& [tensor, shard] : wanted) {
@@ -235,7 +235,7 @@ SafetensorsSet SafetensorsSet::open_dir(const std::string& dir) {
     throw Error(Errc::Io, "[safetensors] " + dir +
                               " holds neither model.safetensors nor model.safetensors.index.json");
   }
-  set.files_.push_back(SafetensorsFile::open(single.string()));
+  set.files_.push_back(SafetensorsFile::open(single.string(), residency));
   for (const SafetensorsTensor& t : set.files_.back().tensors()) set.index_.emplace(t.name, &t);
   return set;
 }

@@ -40,7 +40,7 @@ struct SafetensorsTensor {
 class SafetensorsFile {
  public:
   // Maps and parses a file. Throws Error(Io), Error(BadFormat) or Error(Unsupported).
-  static SafetensorsFile open(const std::string& path);
+  static SafetensorsFile open(const std::string& path, Residency residency = Residency::kMapped);
   // Parses bytes owned by the caller (they must outlive the result).
   static SafetensorsFile parse(std::span<const std::byte> bytes,
                                std::string source_name = "<memory>");
@@ -66,7 +66,7 @@ class SafetensorsFile {
 // plain file names inside the directory.
 class SafetensorsSet {
  public:
-  static SafetensorsSet open_dir(const std::string& dir);
+  static SafetensorsSet open_dir(const std::string& dir, Residency residency = Residency::kMapped);
 
   const SafetensorsTensor* find(std::string_view name) const;
   // Every tensor, in name order.

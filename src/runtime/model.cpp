@@ -75,7 +75,7 @@ Model::~Model() = default;
 
 std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& opts) {
   auto impl = std::make_unique<Impl>();
-  // A GGUF file or a Hugging Face directory (whose safetensors stay mapped).
+  // A GGUF file or a Hugging Face directory.
   const bool stream_weights = !opts.vocab_only && !opts.mmap;
   impl->file = open_model_file(path, stream_weights ? Residency::kInMemory : Residency::kMapped);
   impl->options = opts;
