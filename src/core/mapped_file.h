@@ -11,7 +11,7 @@ namespace seam {
 // shared between processes). kInMemory: the file is read into anonymous
 // memory, 2 MiB-aligned and marked for transparent huge pages, so a decode
 // that streams every weight once per token walks a few hundred TLB entries
-// instead of one per 4 KiB page (1B Q4_0 decode: +13-15%, docs/performance.md).
+// instead of one per 4 KiB page (1B Q4_0 decode: +28-39%, docs/performance.md).
 // kInMemory maps instead when the file is larger than the memory available.
 enum class Residency { kMapped, kInMemory };
 

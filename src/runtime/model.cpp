@@ -76,8 +76,8 @@ Model::~Model() = default;
 std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& opts) {
   auto impl = std::make_unique<Impl>();
   // A GGUF file or a Hugging Face directory.
-  const bool stream_weights = !opts.vocab_only && !opts.mmap;
-  impl->file = open_model_file(path, stream_weights ? Residency::kInMemory : Residency::kMapped);
+  const bool in_memory = !opts.vocab_only && !opts.mmap;
+  impl->file = open_model_file(path, in_memory ? Residency::kInMemory : Residency::kMapped);
   impl->options = opts;
   impl->vocab_only = opts.vocab_only;
   if (!opts.vocab_only) {
