@@ -53,11 +53,10 @@ struct Admission {
 struct LoadOptions {
   int n_threads = 0;        // compute threads for sessions; 0 = one per core
   bool vocab_only = false;  // load only the tokenizer (tensors may be absent)
-  // Weights are read into memory (huge pages where the kernel grants them:
-  // decode reads every weight once per token, and through 4 KiB pages of a
-  // file map 1B Q4_0 decode ran 22-28% slower); true serves them from a memory
-  // map of the file instead (opens at once, shares the page cache with other
-  // processes). A model larger than the memory available is mapped either way.
+  // Weights are read into memory, where decode runs fastest (docs/library.md);
+  // true serves them from a memory map of the file instead (opens at once,
+  // shares the page cache with other processes). A model larger than the
+  // memory available is mapped either way.
   bool mmap = false;
 };
 
