@@ -1,6 +1,7 @@
 // The HTTP surface: routes, auth, SSE streaming, errors, access log. The
 // engine (engine.h) does the work; the wire format lives in api.h.
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <chrono>
@@ -132,6 +133,11 @@ class HttpServer final : public ServerHandle {
                                   " (in use, or not an address of this machine?)");
       port_ = cfg_.port;
     }
+    // The library was built with a listen backlog of 5: a burst of clients
+    // beyond that loses connections (SYNs dropped, then reset reads). Listening
+    // again on the bound socket widens the queue to the system's limit.
+    if (listen_fd_ < 0 || ::listen(listen_fd_, SOMAXCONN) != 0)
+      throw Error(Errc::Io, "cannot listen on " + cfg_.host + ":" + std::to_string(port_));
     listener_ = std::thread([this] { svr_.listen_after_bind(); });
   }
 
@@ -175,6 +181,7 @@ class HttpServer final : public ServerHandle {
   Metrics metrics_;
   std::time_t created_;
   int port_ = 0;
+  int listen_fd_ = -1;  // the bound socket, seen by the socket-options hook
   std::thread listener_;
 
   std::mutex m_;
@@ -234,6 +241,14 @@ void HttpServer::setup() {
   // health checks and slow clients besides.
   const std::size_t workers = cfg_.parallel + std::min<std::size_t>(cfg_.queue, 256) + 32;
   svr_.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
+  // SO_REUSEADDR lets a restarted server bind past TIME_WAIT; unlike the
+  // library's default SO_REUSEPORT it does not let a second server share the
+  // port, so "in use" stays an error.
+  svr_.set_socket_options([this](int sock) {
+    const int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_fd_ = sock;
+  });
   svr_.set_payload_max_length(cfg_.max_body);
   svr_.set_read_timeout(5, 0);
   svr_.set_write_timeout(5, 0);

@@ -445,6 +445,26 @@ TEST(ServeHttp, DisconnectFreesTheSlotAndAFullQueueGets503) {
   EXPECT_EQ(st, 200);
 }
 
+TEST(ServeHttp, APortInUseIsRefused) {
+  ServeProcess s({"-m", kStories});
+  ASSERT_TRUE(s.ok());
+  // A second server on the same port must fail, not share it.
+  const std::string cmd = "timeout 20 " + std::string(SEAM_BINARY) + " serve -m " + kStories +
+                          " --port " + std::to_string(s.port()) + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int status = ::pclose(p);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 124) << out;
+  EXPECT_NE(out.find("in use"), std::string::npos) << out;
+  auto c = s.client();
+  int st;
+  post_json(c, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 1}}, &st);
+  EXPECT_EQ(st, 200);
+}
+
 TEST(ServeHttp, SixteenConcurrentStreamsGetTheirTokensAlone) {
   ServeProcess s({"-m", kStories, "--parallel", "8", "-c", "2048"});
   ASSERT_TRUE(s.ok());
