@@ -65,7 +65,13 @@ struct RowFns {
   void (*prepare)(std::int64_t n, const void* act, void* dst);
   // A DotFn whose activation rows are prepared ones, act_bytes(n) apart.
   DotFn dot;
+  // One prepared token against kDecodeRows weight rows, row_stride bytes
+  // apart: out[r] = row r . token. Decode's common case; the rows share each
+  // activation load and one reduction, which a 576-wide row cannot amortize.
+  void (*dot_rows)(std::int64_t n, const void* w, std::size_t row_stride, const void* act,
+                   float* out) = nullptr;
 };
+inline constexpr int kDecodeRows = 4;
 
 struct Kernels {
   DotFn scalar;            // reference, always present

@@ -212,6 +212,23 @@ void row_prepare(std::int64_t n, const void* act, void* dst) {
   }
 }
 
+// The sums of four 16-lane vectors, [sum a, sum b, sum c, sum d]: interleave
+// and add pairwise until each 128-bit lane holds one partial sum of each, then
+// add the four lanes. Every q32_rows result goes through it, so a row's value
+// is the same bits whichever kernel (one row or kDecodeRows, any token tile)
+// computed it: a matmul's output then does not depend on how its rows were
+// split among threads or how many tokens shared the call.
+inline __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+  const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+  const __m512 q = _mm512_add_ps(
+      _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(ab), _mm512_castps_pd(cd))),
+      _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(ab), _mm512_castps_pd(cd))));
+  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(q),
+                                 _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(q), 1)));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
 // Lane l of pair j's scale index: block 2j (l < 8) or 2j + 1 of its group.
 alignas(64) constexpr std::int32_t kPairScale[8][16] = {
     {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
@@ -281,7 +298,80 @@ void q32_rows(std::int64_t n, const void* w, const void* act, std::size_t as, fl
       }
     }
   }
-  for (int t = 0; t < NT; ++t) out[t * os] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t], acc2[t]));
+  __m512 v[4];
+  for (int t = 0; t < NT; t += 4) {
+    for (int k = 0; k < 4; ++k) v[k] = t + k < NT ? _mm512_add_ps(acc[t + k], acc2[t + k]) : v[0];
+    alignas(16) float sums[4];
+    _mm_store_ps(sums, reduce4(v[0], v[1], v[2], v[3]));
+    for (int k = 0; k < 4 && t + k < NT; ++k) out[(t + k) * os] = sums[k];
+  }
+}
+
+// kDecodeRows weight rows against one prepared token (RowFns::dot_rows): the
+// same per-row arithmetic as q32_rows<P, 1>, with the activation loads shared
+// by the rows and the rows' sums reduced together.
+template <class P>
+void q32_rows_multi(std::int64_t n, const void* w, std::size_t row_stride, const void* act,
+                    float* out) {
+  using Block = typename P::Block;
+  constexpr int R = kDecodeRows;
+  static_assert(R == 4, "the closing reduction transposes four rows");
+  const Block* x[R];
+  for (int r = 0; r < R; ++r)
+    x[r] = reinterpret_cast<const Block*>(static_cast<const std::byte*>(w) + r * row_stride);
+  const std::int64_t nb = n / 32;
+  const auto* aq = static_cast<const std::int8_t*>(act);
+  const auto* an = reinterpret_cast<const std::int32_t*>(aq + n);
+  const auto* ad = reinterpret_cast<const float*>(an + n / 4);
+  __m512 acc[R], acc2[R];
+  for (int r = 0; r < R; ++r) acc[r] = acc2[r] = _mm512_setzero_ps();
+  const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i w_off = _mm512_mullo_epi32(iota, _mm512_set1_epi32(sizeof(Block)));
+  for (std::int64_t g = 0; g < nb; g += 16) {
+    const int rem = nb - g < 16 ? static_cast<int>(nb - g) : 16;
+    const __mmask16 m = static_cast<__mmask16>((1u << rem) - 1);
+    const __m512 da = _mm512_maskz_loadu_ps(m, ad + g);
+    __m512 s[R];  // dw * da per block of the group, per row
+    for (int r = 0; r < R; ++r) {
+      // The rows are read side by side, so "ahead" is the next R rows: the
+      // same blocks of row r + R, which the caller reads next.
+      prefetch_ahead(
+          reinterpret_cast<const std::byte*>(x[r] + g) + R * row_stride - kPrefetchAhead / 2,
+          16 * sizeof(Block));
+      s[r] = _mm512_mul_ps(gather_f16(x[r] + g, w_off, m), da);
+    }
+    auto pair = [&](int j, __m512* into) {
+      const std::int64_t i0 = g + 2 * j;
+      const __m512i sidx = _mm512_load_si512(kPairScale[j]);
+      const __m512i a_neg = _mm512_loadu_si512(an + 8 * i0);
+      const __m512i a_q = _mm512_loadu_si512(aq + 32 * i0);
+      for (int r = 0; r < R; ++r) {
+        const __m512i p = _mm512_dpbusd_epi32(a_neg, P::load_u(x[r][i0], x[r][i0 + 1]), a_q);
+        into[r] =
+            _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_permutexvar_ps(sidx, s[r]), into[r]);
+      }
+    };
+    int j = 0;
+    for (; 2 * j + 3 < rem; j += 2) {
+      pair(j, acc);
+      pair(j + 1, acc2);
+    }
+    if (2 * j + 1 < rem) pair(j++, acc);
+    if (2 * j < rem) {
+      // The odd last block: its lanes only (the rest read nothing and add 0).
+      const std::int64_t i0 = g + 2 * j;
+      const __m512i sidx = _mm512_load_si512(kPairScale[j]);
+      const __m512i a_neg = _mm512_maskz_loadu_epi32(0x00FF, an + 8 * i0);
+      const __m512i a_q = _mm512_maskz_loadu_epi8(0xFFFFFFFFull, aq + 32 * i0);
+      for (int r = 0; r < R; ++r) {
+        const __m512i p = _mm512_dpbusd_epi32(a_neg, P::load_u(x[r][i0], x[r][i0]), a_q);
+        acc2[r] = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_permutexvar_ps(sidx, s[r]),
+                                        acc2[r], 0x00FF);
+      }
+    }
+  }
+  _mm_storeu_ps(out, reduce4(_mm512_add_ps(acc[0], acc2[0]), _mm512_add_ps(acc[1], acc2[1]),
+                             _mm512_add_ps(acc[2], acc2[2]), _mm512_add_ps(acc[3], acc2[3])));
 }
 
 // ---------------------------------------------------------------- Q4_K, Q5_K
@@ -601,10 +691,13 @@ void q6_k_q8_k(std::int64_t n, const void* w, const void* a, std::size_t as, int
 }
 
 // Constant-initialized: no start-up code runs in this unit.
-constinit const RowFns rows_q4_0 = {row_act_bytes<PQ4_0>, row_prepare<PQ4_0>, rows_dot<PQ4_0>};
-constinit const RowFns rows_q5_0 = {row_act_bytes<PQ5_0>, row_prepare<PQ5_0>, rows_dot<PQ5_0>};
-constinit const RowFns rows_q8_0 = {row_act_bytes<PQ8_0>, row_prepare<PQ8_0>, rows_dot<PQ8_0>};
-constinit const RowFns rows_iq4_nl = {row_act_bytes<PIQ4_NL>, row_prepare<PIQ4_NL>,
-                                      rows_dot<PIQ4_NL>};
+template <class P>
+constexpr RowFns row_fns() {
+  return {row_act_bytes<P>, row_prepare<P>, rows_dot<P>, q32_rows_multi<P>};
+}
+constinit const RowFns rows_q4_0 = row_fns<PQ4_0>();
+constinit const RowFns rows_q5_0 = row_fns<PQ5_0>();
+constinit const RowFns rows_q8_0 = row_fns<PQ8_0>();
+constinit const RowFns rows_iq4_nl = row_fns<PIQ4_NL>();
 
 }  // namespace seam::dot::avx512

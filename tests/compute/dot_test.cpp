@@ -227,6 +227,70 @@ TEST(DotRows, PreparedRowsMatchScalar) {
           EXPECT_NEAR(got[2 * t], ref[2 * t], 1e-5 * mag + 1e-30)
               << quant::type_name(type) << " n " << n << " rep " << rep << " t " << t;
           EXPECT_EQ(got[2 * t + 1], -1.0f);  // the stride is respected
+          // A token's value is the same bits in any tile of tokens.
+          float alone = 0;
+          rf->dot(n, w.data(), prepared.data() + t * prow, prow, 1, &alone, 1);
+          EXPECT_EQ(got[2 * t], alone) << quant::type_name(type) << " n " << n << " t " << t;
+        }
+      }
+    }
+  }
+  EXPECT_GE(checked, 4);  // Q4_0, Q5_0, Q8_0, IQ4_NL
+}
+
+// The multi-row decode kernels (RowFns::dot_rows): kDecodeRows weight rows,
+// packed and with a gap between them, against one prepared token, each row
+// against the scalar kernel with the bound above; nothing past out[kDecodeRows).
+TEST(DotRows, MultiRowDecodeMatchesScalar) {
+  if (detected_cpu_level() < CpuLevel::Avx512) {
+    GTEST_SKIP() << "this CPU runs up to " << cpu_level_name(detected_cpu_level());
+  }
+  constexpr int R = dot::kDecodeRows;
+  int checked = 0;
+  for (TensorType type : testutil::kernel_types()) {
+    const quant::TypeTraits& tr = *quant::traits(type);
+    const dot::RowFns* rf = tr.dot.rows512;
+    if (!rf || !rf->dot_rows) continue;
+    ++checked;
+    const TensorType dt = tr.dot_type;
+    std::mt19937 rng(23 + static_cast<int>(type));
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (std::int64_t n : {32, 64, 7 * 32, 16 * 32, 18 * 32, 37 * 32}) {
+      const std::size_t row = quant::row_size(type, n);
+      for (std::size_t stride : {row, row + 50}) {
+        for (int rep = 0; rep < 4; ++rep) {
+          std::vector<std::byte> w(stride * R);
+          for (int r = 0; r < R; ++r) {
+            const std::vector<std::byte> wr = testutil::random_weights(type, 1, n, row, rng);
+            std::copy(wr.begin(), wr.end(), w.begin() + static_cast<std::ptrdiff_t>(r * stride));
+          }
+          std::vector<float> x(n);
+          for (float& v : x) v = normal(rng) * (rep == 3 ? 100.0f : 1.0f);
+          if (rep == 2) x[5 % n] = -1e4f;
+          std::vector<std::byte> act(quant::row_size(dt, n)), prepared(rf->act_bytes(n));
+          quant::quantize_row(dt, x.data(), act.data(), n);
+          rf->prepare(n, act.data(), prepared.data());
+          std::vector<float> got(R + 1, -1.0f);
+          rf->dot_rows(n, w.data(), stride, prepared.data(), got.data());
+          const std::vector<double> a = testutil::decode_act(dt, act.data(), n);
+          std::vector<float> wf(n);
+          for (int r = 0; r < R; ++r) {
+            const std::byte* wr = w.data() + r * stride;
+            float ref = 0;
+            tr.dot.scalar(n, wr, act.data(), act.size(), 1, &ref, 1);
+            quant::dequantize_row(type, wr, wf.data(), n);
+            double mag = 0;
+            for (std::int64_t i = 0; i < n; ++i) mag += std::fabs(wf[i]) * std::fabs(a[i]);
+            EXPECT_NEAR(got[r], ref, 1e-5 * mag + 1e-30)
+                << quant::type_name(type) << " n " << n << " stride " << stride << " row " << r;
+            // The same sums in the same order as the one-row kernel: the
+            // identical bits, so a row's value does not depend on which
+            // kernel the thread split gave it to.
+            float one = 0;
+            rf->dot(n, wr, prepared.data(), prepared.size(), 1, &one, 1);
+            EXPECT_EQ(got[r], one) << quant::type_name(type) << " n " << n << " row " << r;
+          }
+          EXPECT_EQ(got[R], -1.0f);
         }
       }
     }
