@@ -61,7 +61,7 @@ bool Engine::submit(const std::shared_ptr<Job>& job) {
     // Free slots take jobs at once; beyond them the queue holds cfg_.queue.
     if (stopping_ || waiting_.size() + busy_ >= std::size_t{cfg_.parallel} + cfg_.queue)
       return false;
-    job->submitted = Clock::now();
+    job->submitted = job->last_fed = Clock::now();
     waiting_.push_back(job);
   }
   cv_.notify_all();
@@ -249,6 +249,25 @@ void Engine::evict_idle_cells(std::size_t need) {
   }
 }
 
+bool goes_first(const PromptTurn& a, const PromptTurn& b, Clock::time_point now) {
+  const bool starved_a = seconds_between(a.last_fed, now) >= kStarvedS;
+  const bool starved_b = seconds_between(b.last_fed, now) >= kStarvedS;
+  if (starved_a != starved_b) return starved_a;
+  if (starved_a && a.last_fed != b.last_fed) return a.last_fed < b.last_fed;
+  if (a.left != b.left) return a.left < b.left;
+  return a.submitted < b.submitted;
+}
+
+// How many prompt tokens a step of prompt alone may take: what fits in
+// prompt_step_s at the measured cost per token, at least kMinPromptStep.
+std::size_t Engine::prompt_alone_cap(std::size_t budget) const {
+  constexpr std::size_t kMinPromptStep = 64;
+  if (prompt_token_s_ <= 0) return budget;
+  const double fit = cfg_.prompt_step_s / prompt_token_s_;
+  const std::size_t n = fit >= static_cast<double>(budget) ? budget : static_cast<std::size_t>(fit);
+  return std::min(budget, std::max(kMinPromptStep, n));
+}
+
 // How many prompt tokens a step that also carries decode tokens may take:
 // as many as fit in (step_ratio - 1) decode steps' time, at least a few so
 // every prompt advances. Until both times are measured, a small chunk.
@@ -306,23 +325,21 @@ bool Engine::step() {
     }
     take(slot, 1);
   }
-  // Then prompt chunks within what is left of the budget: all of
-  // it when nothing is generating, else what keeps this step short (a whole
-  // --batch of prompt would stall every stream for its duration).
+  // Then prompt chunks within what is left of the budget: what keeps this
+  // step short beside generating streams (a whole --batch of prompt would
+  // stall every stream for its duration), else about prompt_step_s of it.
   const std::size_t decode_rows = batch.size();
   const std::size_t short_step = prefill_cap(budget);
-  if (decode_rows > 0) budget = short_step;
+  budget = decode_rows > 0 ? short_step : prompt_alone_cap(budget);
   std::vector<Slot*> prefilling;
   for (Slot& slot : slots_)
     if (slot.job && slot.job->gen->phase() == Generation::Phase::Prefill)
       prefilling.push_back(&slot);
-  // Shortest prompt left first (then oldest): a short question is answered
-  // in a step or two instead of waiting out a long document's prefill, which
-  // loses only those few tokens of its budget.
   auto left = [](const Slot* s) { return s->job->prompt.size() - s->cached.size(); };
+  const auto now = Clock::now();
   std::sort(prefilling.begin(), prefilling.end(), [&](Slot* a, Slot* b) {
-    if (left(a) != left(b)) return left(a) < left(b);
-    return a->job->submitted < b->job->submitted;
+    return goes_first({left(a), a->job->last_fed, a->job->submitted},
+                      {left(b), b->job->last_fed, b->job->submitted}, now);
   });
   std::vector<Slot*> stalled;
   for (Slot* slot : prefilling) {
@@ -345,6 +362,7 @@ bool Engine::step() {
       continue;
     }
     const bool last_chunk = n == left(slot);
+    slot->job->last_fed = now;
     take(*slot, n);
     // A prompt read to its end waits on this step for its first token: the
     // rest of the step stays as short as it would beside running streams.

@@ -53,7 +53,21 @@ struct Job {
   std::size_t cached = 0;
   bool first_token_seen = false;
   std::chrono::steady_clock::time_point last_token;
+  std::chrono::steady_clock::time_point last_fed;  // submitted, then its last prompt chunk
 };
+
+// The order in which prompts take a step's budget: one that has had no chunk
+// for kStarvedS goes first (the longest starved first), so a long prompt
+// still advances while short ones keep arriving; then the shortest left, so a
+// short question is answered in a step or two instead of waiting out a long
+// document; then the oldest.
+struct PromptTurn {
+  std::size_t left;  // prompt tokens still to read
+  std::chrono::steady_clock::time_point last_fed, submitted;
+};
+inline constexpr double kStarvedS = 0.5;
+bool goes_first(const PromptTurn& a, const PromptTurn& b,
+                std::chrono::steady_clock::time_point now);
 
 struct EngineConfig {
   std::uint32_t parallel = 4;
@@ -64,6 +78,11 @@ struct EngineConfig {
   // steps timed so far); the prompt chunk is cut to fit. Bounds the streams'
   // inter-token latency while long prompts arrive.
   double step_ratio = 1.5;
+  // With nothing generating, a step of prompt tokens alone is cut to about
+  // this long (never below kMinPromptStep tokens, where chunking starts to
+  // cost prefill speed), so a request that arrives meanwhile waits at most
+  // about that for the step in flight before its own prompt is read.
+  double prompt_step_s = 0.25;
   std::uint32_t queue = 64;
   double timeout_s = 0;
 };
@@ -100,6 +119,7 @@ class Engine {
   void publish(Job& job, Piece piece);
   void update_gauges();
   std::size_t prefill_cap(std::size_t budget) const;
+  std::size_t prompt_alone_cap(std::size_t budget) const;
   void time_step(double seconds, std::size_t decode_rows, std::size_t prompt_rows);
 
   std::shared_ptr<const Model> model_;
