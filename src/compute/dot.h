@@ -58,6 +58,14 @@ struct GemmFns {
 // from which the kernel reads each weight row's partner values with plain
 // loads (int8 values contiguous, each 4-value group's offset correction and
 // each block's scale precomputed), so a weight row costs only its own unpacking.
+// One token against kDecodeRows weight rows, row_stride bytes apart: out[r] =
+// row r . token, the same bits as the level's one-row kernel gives. Decode's
+// common case; the rows share each activation load and one reduction, which a
+// 576-wide row cannot amortize.
+inline constexpr int kDecodeRows = 4;
+using MultiRowFn = void (*)(std::int64_t n, const void* w, std::size_t row_stride, const void* act,
+                            float* out);
+
 struct RowFns {
   // Bytes of one token's prepared activations for rows of n (a multiple of 64).
   std::size_t (*act_bytes)(std::int64_t n);
@@ -65,13 +73,9 @@ struct RowFns {
   void (*prepare)(std::int64_t n, const void* act, void* dst);
   // A DotFn whose activation rows are prepared ones, act_bytes(n) apart.
   DotFn dot;
-  // One prepared token against kDecodeRows weight rows, row_stride bytes
-  // apart: out[r] = row r . token. Decode's common case; the rows share each
-  // activation load and one reduction, which a 576-wide row cannot amortize.
-  void (*dot_rows)(std::int64_t n, const void* w, std::size_t row_stride, const void* act,
-                   float* out) = nullptr;
+  // One prepared token against kDecodeRows rows (MultiRowFn).
+  MultiRowFn dot_rows = nullptr;
 };
-inline constexpr int kDecodeRows = 4;
 
 struct Kernels {
   DotFn scalar;            // reference, always present
@@ -81,6 +85,7 @@ struct Kernels {
   const RowFns* rows512 = nullptr;    // decode at the AVX-512 level on prepared rows, or null
   const GemmFns* gemm2 = nullptr;     // prefill at the AVX2 level, or null
   const GemmFns* gemm_amx = nullptr;  // prefill at the AMX level, or null
+  MultiRowFn rows2 = nullptr;         // decode beside the avx2 kernel, on its activations, or null
 
   // The kernel for `level`: the highest one present at or below it.
   DotFn at(CpuLevel level) const {
@@ -133,6 +138,10 @@ void q5_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*,
 void iq4_nl_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void iq4_xs_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void mxfp4_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
+void rows_q4_0(std::int64_t, const void*, std::size_t, const void*, float*);
+void rows_q5_0(std::int64_t, const void*, std::size_t, const void*, float*);
+void rows_q8_0(std::int64_t, const void*, std::size_t, const void*, float*);
+void rows_iq4_nl(std::int64_t, const void*, std::size_t, const void*, float*);
 // Prefill GEMM at the AVX2 level (gemm_avx2.cpp).
 extern const GemmFns gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_q4_k, gemm_q6_k, gemm_f32, gemm_f16,
     gemm_bf16;

@@ -32,6 +32,15 @@ inline float hsum128(__m128 s) {
   return _mm_cvtss_f32(s);
 }
 
+// The sums of four 8-lane vectors, [sum a, sum b, sum c, sum d]. The 32-element
+// block kernels reduce through it whether they computed one row or
+// kDecodeRows, so a row's value is the same bits from either (matmul's output
+// does not depend on how its rows were split among threads).
+inline __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
+  const __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+  return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
+}
+
 // 8 int32 sums of adjacent products of signed bytes x*y. maddubs wants an
 // unsigned left operand, so move x's sign onto y: |x| * (y * sign(x)).
 inline __m256i dot_i8(__m256i x, __m256i y) {
@@ -146,7 +155,45 @@ void q_x_q8_0(std::int64_t n, const void* w, const void* act, std::size_t as, fl
       acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * h2f(y[t][i].d)), p, acc[t]);
     }
   }
-  for (int t = 0; t < NT; ++t) out[t * os] = hsum(acc[t]);
+  for (int t = 0; t < NT; t += 4) {
+    alignas(16) float sums[4];
+    _mm_store_ps(sums, hsum4(acc[t], t + 1 < NT ? acc[t + 1] : acc[t],
+                             t + 2 < NT ? acc[t + 2] : acc[t], t + 3 < NT ? acc[t + 3] : acc[t]));
+    for (int k = 0; k < 4 && t + k < NT; ++k) out[(t + k) * os] = sums[k];
+  }
+}
+
+// One token against kDecodeRows weight rows, row_stride bytes apart (decode's
+// common case): the same per-row sums as q_x_q8_0<.., 1>, with the rows
+// sharing each activation load, their four accumulator chains hiding the FMA
+// latency one row leaves exposed, and one reduction.
+template <class WBlock, __m256i (*Unpack)(const WBlock&)>
+void q_x_q8_0_rows(std::int64_t n, const void* w, std::size_t row_stride, const void* act,
+                   float* out) {
+  constexpr int R = kDecodeRows;
+  static_assert(R == 4, "hsum4 reduces four rows");
+  const WBlock* x[R];
+  for (int r = 0; r < R; ++r)
+    x[r] = reinterpret_cast<const WBlock*>(static_cast<const std::byte*>(w) + r * row_stride);
+  const auto* y = static_cast<const BlockQ8_0*>(act);
+  const std::int64_t nb = n / kQK8_0;
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (std::int64_t i = 0; i < nb; ++i) {
+    // The rows are read side by side: "ahead" is the same blocks R rows on.
+    if ((i & 3) == 0)
+      for (int r = 0; r < R; ++r)
+        prefetch_ahead(
+            reinterpret_cast<const char*>(x[r] + i) + R * row_stride - kPrefetchAhead / 2,
+            4 * sizeof(WBlock));
+    const __m256i yq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
+    const float dy = h2f(y[i].d);
+    for (int r = 0; r < R; ++r) {
+      const __m256 p = _mm256_cvtepi32_ps(dot_i8(Unpack(x[r][i]), yq));
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[r][i].d) * dy), p, acc[r]);
+    }
+  }
+  _mm_storeu_ps(out, hsum4(acc[0], acc[1], acc[2], acc[3]));
 }
 
 // ---------------------------------------------------------------- Q4_1, Q5_0, Q5_1
@@ -601,6 +648,18 @@ void f16_f32(std::int64_t n, const void* w, const void* a, std::size_t as, int n
 void bf16_f32(std::int64_t n, const void* w, const void* a, std::size_t as, int nt, float* o,
               std::size_t os) {
   tile<KBF16>(n, w, a, as, nt, o, os);
+}
+void rows_q4_0(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
+  q_x_q8_0_rows<BlockQ4_0, unpack_q4_0>(n, w, rs, a, o);
+}
+void rows_q5_0(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
+  q_x_q8_0_rows<BlockQ5_0, unpack_q5_0>(n, w, rs, a, o);
+}
+void rows_q8_0(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
+  q_x_q8_0_rows<BlockQ8_0, unpack_q8_0>(n, w, rs, a, o);
+}
+void rows_iq4_nl(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
+  q_x_q8_0_rows<BlockIQ4_NL, unpack_iq4_nl>(n, w, rs, a, o);
 }
 void q4_0_q8_0(std::int64_t n, const void* w, const void* a, std::size_t as, int nt, float* o,
                std::size_t os) {

@@ -86,7 +86,7 @@ struct RowPlan {
   float* y;
   std::int64_t ldy;
   // One token against kDecodeRows rows at once, where the kernel has it.
-  decltype(dot::RowFns::dot_rows) multi = nullptr;
+  dot::MultiRowFn multi = nullptr;
 
   void rows(std::size_t b, std::size_t e) const {
     // Only short rows: there the per-row set-up and reduction cost as much as
@@ -140,6 +140,9 @@ RowPlan row_plan(const quant::TypeTraits& tr, CpuLevel level, const WeightView& 
                  const std::byte* act, std::size_t act_stride, std::int64_t n_tokens, float* y,
                  std::int64_t ldy, std::vector<std::byte>& prepared, std::size_t prepared_at) {
   RowPlan plan{&w, tr.dot.at(level), act, act_stride, n_tokens, y, ldy};
+  // The AVX2 multi-row kernel matches the AVX2 one-row kernel bit for bit,
+  // so only where that is the one in use.
+  if (plan.fn == tr.dot.avx2) plan.multi = tr.dot.rows2;
   const dot::RowFns* prep = level >= CpuLevel::Avx512 ? tr.dot.rows512 : nullptr;
   if (prep) {
     // Activation work shared by every weight row, done once here (dot.h RowFns).

@@ -238,19 +238,25 @@ TEST(DotRows, PreparedRowsMatchScalar) {
   EXPECT_GE(checked, 4);  // Q4_0, Q5_0, Q8_0, IQ4_NL
 }
 
-// The multi-row decode kernels (RowFns::dot_rows): kDecodeRows weight rows,
-// packed and with a gap between them, against one prepared token, each row
-// against the scalar kernel with the bound above; nothing past out[kDecodeRows).
-TEST(DotRows, MultiRowDecodeMatchesScalar) {
-  if (detected_cpu_level() < CpuLevel::Avx512) {
+// The multi-row decode kernels (dot.h MultiRowFn) of one level: kDecodeRows
+// weight rows, packed and with a gap between them, against one token, each row
+// against the scalar kernel with the bound above, and bit-equal to the level's
+// one-row kernel (the same sums in the same order, so a row's value does not
+// depend on which kernel the thread split gave it to); nothing past
+// out[kDecodeRows). `prepare` (null: none) turns the quantized token into what
+// the kernels read.
+void check_multi_row(CpuLevel level) {
+  if (detected_cpu_level() < level) {
     GTEST_SKIP() << "this CPU runs up to " << cpu_level_name(detected_cpu_level());
   }
   constexpr int R = dot::kDecodeRows;
   int checked = 0;
   for (TensorType type : testutil::kernel_types()) {
     const quant::TypeTraits& tr = *quant::traits(type);
-    const dot::RowFns* rf = tr.dot.rows512;
-    if (!rf || !rf->dot_rows) continue;
+    const dot::RowFns* rf = level == CpuLevel::Avx512 ? tr.dot.rows512 : nullptr;
+    const dot::MultiRowFn multi = rf ? rf->dot_rows : tr.dot.rows2;
+    const dot::DotFn one_row = rf ? rf->dot : tr.dot.avx2;
+    if (!multi) continue;
     ++checked;
     const TensorType dt = tr.dot_type;
     std::mt19937 rng(23 + static_cast<int>(type));
@@ -267,11 +273,15 @@ TEST(DotRows, MultiRowDecodeMatchesScalar) {
           std::vector<float> x(n);
           for (float& v : x) v = normal(rng) * (rep == 3 ? 100.0f : 1.0f);
           if (rep == 2) x[5 % n] = -1e4f;
-          std::vector<std::byte> act(quant::row_size(dt, n)), prepared(rf->act_bytes(n));
+          std::vector<std::byte> act(quant::row_size(dt, n));
           quant::quantize_row(dt, x.data(), act.data(), n);
-          rf->prepare(n, act.data(), prepared.data());
+          std::vector<std::byte> token = act;
+          if (rf) {
+            token.resize(rf->act_bytes(n));
+            rf->prepare(n, act.data(), token.data());
+          }
           std::vector<float> got(R + 1, -1.0f);
-          rf->dot_rows(n, w.data(), stride, prepared.data(), got.data());
+          multi(n, w.data(), stride, token.data(), got.data());
           const std::vector<double> a = testutil::decode_act(dt, act.data(), n);
           std::vector<float> wf(n);
           for (int r = 0; r < R; ++r) {
@@ -283,11 +293,8 @@ TEST(DotRows, MultiRowDecodeMatchesScalar) {
             for (std::int64_t i = 0; i < n; ++i) mag += std::fabs(wf[i]) * std::fabs(a[i]);
             EXPECT_NEAR(got[r], ref, 1e-5 * mag + 1e-30)
                 << quant::type_name(type) << " n " << n << " stride " << stride << " row " << r;
-            // The same sums in the same order as the one-row kernel: the
-            // identical bits, so a row's value does not depend on which
-            // kernel the thread split gave it to.
             float one = 0;
-            rf->dot(n, wr, prepared.data(), prepared.size(), 1, &one, 1);
+            one_row(n, wr, token.data(), token.size(), 1, &one, 1);
             EXPECT_EQ(got[r], one) << quant::type_name(type) << " n " << n << " row " << r;
           }
           EXPECT_EQ(got[R], -1.0f);
@@ -297,6 +304,9 @@ TEST(DotRows, MultiRowDecodeMatchesScalar) {
   }
   EXPECT_GE(checked, 4);  // Q4_0, Q5_0, Q8_0, IQ4_NL
 }
+
+TEST(DotRows, MultiRowDecodeMatchesScalarAvx512) { check_multi_row(CpuLevel::Avx512); }
+TEST(DotRows, MultiRowDecodeMatchesScalarAvx2) { check_multi_row(CpuLevel::Avx2); }
 
 INSTANTIATE_TEST_SUITE_P(Levels, DotGemm,
                          ::testing::Values(CpuLevel::Avx2, CpuLevel::Avx512, CpuLevel::Amx),
