@@ -53,11 +53,6 @@ struct GemmFns {
   double act_rel_error = 0;
 };
 
-// Decode (few tokens) at the AVX-512 level for the 32-element block types: the
-// activation rows, quantized as usual, are put once per matmul into a layout
-// from which the kernel reads each weight row's partner values with plain
-// loads (int8 values contiguous, each 4-value group's offset correction and
-// each block's scale precomputed), so a weight row costs only its own unpacking.
 // One token against kDecodeRows weight rows, row_stride bytes apart: out[r] =
 // row r . token, the same bits as the level's one-row kernel gives. Decode's
 // common case; the rows share each activation load and one reduction, which a
@@ -66,6 +61,11 @@ inline constexpr int kDecodeRows = 4;
 using MultiRowFn = void (*)(std::int64_t n, const void* w, std::size_t row_stride, const void* act,
                             float* out);
 
+// Decode (few tokens) at the AVX-512 level for the 32-element block types: the
+// activation rows, quantized as usual, are put once per matmul into a layout
+// from which the kernel reads each weight row's partner values with plain
+// loads (int8 values contiguous, each 4-value group's offset correction and
+// each block's scale precomputed), so a weight row costs only its own unpacking.
 struct RowFns {
   // Bytes of one token's prepared activations for rows of n (a multiple of 64).
   std::size_t (*act_bytes)(std::int64_t n);

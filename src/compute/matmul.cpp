@@ -90,7 +90,7 @@ struct RowPlan {
 
   void rows(std::size_t b, std::size_t e) const {
     // Only short rows: there the per-row set-up and reduction cost as much as
-    // the row's blocks (135M shape Q4_0 decode +31% at 2 threads), while four
+    // the row's blocks (135M shape Q4_0 decode +34% at 2 threads), while four
     // interleaved streams of long rows read DRAM less well (1B shape -5%).
     if (multi && n_tokens == 1 && w->row_stride <= 1024) {
       for (; b + dot::kDecodeRows <= e; b += dot::kDecodeRows)

@@ -258,14 +258,21 @@ bool goes_first(const PromptTurn& a, const PromptTurn& b, Clock::time_point now)
   return a.submitted < b.submitted;
 }
 
-// How many prompt tokens a step of prompt alone may take: what fits in
-// prompt_step_s at the measured cost per token, at least kMinPromptStep.
+// Prompt tokens that fit in `seconds` at the measured cost per token, within
+// [at_least, budget].
+std::size_t Engine::prompt_tokens_in(double seconds, std::size_t at_least,
+                                     std::size_t budget) const {
+  const double fit = seconds / prompt_token_s_;
+  const std::size_t n = fit >= static_cast<double>(budget) ? budget : static_cast<std::size_t>(fit);
+  return std::min(budget, std::max(at_least, n));
+}
+
+// How many prompt tokens a step of prompt alone may take: about
+// prompt_step_s of them, never fewer than chunking can afford.
 std::size_t Engine::prompt_alone_cap(std::size_t budget) const {
   constexpr std::size_t kMinPromptStep = 64;
   if (prompt_token_s_ <= 0) return budget;
-  const double fit = cfg_.prompt_step_s / prompt_token_s_;
-  const std::size_t n = fit >= static_cast<double>(budget) ? budget : static_cast<std::size_t>(fit);
-  return std::min(budget, std::max(kMinPromptStep, n));
+  return prompt_tokens_in(cfg_.prompt_step_s, kMinPromptStep, budget);
 }
 
 // How many prompt tokens a step that also carries decode tokens may take:
@@ -274,9 +281,7 @@ std::size_t Engine::prompt_alone_cap(std::size_t budget) const {
 std::size_t Engine::prefill_cap(std::size_t budget) const {
   constexpr std::size_t kMinChunk = 8, kFirstChunk = 32;
   if (decode_step_s_ <= 0 || prompt_token_s_ <= 0) return std::min(budget, kFirstChunk);
-  const double fit = (cfg_.step_ratio - 1.0) * decode_step_s_ / prompt_token_s_;
-  const std::size_t n = fit >= static_cast<double>(budget) ? budget : static_cast<std::size_t>(fit);
-  return std::min(budget, std::max(kMinChunk, n));
+  return prompt_tokens_in((cfg_.step_ratio - 1.0) * decode_step_s_, kMinChunk, budget);
 }
 
 // Updates the step-time model from one timed decode call: t = decode_step +

@@ -120,6 +120,7 @@ class Engine {
   void update_gauges();
   std::size_t prefill_cap(std::size_t budget) const;
   std::size_t prompt_alone_cap(std::size_t budget) const;
+  std::size_t prompt_tokens_in(double seconds, std::size_t at_least, std::size_t budget) const;
   void time_step(double seconds, std::size_t decode_rows, std::size_t prompt_rows);
 
   std::shared_ptr<const Model> model_;
