@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Random-weight Hugging Face directories (llama, mistral, qwen2, qwen3, phi3, gemma2, gemma3)
+"""Random-weight Hugging Face directories (llama, mistral, qwen2, qwen3, phi3, gemma2, gemma3,
+gemma4)
 and their GGUF conversion (numpy only).
 
     hf.py gen --out DIR [--gguf FILE.gguf] [reference.py gen options]
@@ -25,6 +26,14 @@ gemma2/gemma3 (--arch, --hf-arch Gemma3ForConditionalGeneration) store their nor
 output, and take --window/--swa-pattern/--attn-softcap/--final-softcap/--rope-base-swa/
 --rope-linear as reference.py does; --pad-vocab adds embedding rows past the tokenizer
 (trimmed by `convert`), --rope-parameters writes gemma3's RoPE in newer transformers' form.
+
+gemma4 (--arch, --hf-arch Gemma4ForConditionalGeneration) is reference.py gen --arch gemma4's
+fixed-shape model (only --seed varies; --drop TENSOR leaves a GGUF tensor out, e.g.
+blk.N.attn_v.weight or output.weight for a tied output): norms stored as they apply, RoPE as
+rope_parameters.{full_attention (proportional), sliding_attention}, global_head_dim,
+use_double_wide_mlp, num_kv_shared_layers, hidden_size_per_layer_input; `convert` writes
+what llama.cpp's Gemma4Model writes (rope_freqs.weight included). --pad-vocab pads both
+embeddings.
 """
 
 import argparse
@@ -38,6 +47,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import families  # noqa: E402
 import gguf  # noqa: E402
 import reference  # noqa: E402
 
@@ -316,12 +326,13 @@ def rope_factors(rs, base, dim):
 HF_ARCHS = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
             "qwen3": "Qwen3ForCausalLM", "phi3": "Phi3ForCausalLM",
             "mistral3": "Ministral3ForCausalLM", "gemma2": "Gemma2ForCausalLM",
-            "gemma3": "Gemma3ForCausalLM"}
+            "gemma3": "Gemma3ForCausalLM", "gemma4": "Gemma4ForCausalLM"}
 GGUF_ARCH = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "llama",
              "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3",
              "Phi3ForCausalLM": "phi3", "Ministral3ForCausalLM": "mistral3",
              "Gemma2ForCausalLM": "gemma2", "Gemma3ForCausalLM": "gemma3",
-             "Gemma3ForConditionalGeneration": "gemma3"}
+             "Gemma3ForConditionalGeneration": "gemma3", "Gemma4ForCausalLM": "gemma4",
+             "Gemma4ForConditionalGeneration": "gemma4"}
 # phi3 checkpoints keep q, k, v and gate, up fused, as its GGUF does.
 PHI3_LAYER = {"attn_qkv": "self_attn.qkv_proj", "ffn_up": "mlp.gate_up_proj"}
 PER_LAYER = {"attn_norm": "input_layernorm", "attn_q": "self_attn.q_proj",
@@ -334,113 +345,127 @@ PER_LAYER = {"attn_norm": "input_layernorm", "attn_q": "self_attn.q_proj",
 def gen(out, gguf_out=None, st_dtype="F32", shards=1, hf_arch=None,
         metaspace=False, template="{% for m in messages %}{{ m['content'] }}{% endfor %}",
         template_list=False, add_bos_flag=True, pad_vocab=0, rope_parameters=False,
-        **model_args):
+        drop=(), **model_args):
     st_dtype = st_dtype.upper()
     if model_args.get("arch") in GEMMA_ARCHS:
         model_args["tied"] = True   # gemma's output is always its embedding
+    if drop and model_args.get("arch") != "gemma4":
+        raise reference.RefError("--drop: gemma4 only")
     if st_dtype not in ST_DTYPES:
         raise reference.RefError(f"--st-dtype must be one of {sorted(ST_DTYPES)}")
     os.makedirs(out, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "src.gguf")
-        reference.gen_model(src, dtype="F32", **model_args)
+        if model_args.get("arch") == "gemma4":
+            # The per-layer family's fixed shape (tools/families.py); only the seed and the
+            # dropped tensors vary.
+            families.gen_family(src, "gemma4", seed=model_args.get("seed", 0),
+                                drop=tuple(drop))
+        else:
+            reference.gen_model(src, dtype="F32", **model_args)
         r = gguf.GGUFReader(src)
         m = r.metadata
         a = m["general.architecture"]
         hf_arch = hf_arch or HF_ARCHS[a]
         if GGUF_ARCH.get(hf_arch) != a:
             raise reference.RefError(f"--hf-arch {hf_arch} does not hold a {a} model")
-        heads = int(m[f"{a}.attention.head_count"])
-        kv_heads = int(m[f"{a}.attention.head_count_kv"])
-        dim = int(m[f"{a}.embedding_length"])
-        head_dim = int(m.get(f"{a}.attention.key_length", dim // heads))
-        layers = int(m[f"{a}.block_count"])
-        tied = "output.weight" not in r.tensors
-        config = {
-            "architectures": [hf_arch],
-            "model_type": "mistral" if hf_arch.startswith("Mistral") else a,
-            "hidden_size": dim,
-            "num_hidden_layers": layers,
-            "num_attention_heads": heads,
-            "num_key_value_heads": kv_heads,
-            "intermediate_size": int(m[f"{a}.feed_forward_length"]),
-            "rms_norm_eps": float(np.float32(m[f"{a}.attention.layer_norm_rms_epsilon"])),
-            "rope_theta": float(m[f"{a}.rope.freq_base"]),
-            "max_position_embeddings": int(m[f"{a}.context_length"]),
-            "vocab_size": int(m[f"{a}.vocab_size"]),
-            "tie_word_embeddings": tied,
-            "bos_token_id": int(m["tokenizer.ggml.bos_token_id"]),
-            "eos_token_id": int(m["tokenizer.ggml.eos_token_id"]),
-            "hidden_act": "silu",
-            "torch_dtype": {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}[st_dtype],
-        }
-        if f"{a}.attention.key_length" in m:
-            config["head_dim"] = head_dim
-        n_rot = int(m[f"{a}.rope.dimension_count"])
-        if n_rot != head_dim:
-            config["partial_rotary_factor"] = n_rot / head_dim
-        if model_args.get("llama3_rope_freqs"):
-            config["rope_scaling"] = llama3_rope_scaling(int(m[f"{a}.context_length"]))
-        window = m.get(f"{a}.attention.sliding_window")
-        if window is not None:
-            if hf_arch != "MistralForCausalLM" and a not in GEMMA_ARCHS:
-                raise reference.RefError("--window: only MistralForCausalLM states a window here")
-            config["sliding_window"] = int(window)
-        orig = m.get(f"{a}.rope.scaling.original_context_length")
-        if m.get(f"{a}.rope.scaling.type") == "yarn":
-            rs = {"rope_type": "yarn", "factor": float(m[f"{a}.rope.scaling.factor"])}
-            if orig is not None:
-                rs["original_max_position_embeddings"] = int(orig)
-            for k, hk in (("yarn_beta_fast", "beta_fast"), ("yarn_beta_slow", "beta_slow"),
-                          ("yarn_attn_factor", "attention_factor")):
-                if f"{a}.rope.scaling.{k}" in m:
-                    rs[hk] = float(m[f"{a}.rope.scaling.{k}"])
-            config["rope_scaling"] = rs
-        if a == "mistral3":
-            # Ministral 3 configs (newer transformers): everything RoPE in rope_parameters.
-            rp = dict(config.pop("rope_scaling", {"rope_type": "default"}))
-            rp["rope_theta"] = config.pop("rope_theta")
-            lm = m.get(f"{a}.rope.scaling.yarn_log_multiplier")
-            if lm is not None:
-                rp["mscale"], rp["mscale_all_dim"] = 1.0, float(lm)
-            beta = m.get(f"{a}.attention.temperature_scale")
-            if beta is not None:
-                rp["llama_4_scaling_beta"] = float(beta)
-                rp.setdefault("original_max_position_embeddings", int(orig))
-            config["rope_parameters"] = rp
-            config["model_type"] = "ministral3"
-        if "rope_factors_long.weight" in r.tensors:
-            # Phi-3 128k configs: the training context at the top level, the factors (and
-            # no attention factor: it follows from max_position_embeddings / original).
-            config["original_max_position_embeddings"] = int(orig)
-            config["rope_scaling"] = {
-                "type": "longrope",
-                "long_factor": [float(v) for v in r.tensor("rope_factors_long.weight")],
-                "short_factor": [float(v) for v in r.tensor("rope_factors_short.weight")]}
+        if a == "gemma4":
+            config, tensors = gemma4_files(r, hf_arch, st_dtype, pad_vocab,
+                                           model_args.get("seed", 0))
+        else:
+            heads = int(m[f"{a}.attention.head_count"])
+            kv_heads = int(m[f"{a}.attention.head_count_kv"])
+            dim = int(m[f"{a}.embedding_length"])
+            head_dim = int(m.get(f"{a}.attention.key_length", dim // heads))
+            layers = int(m[f"{a}.block_count"])
+            tied = "output.weight" not in r.tensors
+            config = {
+                "architectures": [hf_arch],
+                "model_type": "mistral" if hf_arch.startswith("Mistral") else a,
+                "hidden_size": dim,
+                "num_hidden_layers": layers,
+                "num_attention_heads": heads,
+                "num_key_value_heads": kv_heads,
+                "intermediate_size": int(m[f"{a}.feed_forward_length"]),
+                "rms_norm_eps": float(np.float32(m[f"{a}.attention.layer_norm_rms_epsilon"])),
+                "rope_theta": float(m[f"{a}.rope.freq_base"]),
+                "max_position_embeddings": int(m[f"{a}.context_length"]),
+                "vocab_size": int(m[f"{a}.vocab_size"]),
+                "tie_word_embeddings": tied,
+                "bos_token_id": int(m["tokenizer.ggml.bos_token_id"]),
+                "eos_token_id": int(m["tokenizer.ggml.eos_token_id"]),
+                "hidden_act": "silu",
+                "torch_dtype": {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}[st_dtype],
+            }
+            if f"{a}.attention.key_length" in m:
+                config["head_dim"] = head_dim
+            n_rot = int(m[f"{a}.rope.dimension_count"])
+            if n_rot != head_dim:
+                config["partial_rotary_factor"] = n_rot / head_dim
+            if model_args.get("llama3_rope_freqs"):
+                config["rope_scaling"] = llama3_rope_scaling(int(m[f"{a}.context_length"]))
+            window = m.get(f"{a}.attention.sliding_window")
+            if window is not None:
+                if hf_arch != "MistralForCausalLM" and a not in GEMMA_ARCHS:
+                    raise reference.RefError(
+                        "--window: only MistralForCausalLM states a window here")
+                config["sliding_window"] = int(window)
+            orig = m.get(f"{a}.rope.scaling.original_context_length")
+            if m.get(f"{a}.rope.scaling.type") == "yarn":
+                rs = {"rope_type": "yarn", "factor": float(m[f"{a}.rope.scaling.factor"])}
+                if orig is not None:
+                    rs["original_max_position_embeddings"] = int(orig)
+                for k, hk in (("yarn_beta_fast", "beta_fast"), ("yarn_beta_slow", "beta_slow"),
+                              ("yarn_attn_factor", "attention_factor")):
+                    if f"{a}.rope.scaling.{k}" in m:
+                        rs[hk] = float(m[f"{a}.rope.scaling.{k}"])
+                config["rope_scaling"] = rs
+            if a == "mistral3":
+                # Ministral 3 configs (newer transformers): everything RoPE in rope_parameters.
+                rp = dict(config.pop("rope_scaling", {"rope_type": "default"}))
+                rp["rope_theta"] = config.pop("rope_theta")
+                lm = m.get(f"{a}.rope.scaling.yarn_log_multiplier")
+                if lm is not None:
+                    rp["mscale"], rp["mscale_all_dim"] = 1.0, float(lm)
+                beta = m.get(f"{a}.attention.temperature_scale")
+                if beta is not None:
+                    rp["llama_4_scaling_beta"] = float(beta)
+                    rp.setdefault("original_max_position_embeddings", int(orig))
+                config["rope_parameters"] = rp
+                config["model_type"] = "ministral3"
+            if "rope_factors_long.weight" in r.tensors:
+                # Phi-3 128k configs: the training context at the top level, the factors (and
+                # no attention factor: it follows from max_position_embeddings / original).
+                config["original_max_position_embeddings"] = int(orig)
+                config["rope_scaling"] = {
+                    "type": "longrope",
+                    "long_factor": [float(v) for v in r.tensor("rope_factors_long.weight")],
+                    "short_factor": [float(v) for v in r.tensor("rope_factors_short.weight")]}
 
-        names = {"token_embd.weight": "model.embed_tokens.weight",
-                 "output_norm.weight": "model.norm.weight", "output.weight": "lm_head.weight"}
-        tensors = []
-        if a in GEMMA_ARCHS:
-            config = gemma_config(config, m, a, hf_arch, pad_vocab, rope_parameters)
-            tensors = gemma_tensors(r, a, hf_arch, st_dtype, pad_vocab, model_args.get("seed", 0))
-        for name in (r.tensors if a not in GEMMA_ARCHS else ()):
-            if name in ("rope_freqs.weight", "rope_factors_long.weight",
-                        "rope_factors_short.weight"):
-                continue  # HF recomputes them from rope_scaling
-            w = r.tensor(name)
-            if name.startswith("blk."):
-                _, layer, kind, suffix = name.split(".")
-                hf_kind = PHI3_LAYER[kind] if a == "phi3" and kind in PHI3_LAYER \
-                    else PER_LAYER[kind]
-                hf_name = f"model.layers.{layer}.{hf_kind}.{suffix}"
-                if a in ("llama", "mistral3") and kind == "attn_q":
-                    w = pairs_to_halves(w, heads)
-                elif a in ("llama", "mistral3") and kind == "attn_k":
-                    w = pairs_to_halves(w, kv_heads)
-            else:
-                hf_name = names[name]
-            tensors.append((hf_name, w.shape, st_dtype, _encode(w, st_dtype)))
+            names = {"token_embd.weight": "model.embed_tokens.weight",
+                     "output_norm.weight": "model.norm.weight", "output.weight": "lm_head.weight"}
+            tensors = []
+            if a in GEMMA_ARCHS:
+                config = gemma_config(config, m, a, hf_arch, pad_vocab, rope_parameters)
+                tensors = gemma_tensors(r, a, hf_arch, st_dtype, pad_vocab,
+                                        model_args.get("seed", 0))
+            for name in (r.tensors if a not in GEMMA_ARCHS else ()):
+                if name in ("rope_freqs.weight", "rope_factors_long.weight",
+                            "rope_factors_short.weight"):
+                    continue  # HF recomputes them from rope_scaling
+                w = r.tensor(name)
+                if name.startswith("blk."):
+                    _, layer, kind, suffix = name.split(".")
+                    hf_kind = PHI3_LAYER[kind] if a == "phi3" and kind in PHI3_LAYER \
+                        else PER_LAYER[kind]
+                    hf_name = f"model.layers.{layer}.{hf_kind}.{suffix}"
+                    if a in ("llama", "mistral3") and kind == "attn_q":
+                        w = pairs_to_halves(w, heads)
+                    elif a in ("llama", "mistral3") and kind == "attn_k":
+                        w = pairs_to_halves(w, kv_heads)
+                else:
+                    hf_name = names[name]
+                tensors.append((hf_name, w.shape, st_dtype, _encode(w, st_dtype)))
         tensors.sort(key=lambda t: t[0])
 
     for f in ("model.safetensors", "model.safetensors.index.json"):
@@ -720,6 +745,222 @@ def convert_gemma(d, out, vocab, raw):
 
 
 # ----------------------------------------------------------------------------
+# gemma4: what transformers saves for Gemma4ForCausalLM / Gemma4ForConditionalGeneration
+# (the E models), and what llama.cpp's Gemma4Model writes. Norms are stored as they apply
+# (no +1), the global layers' RoPE is "proportional" (rope_freqs.weight: 1 on the rotated
+# pairs, 1e30 on the rest), per-layer widths come from use_double_wide_mlp and
+# num_global_key_value_heads.
+
+G4_LAYER = {**GEMMA_LAYER, "inp_gate": "per_layer_input_gate", "proj": "per_layer_projection",
+            "post_norm": "post_per_layer_input_norm"}
+G4_GLOBAL = {"token_embd.weight": "embed_tokens.weight",
+             "per_layer_token_embd.weight": "embed_tokens_per_layer.weight",
+             "per_layer_model_proj.weight": "per_layer_model_projection.weight",
+             "per_layer_proj_norm.weight": "per_layer_projection_norm.weight",
+             "output_norm.weight": "norm.weight"}
+G4_DROPPED = ("vision_tower.", "multi_modal_projector.", "audio_tower.", "embed_vision.",
+              "embed_audio.")
+
+
+def gemma4_files(r, hf_arch, st_dtype, pad_vocab, seed):
+    """(config.json, [(HF name, shape, dtype, bytes)]) of the gemma4 GGUF r."""
+    m = r.metadata
+    p = "gemma4."
+    layers = int(m[p + "block_count"])
+    swa = [bool(f) for f in m[p + "attention.sliding_window_pattern"]]
+    shared = int(m.get(p + "attention.shared_kv_layers", 0))
+    first_shared = layers - shared
+
+    def per_layer(key):
+        v = m[p + key]
+        return [int(x) for x in v] if isinstance(v, (list, np.ndarray)) else [int(v)] * layers
+
+    ff = per_layer("feed_forward_length")
+    double = ff != [ff[0]] * layers
+    if double and ff != [ff[0] if L < first_shared else 2 * ff[0] for L in range(layers)]:
+        raise reference.RefError("gemma4: FFN widths HF can state are one width, or twice it "
+                                 "on the KV-sharing layers")
+    kvh = per_layer("attention.head_count_kv")
+    kv_swa = sorted({h for h, f in zip(kvh, swa) if f})
+    kv_full = sorted({h for h, f in zip(kvh, swa) if not f})
+    if len(kv_swa) > 1 or len(kv_full) > 1:
+        raise reference.RefError("gemma4: one KV head count per layer kind")
+    kv_swa = kv_swa[0] if kv_swa else kv_full[0]
+    kv_full = kv_full[0] if kv_full else kv_swa
+    hd_full = int(m[p + "attention.key_length"])
+    hd_swa = int(m[p + "attention.key_length_swa"])
+    if int(m[p + "rope.dimension_count"]) != hd_full:
+        raise reference.RefError("gemma4: the global layers rotate global_head_dim dims")
+    freqs = r.tensor("rope_freqs.weight")
+    n_pairs = int(np.sum(freqs == 1.0))
+    if not (np.all(freqs[:n_pairs] == 1.0) and np.all(freqs[n_pairs:] == np.float32(1e30))):
+        raise reference.RefError("gemma4: rope_freqs is not proportional RoPE's")
+    tied = "output.weight" not in r.tensors
+    vocab = int(m[p + "vocab_size"]) + pad_vocab
+    text = {
+        "model_type": "gemma4_text",
+        "hidden_size": int(m[p + "embedding_length"]),
+        "num_hidden_layers": layers,
+        "num_attention_heads": int(m[p + "attention.head_count"]),
+        "num_key_value_heads": kv_swa,
+        "head_dim": hd_swa,
+        "global_head_dim": hd_full,
+        "intermediate_size": ff[0],
+        "use_double_wide_mlp": double,
+        "num_kv_shared_layers": shared,
+        "hidden_size_per_layer_input": int(m.get(p + "embedding_length_per_layer_input", 0)),
+        "vocab_size": vocab,
+        "vocab_size_per_layer_input": vocab,
+        "max_position_embeddings": int(m[p + "context_length"]),
+        "rms_norm_eps": float(np.float32(m[p + "attention.layer_norm_rms_epsilon"])),
+        "hidden_activation": "gelu_pytorch_tanh",
+        "layer_types": ["sliding_attention" if f else "full_attention" for f in swa],
+        "sliding_window": int(m[p + "attention.sliding_window"]),
+        "attn_logit_softcapping": None,
+        "final_logit_softcapping": float(m[p + "final_logit_softcapping"])
+        if p + "final_logit_softcapping" in m else None,
+        "rope_parameters": {
+            "full_attention": {"rope_type": "proportional",
+                               "partial_rotary_factor": 2 * n_pairs / hd_full,
+                               "rope_theta": float(m[p + "rope.freq_base"])},
+            "sliding_attention": {"rope_type": "default",
+                                  "rope_theta": float(m[p + "rope.freq_base_swa"])}},
+        "tie_word_embeddings": tied,
+    }
+    if kv_full != kv_swa:
+        text["num_global_key_value_heads"] = kv_full
+    n_rot_swa = int(m.get(p + "rope.dimension_count_swa", hd_swa))
+    if n_rot_swa != hd_swa:
+        text["rope_parameters"]["sliding_attention"]["partial_rotary_factor"] = n_rot_swa / hd_swa
+    top = {"architectures": [hf_arch],
+           "bos_token_id": int(m["tokenizer.ggml.bos_token_id"]),
+           "eos_token_id": int(m["tokenizer.ggml.eos_token_id"]),
+           "torch_dtype": {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}[st_dtype]}
+    cg = hf_arch == "Gemma4ForConditionalGeneration"
+    if cg:
+        config = {**top, "model_type": "gemma4", "text_config": text,
+                  "vision_config": {"model_type": "gemma4_vision", "hidden_size": 8},
+                  "tie_word_embeddings": tied}
+    else:
+        config = {**top, **text}
+        config["model_type"] = "gemma4_text"
+    prefix = CG_PREFIX if cg else "model."
+    rng = np.random.default_rng(seed + 1000)
+    tensors = []
+    for name in r.tensors:
+        if name == "rope_freqs.weight":
+            continue   # HF derives it from rope_parameters
+        w = r.tensor(name)
+        if name == "output.weight":
+            hf_name = "lm_head.weight"
+        elif name.startswith("blk."):
+            _, layer, kind, suffix = name.split(".")
+            hf_name = (f"{prefix}layers.{layer}.layer_scalar" if kind == "layer_output_scale"
+                       else f"{prefix}layers.{layer}.{G4_LAYER[kind]}.{suffix}")
+        else:
+            hf_name = prefix + G4_GLOBAL[name]
+        if name in ("token_embd.weight", "per_layer_token_embd.weight") and pad_vocab:
+            w = np.concatenate([w, rng.standard_normal((pad_vocab, w.shape[1]))])
+        tensors.append((hf_name, w.shape, st_dtype, _encode(w, st_dtype)))
+    if cg:
+        for name, shape in (("model.vision_tower.patch_embedder.input_proj.weight", (8, 12)),
+                            ("model.embed_vision.embedding_projection.weight",
+                             (text["hidden_size"], 8)),
+                            ("model.audio_tower.output_proj.weight", (8, 8)),
+                            ("model.embed_audio.embedding_projection.weight",
+                             (text["hidden_size"], 8))):
+            tensors.append((name, shape, st_dtype, _encode(rng.standard_normal(shape), st_dtype)))
+    return config, tensors
+
+
+def convert_gemma4(d, out, vocab, raw):
+    """llama.cpp's Gemma4Model for the keys and tensors gemma4_files writes: norms as they
+    are, rope_freqs from rope_parameters.full_attention, per-layer FFN widths and KV heads,
+    token_embd and per_layer_token_embd trimmed to the tokenizer's token count (as seam)."""
+    c = {**raw, **(raw.get("text_config") or {})}
+    if c.get("num_experts") or c.get("enable_moe_block"):
+        raise ValueError("gemma4 with experts is not supported")
+    a = "gemma4"
+    layers = c["num_hidden_layers"]
+    swa = [t == "sliding_attention" for t in c["layer_types"]]
+    shared = c["num_kv_shared_layers"]
+    hd_full, hd_swa = c["global_head_dim"], c["head_dim"]
+    full, local = c["rope_parameters"]["full_attention"], c["rope_parameters"]["sliding_attention"]
+    assert full["rope_type"] == "proportional"
+    w = gguf.GGUFWriter(out)
+    w.add("general.architecture", a)
+    w.add("general.name", os.path.basename(os.path.normpath(d)))
+    w.add(f"{a}.block_count", layers, "uint32")
+    w.add(f"{a}.context_length", c["max_position_embeddings"], "uint32")
+    w.add(f"{a}.embedding_length", c["hidden_size"], "uint32")
+    n_ff = c["intermediate_size"]
+    if c.get("use_double_wide_mlp"):
+        w.add(f"{a}.feed_forward_length",
+              [n_ff if L < layers - shared else 2 * n_ff for L in range(layers)], "array<int32>")
+    else:
+        w.add(f"{a}.feed_forward_length", n_ff, "uint32")
+    w.add(f"{a}.attention.head_count", c["num_attention_heads"], "uint32")
+    kv = c.get("num_key_value_heads", c["num_attention_heads"])
+    if c.get("num_global_key_value_heads") is not None:
+        w.add(f"{a}.attention.head_count_kv",
+              [kv if f else c["num_global_key_value_heads"] for f in swa], "array<int32>")
+    else:
+        w.add(f"{a}.attention.head_count_kv", kv, "uint32")
+    w.add(f"{a}.attention.key_length", hd_full, "uint32")
+    w.add(f"{a}.attention.value_length", hd_full, "uint32")
+    w.add(f"{a}.attention.key_length_swa", hd_swa, "uint32")
+    w.add(f"{a}.attention.value_length_swa", hd_swa, "uint32")
+    w.add(f"{a}.rope.dimension_count", hd_full, "uint32")
+    w.add(f"{a}.rope.dimension_count_swa",
+          int(hd_swa * local.get("partial_rotary_factor", 1.0)), "uint32")
+    w.add(f"{a}.rope.freq_base", float(full["rope_theta"]), "float32")
+    w.add(f"{a}.rope.freq_base_swa", float(local["rope_theta"]), "float32")
+    w.add(f"{a}.attention.sliding_window", c["sliding_window"], "uint32")
+    w.add(f"{a}.attention.sliding_window_pattern", swa, "array<bool>")
+    w.add(f"{a}.attention.shared_kv_layers", shared, "uint32")
+    w.add(f"{a}.embedding_length_per_layer_input", c.get("hidden_size_per_layer_input") or 0,
+          "uint32")
+    w.add(f"{a}.attention.layer_norm_rms_epsilon", float(c["rms_norm_eps"]), "float32")
+    if c.get("final_logit_softcapping"):
+        w.add(f"{a}.final_logit_softcapping", float(c["final_logit_softcapping"]), "float32")
+    w.add(f"{a}.vocab_size", c["vocab_size"], "uint32")
+    for k, (v, t) in vocab.items():
+        w.add(k, v, type=t)
+    n_pairs = int(hd_full * full["partial_rotary_factor"] / 2)
+    divisors = [1.0] * n_pairs + [1e30] * (hd_full // 2 - n_pairs)
+    w.add_tensor("rope_freqs.weight", np.asarray(divisors, dtype=np.float32), "F32")
+    n_tokens = len(vocab["tokenizer.ggml.tokens"][0])
+    layer_kinds = {v: k for k, v in G4_LAYER.items()}
+    global_kinds = {v: k for k, v in G4_GLOBAL.items()}
+    for hf_name, (dtype, shape, data) in sorted(read_checkpoint(d).items()):
+        name = hf_name.replace("language_model.", "", 1)
+        if any(x in name for x in G4_DROPPED):
+            continue
+        if name == "lm_head.weight":
+            if c.get("tie_word_embeddings", True):
+                continue
+            gname = "output.weight"
+        elif name.startswith("model.layers."):
+            parts = name.split(".")
+            if parts[3] == "layer_scalar":
+                gname = f"blk.{parts[2]}.layer_output_scale.weight"
+            else:
+                gname = f"blk.{parts[2]}.{layer_kinds['.'.join(parts[3:-1])]}.{parts[-1]}"
+        else:
+            gname = global_kinds[name[len("model."):]]
+        if len(shape) == 1:
+            w.add_tensor(gname, to_f32(dtype, shape, data), "F32")
+            continue
+        raw_rows = np.frombuffer(data, dtype="<f4" if dtype == "F32" else "<u2").reshape(shape)
+        if gname in ("token_embd.weight", "per_layer_token_embd.weight"):
+            raw_rows = raw_rows[:n_tokens]
+            shape = raw_rows.shape
+        w.add_tensor_raw(gname, list(reversed(shape)), dtype,
+                         np.ascontiguousarray(raw_rows).tobytes())
+    w.write()
+
+
+# ----------------------------------------------------------------------------
 # convert: HF llama directory -> GGUF (what llama.cpp's converter writes for these keys)
 
 
@@ -728,6 +969,8 @@ def convert(d, out, vocab):
         c = json.load(f)
     if GGUF_ARCH.get(c["architectures"][0]) in GEMMA_ARCHS:
         return convert_gemma(d, out, vocab, c)
+    if GGUF_ARCH.get(c["architectures"][0]) == "gemma4":
+        return convert_gemma4(d, out, vocab, c)
     a = GGUF_ARCH[c["architectures"][0]]
     heads = c["num_attention_heads"]
     kv_heads = c.get("num_key_value_heads", heads)
@@ -865,6 +1108,8 @@ def main(argv=None):
     g.add_argument("--rope-linear", type=float, help="rope_scaling linear factor (gemma3)")
     g.add_argument("--rope-parameters", action="store_true",
                    help="gemma3: RoPE as rope_parameters.{full,sliding}_attention")
+    g.add_argument("--drop", action="append", default=[], metavar="TENSOR",
+                   help="gemma4: leave this GGUF tensor out (blk.N.attn_v.weight, output.weight)")
     g.add_argument("--pad-vocab", type=int, default=0,
                    help="gemma: embedding rows past the tokenizer (trimmed by the converter)")
     t = sub.add_parser("tokenizer", help="tokenizer.json + tokenizer_config.json from a GGUF")
@@ -890,7 +1135,7 @@ def main(argv=None):
                 swa_pattern=a.swa_pattern, attn_softcap=a.attn_softcap,
                 final_softcap=a.final_softcap, rope_base_swa=a.rope_base_swa,
                 rope_linear=a.rope_linear, pad_vocab=a.pad_vocab,
-                rope_parameters=a.rope_parameters)
+                rope_parameters=a.rope_parameters, drop=a.drop)
         elif a.cmd == "tokenizer":
             write_tokenizer(a.gguf, a.out)
         else:

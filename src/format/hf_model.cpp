@@ -41,6 +41,8 @@ constexpr HfArch kArchs[] = {
     {"Gemma2ForCausalLM", "gemma2", false},
     {"Gemma3ForCausalLM", "gemma3", false},
     {"Gemma3ForConditionalGeneration", "gemma3", false},
+    {"Gemma4ForCausalLM", "gemma4", false},
+    {"Gemma4ForConditionalGeneration", "gemma4", false},
 };
 
 // Larger heads exist nowhere; the bound keeps hostile values from sizing loops.
@@ -162,7 +164,8 @@ Config read_config(const json& cfg, const std::string& file,
   // older ones wrote "rope_scaling"; both mean the same fields.
   auto rs = cfg.find("rope_scaling");
   if (rs == cfg.end() || rs->is_null()) rs = cfg.find("rope_parameters");
-  const bool has_rs = rs != cfg.end() && !rs->is_null();
+  // gemma4's rope_parameters, one entry per attention type, are read_gemma4_config's.
+  const bool has_rs = a != "gemma4" && rs != cfg.end() && !rs->is_null();
   if (has_rs && !rs->is_object()) bad(file, "'rope_scaling' must be an object");
   std::optional<double> theta_opt = hf::get_number(cfg, "rope_theta", file);
   if (!theta_opt && has_rs) theta_opt = hf::get_number(*rs, "rope_theta", file);
@@ -368,9 +371,11 @@ std::shared_ptr<std::vector<std::byte>> permute_rows(std::span<const std::byte> 
   return out;
 }
 
-// ---- Gemma 2 / Gemma 3 ----------------------------------------------------
+// ---- Gemma 2 / Gemma 3 (and what Gemma 4 shares with them) -----------------
 
-bool is_gemma(const HfArch& a) { return a.arch == "gemma2" || a.arch == "gemma3"; }
+bool is_gemma(const HfArch& a) {
+  return a.arch == "gemma2" || a.arch == "gemma3" || a.arch == "gemma4";
+}
 
 constexpr std::uint64_t kMaxGemmaLayers = 1u << 12;
 
@@ -407,7 +412,15 @@ const json& gemma_defaults(std::string_view arch) {
       {"final_logit_softcapping", nullptr},
       {"tie_word_embeddings", true},
   };
-  return arch == "gemma2" ? gemma2 : gemma3;
+  // Gemma 4: only what every released config agrees on; sizes, heads, layer
+  // types and RoPE stay required (read_gemma4_config names them).
+  static const json gemma4 = {
+      {"rms_norm_eps", 1e-6},
+      {"attn_logit_softcapping", nullptr},
+      {"final_logit_softcapping", nullptr},
+      {"tie_word_embeddings", true},
+  };
+  return arch == "gemma2" ? gemma2 : arch == "gemma3" ? gemma3 : gemma4;
 }
 
 // Newer transformers write Gemma 3's RoPE as "rope_parameters" with one entry
@@ -445,10 +458,28 @@ void gemma_rope_parameters(json& cfg, const std::string& file) {
   }
 }
 
-// The configuration a Gemma class reads: Gemma3ForConditionalGeneration keeps
-// its language model's keys under "text_config", which the converter merges
-// over the top level; absent keys take transformers' defaults. Other
-// architectures' configs are returned unchanged.
+// Gemma 4's mixture-of-experts models (26B-A4B) are a recipe seam lacks.
+void refuse_gemma4_experts(const json& cfg, const std::string& file) {
+  for (const char* key : {"num_experts", "num_local_experts"}) {
+    if (const auto n = hf::get_uint(cfg, key, file); n && *n > 0) {
+      throw Error(Errc::Unsupported, "[hf] " + file + ": Gemma 4 with experts ('" + key +
+                                         "' = " + std::to_string(*n) +
+                                         ") is not supported; seam's gemma4 recipe runs the "
+                                         "dense models (E2B, E4B)");
+    }
+  }
+  if (hf::get_bool(cfg, "enable_moe_block", file).value_or(false)) {
+    throw Error(Errc::Unsupported, "[hf] " + file +
+                                       ": Gemma 4 with experts ('enable_moe_block' = true) is not "
+                                       "supported; seam's gemma4 recipe runs the dense models "
+                                       "(E2B, E4B)");
+  }
+}
+
+// The configuration a Gemma class reads: the ...ForConditionalGeneration
+// classes keep their language model's keys under "text_config", which the
+// converter merges over the top level; absent keys take transformers'
+// defaults. Other architectures' configs are returned unchanged.
 json text_config(const json& raw, const std::string& file) {
   const auto archs = raw.find("architectures");
   if (archs == raw.end() || !archs->is_array() || archs->empty() || !(*archs)[0].is_string()) {
@@ -467,7 +498,11 @@ json text_config(const json& raw, const std::string& file) {
       if (item.key() != "architectures") cfg[item.key()] = item.value();
     }
   }
-  gemma_rope_parameters(cfg, file);
+  if (arch->arch == "gemma4") {
+    refuse_gemma4_experts(cfg, file);
+  } else {
+    gemma_rope_parameters(cfg, file);
+  }
   for (const auto& item : gemma_defaults(arch->arch).items()) {
     if (!cfg.contains(item.key())) cfg[item.key()] = item.value();
   }
@@ -604,6 +639,207 @@ void read_gemma_config(const json& cfg, const std::string& file, const Config& c
   }
 }
 
+// ---- Gemma 4 --------------------------------------------------------------
+
+// Sets `key` in kv, replacing what read_config wrote for it.
+void set_key(std::vector<std::pair<std::string, GgufValue>>& kv, const std::string& key,
+             GgufValue v) {
+  for (auto& p : kv) {
+    if (p.first == key) {
+      p.second = std::move(v);
+      return;
+    }
+  }
+  kv.emplace_back(key, std::move(v));
+}
+
+// The full_attention layers' value of a per-type setting: the top-level key,
+// else `per_layer_config`'s entry for the lowest full_attention layer that
+// states it (the converter takes the first one it meets).
+std::optional<std::uint64_t> gemma4_full_value(const json& cfg, std::string_view key,
+                                               std::string_view per_layer_key,
+                                               const std::vector<bool>& swa,
+                                               const std::string& file) {
+  if (auto v = hf::get_uint(cfg, key, file)) return v;
+  const auto plc = cfg.find("per_layer_config");
+  if (plc == cfg.end() || plc->is_null()) return std::nullopt;
+  if (!plc->is_object()) bad(file, "'per_layer_config' must be an object");
+  std::optional<std::uint64_t> best_layer, value;
+  for (const auto& item : plc->items()) {
+    const std::string& k = item.key();
+    if (k.empty() || k.size() > 9 ||
+        !std::all_of(k.begin(), k.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
+      bad(file, "'per_layer_config' keys must be layer numbers");
+    }
+    const std::uint64_t l = std::stoull(k);
+    if (l >= swa.size() || swa[l] || !item.value().is_object()) continue;
+    const auto v = hf::get_uint(item.value(), per_layer_key, file);
+    if (v && (!best_layer || l < *best_layer)) {
+      best_layer = l;
+      value = v;
+    }
+  }
+  return value;
+}
+
+// Gemma 4 (the E models): the keys read_config does not write or writes for
+// one layer kind only, as llama.cpp's Gemma4Model converter writes them, and
+// rope_freqs.weight for the global layers' "proportional" RoPE. Refuses what
+// the gemma4 recipe cannot express, naming the config key.
+void read_gemma4_config(const json& cfg, const std::string& file, const Config& c,
+                        std::vector<std::pair<std::string, GgufValue>>& kv,
+                        std::vector<std::pair<std::string, std::vector<float>>>& extra) {
+  const std::string a = "gemma4";
+  const auto u32 = [](std::uint64_t v) { return GgufValue::u32(static_cast<std::uint32_t>(v)); };
+  const auto f32 = [](double v) { return GgufValue::f32(static_cast<float>(v)); };
+  // Per-layer arrays are INT32, as the converter's writer types a list of ints.
+  const auto i32 = [](std::uint64_t v) { return GgufValue::i32(static_cast<std::int32_t>(v)); };
+  if (c.n_layer > kMaxGemmaLayers) {
+    bad(file, "'num_hidden_layers' = " + std::to_string(c.n_layer) + " is out of range");
+  }
+  const auto require = [&](const json& obj, std::string_view key, std::string_view where) {
+    if (!obj.contains(key) || obj.at(std::string(key)).is_null()) {
+      bad(file, "lacks required key '" + std::string(where) + std::string(key) + "' (Gemma 4)");
+    }
+  };
+  require(cfg, "head_dim", "");
+  require(cfg, "layer_types", "");
+  require(cfg, "num_kv_shared_layers", "");
+
+  if (hf::get_number(cfg, "attn_logit_softcapping", file)) {
+    throw Error(Errc::Unsupported,
+                "[hf] " + file + ": 'attn_logit_softcapping' is set, but Gemma 4 has none");
+  }
+  if (const auto cap = hf::get_number(cfg, "final_logit_softcapping", file)) {
+    if (!(*cap > 0.0 && *cap < 1e9)) bad(file, "'final_logit_softcapping' must be positive");
+    kv.emplace_back(a + ".final_logit_softcapping", f32(*cap));
+  }
+
+  // Local and global layers: one flag per layer, always (the recipe reads no period).
+  const std::vector<bool> swa = gemma_swa_layers(cfg, file, c);
+  const bool any_swa = std::find(swa.begin(), swa.end(), true) != swa.end();
+  const auto window = hf::get_uint(cfg, "sliding_window", file);
+  if (window && (*window == 0 || *window > UINT32_MAX / 4)) {
+    bad(file, "'sliding_window' is out of range");
+  }
+  if (any_swa && !window) bad(file, "has sliding_attention layers but no 'sliding_window'");
+  if (window) kv.emplace_back(a + ".attention.sliding_window", u32(*window));
+  std::vector<GgufValue> flags;
+  for (const bool f : swa) flags.push_back(GgufValue::boolean(f));
+  kv.emplace_back(a + ".attention.sliding_window_pattern",
+                  GgufValue::array(GgufValueType::BOOL, std::move(flags)));
+
+  // Head sizes: head_dim is the local layers', global_head_dim the global ones'.
+  const auto hd_full = gemma4_full_value(cfg, "global_head_dim", "head_dim", swa, file);
+  if (!hd_full) {
+    bad(file,
+        "lacks 'global_head_dim' (the full_attention layers' head size), in the config "
+        "or its per_layer_config");
+  }
+  if (*hd_full == 0 || *hd_full > kMaxHeadDim || *hd_full % 2 != 0) {
+    bad(file, "'global_head_dim' = " + std::to_string(*hd_full) + " is out of range");
+  }
+  const std::uint64_t hd_swa = c.head_dim;
+  set_key(kv, a + ".attention.key_length", u32(*hd_full));
+  set_key(kv, a + ".attention.value_length", u32(*hd_full));
+  kv.emplace_back(a + ".attention.key_length_swa", u32(hd_swa));
+  kv.emplace_back(a + ".attention.value_length_swa", u32(hd_swa));
+
+  // KV heads per layer kind, when the global layers have their own count.
+  if (const auto kv_full =
+          gemma4_full_value(cfg, "num_global_key_value_heads", "num_key_value_heads", swa, file)) {
+    if (*kv_full == 0 || *kv_full > c.n_head) {
+      bad(file, "'num_global_key_value_heads' = " + std::to_string(*kv_full) + " is out of range");
+    }
+    std::vector<GgufValue> heads;
+    for (const bool f : swa) heads.push_back(i32(f ? c.n_head_kv : *kv_full));
+    set_key(kv, a + ".attention.head_count_kv",
+            GgufValue::array(GgufValueType::INT32, std::move(heads)));
+  }
+
+  // Shared KV, and the double-wide FFN of the layers that share.
+  const std::uint64_t shared = hf::get_uint(cfg, "num_kv_shared_layers", file).value_or(0);
+  if (shared >= c.n_layer) {
+    bad(file, "'num_kv_shared_layers' = " + std::to_string(shared) + " leaves no layer of the " +
+                  std::to_string(c.n_layer) + " owning a KV cache");
+  }
+  kv.emplace_back(a + ".attention.shared_kv_layers", u32(shared));
+  if (hf::get_bool(cfg, "use_double_wide_mlp", file).value_or(false)) {
+    const std::uint64_t n_ff = require_positive(cfg, "intermediate_size", file);
+    if (n_ff > UINT32_MAX / 8) bad(file, "'intermediate_size' is out of range");
+    std::vector<GgufValue> widths;
+    for (std::uint64_t l = 0; l < c.n_layer; ++l) {
+      widths.push_back(i32(l < c.n_layer - shared ? n_ff : 2 * n_ff));
+    }
+    set_key(kv, a + ".feed_forward_length",
+            GgufValue::array(GgufValueType::INT32, std::move(widths)));
+  }
+  const std::uint64_t ple = hf::get_uint(cfg, "hidden_size_per_layer_input", file).value_or(0);
+  if (ple > 65536) bad(file, "'hidden_size_per_layer_input' is out of range");
+  kv.emplace_back(a + ".embedding_length_per_layer_input", u32(ple));
+
+  // RoPE, one entry per attention type. Global layers: "proportional", i.e.
+  // the first partial_rotary_factor of the pairs rotate at the frequencies of
+  // a global_head_dim rotation and the rest stay put (divisor 1e30).
+  const auto rp = cfg.find("rope_parameters");
+  if (rp == cfg.end() || !rp->is_object() || !rp->contains("full_attention") ||
+      !(*rp)["full_attention"].is_object()) {
+    bad(file,
+        "lacks 'rope_parameters.full_attention' (Gemma 4 configures RoPE per "
+        "attention type)");
+  }
+  const json& full = (*rp)["full_attention"];
+  const auto full_type = hf::get_string(full, "rope_type", file).value_or("default");
+  if (full_type != "proportional") {
+    throw Error(Errc::Unsupported, "[hf] " + file +
+                                       ": rope_parameters.full_attention has "
+                                       "rope_type '" +
+                                       full_type +
+                                       "'; seam's gemma4 recipe takes Gemma 4's 'proportional'");
+  }
+  const auto full_theta = hf::get_number(full, "rope_theta", file);
+  if (!full_theta || !(*full_theta > 0.0)) {
+    bad(file, "'rope_parameters.full_attention.rope_theta' must be present and positive");
+  }
+  const double pct = hf::get_number(full, "partial_rotary_factor", file).value_or(1.0);
+  if (!(pct > 0.0 && pct <= 1.0)) {
+    bad(file, "'rope_parameters.full_attention.partial_rotary_factor' must be in (0, 1]");
+  }
+  set_key(kv, a + ".rope.freq_base", f32(*full_theta));
+  set_key(kv, a + ".rope.dimension_count", u32(*hd_full));
+  const auto n_pairs = static_cast<std::uint64_t>(static_cast<double>(*hd_full) * pct / 2.0);
+  std::vector<float> divisors(*hd_full / 2, 1e30f);  // [global_head_dim / 2]
+  std::fill_n(divisors.begin(), std::min<std::uint64_t>(n_pairs, divisors.size()), 1.0f);
+  extra.emplace_back("rope_freqs.weight", std::move(divisors));
+
+  // Local layers rotate unscaled at their own base; a partial factor (the
+  // sliding_attention entry's, else the rope_parameters' own, as the
+  // converter reads it) rotates the first dims only.
+  const auto sl = rp->find("sliding_attention");
+  if (sl != rp->end() && !sl->is_null() && !sl->is_object()) {
+    bad(file, "'rope_parameters.sliding_attention' must be an object");
+  }
+  const json local = sl != rp->end() && sl->is_object() ? *sl : json::object();
+  if (const auto t = hf::get_string(local, "rope_type", file); t && *t != "default") {
+    throw Error(Errc::Unsupported, "[hf] " + file +
+                                       ": rope_parameters.sliding_attention has rope_type '" + *t +
+                                       "'; Gemma's local layers rotate unscaled");
+  }
+  const auto local_theta = hf::get_number(local, "rope_theta", file);
+  if (any_swa && (!local_theta || !(*local_theta > 0.0))) {
+    bad(file, "'rope_parameters.sliding_attention.rope_theta' must be present and positive");
+  }
+  if (local_theta) kv.emplace_back(a + ".rope.freq_base_swa", f32(*local_theta));
+  auto local_pct = hf::get_number(local, "partial_rotary_factor", file);
+  if (!local_pct) local_pct = hf::get_number(*rp, "partial_rotary_factor", file);
+  if (local_pct && !(*local_pct > 0.0 && *local_pct <= 1.0)) {
+    bad(file, "'rope_parameters.sliding_attention.partial_rotary_factor' must be in (0, 1]");
+  }
+  kv.emplace_back(
+      a + ".rope.dimension_count_swa",
+      u32(static_cast<std::uint64_t>(static_cast<double>(hd_swa) * local_pct.value_or(1.0))));
+}
+
 // Gemma tensor names: the language model of a ...ForConditionalGeneration
 // ("model.language_model." or "language_model.model.") is read as the text
 // model, its vision tower and projector are dropped, as is gemma2's lm_head
@@ -613,10 +849,22 @@ std::optional<std::string> gemma_gguf_name(std::string_view hf_name, const Confi
   if (const auto at = name.find("language_model."); at != std::string::npos) {
     name.erase(at, std::string_view("language_model.").size());
   }
-  if (c.arch->hf_name == "Gemma3ForConditionalGeneration" &&
-      (name.find("vision_tower.") != std::string::npos ||
-       name.find("multi_modal_projector.") != std::string::npos)) {
-    return std::nullopt;
+  if (c.arch->hf_name.ends_with("ForConditionalGeneration")) {
+    for (const std::string_view part : {"vision_tower.", "multi_modal_projector.", "audio_tower.",
+                                        "embed_vision.", "embed_audio."}) {
+      if (name.find(part) != std::string::npos) return std::nullopt;
+    }
+  }
+  if (c.arch->arch == "gemma4") {
+    // Per-Layer Embeddings (model-wide), as llama.cpp names them.
+    static constexpr std::pair<std::string_view, std::string_view> kPle[] = {
+        {"model.embed_tokens_per_layer.weight", "per_layer_token_embd.weight"},
+        {"model.per_layer_model_projection.weight", "per_layer_model_proj.weight"},
+        {"model.per_layer_projection_norm.weight", "per_layer_proj_norm.weight"},
+    };
+    for (const auto& [hf, gg] : kPle) {
+      if (name == hf) return std::string(gg);
+    }
   }
   if (name == "lm_head.weight" && c.arch->arch == "gemma2") return std::nullopt;
   constexpr std::string_view prefix = "model.layers.";
@@ -625,6 +873,13 @@ std::optional<std::string> gemma_gguf_name(std::string_view hf_name, const Confi
         {"post_attention_layernorm.weight", "post_attention_norm.weight"},
         {"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
         {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
+    };
+    // gemma4: the per-layer input's gate, projection and norm, the output scale.
+    static constexpr std::pair<std::string_view, std::string_view> kGemma4Layer[] = {
+        {"per_layer_input_gate.weight", "inp_gate.weight"},
+        {"per_layer_projection.weight", "proj.weight"},
+        {"post_per_layer_input_norm.weight", "post_norm.weight"},
+        {"layer_scalar", "layer_output_scale.weight"},
     };
     const std::string_view rest = std::string_view(name).substr(prefix.size());
     const std::size_t dot = rest.find('.');
@@ -637,6 +892,10 @@ std::optional<std::string> gemma_gguf_name(std::string_view hf_name, const Confi
     if (digits && layer < c.n_layer) {
       for (const auto& [hf, gg] : kGemmaNorms) {
         if (rest.substr(dot + 1) == hf)
+          return "blk." + std::to_string(layer) + "." + std::string(gg);
+      }
+      for (const auto& [hf, gg] : kGemma4Layer) {
+        if (c.arch->arch == "gemma4" && rest.substr(dot + 1) == hf)
           return "blk." + std::to_string(layer) + "." + std::string(gg);
       }
     }
@@ -671,22 +930,26 @@ std::shared_ptr<std::vector<float>> gemma_norm_plus_one(const SafetensorsTensor&
   return out;
 }
 
-// Applies the gemma value changes to a mapped tensor: norms get their +1
-// (an owned F32 copy); gemma3's token_embd loses the padding rows past the
-// tokenizer's tokens (a shorter view), one logit per token. llama.cpp's
-// converter trims too but counts the vocabulary differently
-// (docs/architectures.md).
+// Applies the gemma value changes to a mapped tensor: gemma2/3 norms get
+// their +1 (an owned F32 copy; gemma4 stores its norms as they apply);
+// gemma3/4's token_embd loses the padding rows past the tokenizer's tokens (a
+// shorter view), one logit per token, and so does gemma4's
+// per_layer_token_embd, which the recipe reads with the same row count.
+// llama.cpp's converter trims token_embd too but counts the vocabulary
+// differently (docs/architectures.md).
 void gemma_adjust(const SafetensorsTensor& st, const Config& c, std::uint64_t n_tokens,
                   GgufTensor& t, std::vector<std::shared_ptr<const void>>& keepalive) {
   std::string_view name = st.name;
-  if (name.ends_with("norm.weight")) {
+  const bool trims = (c.arch->arch == "gemma3" && t.name == "token_embd.weight") ||
+                     (c.arch->arch == "gemma4" &&
+                      (t.name == "token_embd.weight" || t.name == "per_layer_token_embd.weight"));
+  if (name.ends_with("norm.weight") && c.arch->arch != "gemma4") {
     auto owned = gemma_norm_plus_one(st);
     t.type = TensorType::F32;
     t.nbytes = owned->size() * sizeof(float);
     t.data = reinterpret_cast<const std::byte*>(owned->data());
     keepalive.push_back(std::move(owned));
-  } else if (c.arch->arch == "gemma3" && t.name == "token_embd.weight" && t.ne.size() == 2 &&
-             n_tokens > 0 && t.ne[1] > n_tokens) {
+  } else if (trims && t.ne.size() == 2 && n_tokens > 0 && t.ne[1] > n_tokens) {
     t.nbytes = t.nbytes / t.ne[1] * n_tokens;
     t.ne[1] = n_tokens;
   }
@@ -706,7 +969,11 @@ GgufFile open_hf_model(const std::string& dir, Residency residency) {
   std::vector<std::pair<std::string, std::vector<float>>> extra;  // computed f32 tensors
   std::vector<std::pair<std::string, GgufValue>> arch_kv;
   const Config c = read_config(cfg, cfg_path, arch_kv, extra);
-  if (is_gemma(*c.arch)) read_gemma_config(cfg, cfg_path, c, arch_kv);
+  if (c.arch->arch == "gemma4") {
+    read_gemma4_config(cfg, cfg_path, c, arch_kv, extra);
+  } else if (is_gemma(*c.arch)) {
+    read_gemma_config(cfg, cfg_path, c, arch_kv);
+  }
 
   std::string name = hf::get_string(cfg, "_name_or_path", cfg_path).value_or("");
   if (name.empty()) name = fs::path(dir).lexically_normal().filename().string();
