@@ -632,6 +632,37 @@ TEST_F(HfBroken, Gemma4GlobalHeadDimFromPerLayerConfig) {
   EXPECT_EQ(m->info().n_params, load(base_.dir)->info().n_params);
 }
 
+// The per-kind settings reach only their layers: a global KV head count the
+// weights lack fails on the first global layer (2), a single-width FFN on the
+// first KV-sharing layer (3), whose weights are twice as wide.
+TEST_F(HfBroken, Gemma4GlobalKvHeadsApplyToGlobalLayersOnly) {
+  use("gemma4", kGemma4);
+  replace_in("config.json", "\"global_head_dim\": 32,",
+             "\"global_head_dim\": 32, \"num_global_key_value_heads\": 2,");
+  expect_refused(Errc::BadFormat, "blk.2.attn_k.weight");
+  replace_in("config.json", "\"num_global_key_value_heads\": 2",
+             "\"num_global_key_value_heads\": 9");
+  expect_refused(Errc::BadFormat, "'num_global_key_value_heads' = 9 is out of range");
+}
+
+TEST_F(HfBroken, Gemma4DoubleWideFfnIsTheSharingLayers) {
+  use("gemma4", kGemma4);
+  replace_in("config.json", "\"use_double_wide_mlp\": true", "\"use_double_wide_mlp\": false");
+  expect_refused(Errc::BadFormat, "blk.3.ffn_gate.weight");
+}
+
+TEST_F(HfBroken, Gemma4LocalPartialRotaryFactor) {
+  // rope_parameters.sliding_attention.partial_rotary_factor rotates the first dims
+  // of the local heads only: 0.5 of 16.
+  use("gemma4", kGemma4);
+  replace_in("config.json", "\"rope_type\": \"default\",",
+             "\"rope_type\": \"default\", \"partial_rotary_factor\": 0.5,");
+  const GgufFile f = open_model_file(dir_);
+  EXPECT_EQ(f.get_uint("gemma4.rope.dimension_count_swa"), 8u);
+  EXPECT_EQ(f.get_uint("gemma4.rope.dimension_count"), 32u);
+  EXPECT_NO_THROW(load(dir_));
+}
+
 TEST_F(HfBroken, Phi3FusedQkvOfTheWrongShapeIsNamed) {
   use("phi3_partial_rotary", kPhi3);
   // [q; k; v] = (4 + 2 * 2) * 16 = 128 rows of 64; the same bytes as 64 rows of 128.
