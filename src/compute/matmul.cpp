@@ -85,14 +85,13 @@ struct RowPlan {
   std::int64_t n_tokens;
   float* y;
   std::int64_t ldy;
-  // One token against kDecodeRows rows at once, where the kernel has it.
+  // One token against kDecodeRows rows at once, where the kernel has it and
+  // the rows are at most multi_max_stride bytes.
   dot::MultiRowFn multi = nullptr;
+  std::size_t multi_max_stride = 0;
 
   void rows(std::size_t b, std::size_t e) const {
-    // Only short rows: there the per-row set-up and reduction cost as much as
-    // the row's blocks (135M shape Q4_0 decode +34% at 2 threads), while four
-    // interleaved streams of long rows read DRAM less well (1B shape -5%).
-    if (multi && n_tokens == 1 && w->row_stride <= 1024) {
+    if (multi && n_tokens == 1 && w->row_stride <= multi_max_stride) {
       for (; b + dot::kDecodeRows <= e; b += dot::kDecodeRows)
         multi(w->n_in, w->data + b * w->row_stride, w->row_stride, act, y + b);
     }
@@ -141,8 +140,12 @@ RowPlan row_plan(const quant::TypeTraits& tr, CpuLevel level, const WeightView& 
                  std::int64_t ldy, std::vector<std::byte>& prepared, std::size_t prepared_at) {
   RowPlan plan{&w, tr.dot.at(level), act, act_stride, n_tokens, y, ldy};
   // The AVX2 multi-row kernel matches the AVX2 one-row kernel bit for bit,
-  // so only where that is the one in use.
-  if (plan.fn == tr.dot.avx2) plan.multi = tr.dot.rows2;
+  // so only where that is the one in use. Its four FMA chains pay on rows of
+  // any length (1B shape Q4_0 decode +20%, 135M +18%, at SEAM_CPU=avx2).
+  if (plan.fn == tr.dot.avx2) {
+    plan.multi = tr.dot.rows2;
+    plan.multi_max_stride = SIZE_MAX;
+  }
   const dot::RowFns* prep = level >= CpuLevel::Avx512 ? tr.dot.rows512 : nullptr;
   if (prep) {
     // Activation work shared by every weight row, done once here (dot.h RowFns).
@@ -153,7 +156,11 @@ RowPlan row_plan(const quant::TypeTraits& tr, CpuLevel level, const WeightView& 
     plan.act = pa;
     plan.act_stride = tok_bytes;
     plan.fn = prep->dot;
+    // Only short rows: there the per-row set-up and reduction cost as much as
+    // the row's blocks (135M shape Q4_0 decode +34% at 2 threads), while four
+    // interleaved streams of long rows read DRAM less well (1B shape -5%).
     plan.multi = prep->dot_rows;
+    plan.multi_max_stride = 1024;
   }
   return plan;
 }
