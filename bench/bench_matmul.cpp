@@ -117,7 +117,7 @@ void BM_Matmul(benchmark::State& state) {
 void Shapes(benchmark::internal::Benchmark* b) {
   for (TensorType t : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0, TensorType::Q4_0,
                        TensorType::MXFP4, TensorType::F16, TensorType::F32}) {
-    for (int n_tok : {1, 4, 64}) b->Args({static_cast<std::int64_t>(t), n_tok});
+    for (int n_tok : {1, 4, 8, 12, 16, 64}) b->Args({static_cast<std::int64_t>(t), n_tok});
   }
 }
 BENCHMARK(BM_Matmul)->Apply(Shapes)->Unit(benchmark::kMillisecond)->UseRealTime();

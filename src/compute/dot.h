@@ -20,11 +20,13 @@ namespace seam::dot {
 // out[t * out_stride] = sum_k W[k] * A_t[k] for t in [0, n_act), where W is one
 // weight row of n elements and A_t starts at act + t * act_stride bytes.
 // Loading/unpacking each weight block once for all n_act rows is the point of
-// taking several activation rows at once (n_act <= kMaxTile).
+// taking several activation rows at once. Any n_act is taken; matmul passes
+// at most kMaxTile per call, and each kernel runs them in tiles of as many as
+// its level's registers hold (AVX2: 4, AVX-512: 8).
 using DotFn = void (*)(std::int64_t n, const void* w, const void* act, std::size_t act_stride,
                        int n_act, float* out, std::size_t out_stride);
 
-inline constexpr int kMaxTile = 4;
+inline constexpr int kMaxTile = 8;
 
 // Prefill as a GEMM (AVX-512 VNNI: vpdpbusd; AVX2: vpmaddubsw + vpmaddwd): kPanelRows weight rows
 // are unpacked once per matmul into a panel of int8 in the order vpdpbusd consumes them (for each 4

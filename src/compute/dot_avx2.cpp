@@ -1,5 +1,5 @@
 // AVX2 (+FMA, F16C) dot kernels. Each weight block is unpacked into registers
-// once and multiplied against up to kMaxTile activation rows (NT), so prefill
+// once and multiplied against up to 4 activation rows (NT), so prefill
 // reads every weight byte once per tile. Integer parts match the scalar
 // reference exactly; only the f32 accumulation order differs.
 // Compiled with -mavx2 -mfma -mf16c (CMakeLists.txt); see dot.h on keeping
@@ -456,7 +456,7 @@ void q6_k(std::int64_t n, const void* w, const void* act, std::size_t as, float*
   for (int t = 0; t < NT; ++t) out[t * os] = hsum(acc[t]);
 }
 
-// Dispatch n_act (1..kMaxTile) to the unrolled instantiation.
+// Dispatch n_act (any count) in tiles of up to 4 to the unrolled instantiations.
 // ---------------------------------------------------------------- IQ4_NL, IQ4_XS
 
 // 32 signed codebook values of one IQ4 run of 16 bytes (nibble layout of Q4_0).
@@ -508,7 +508,8 @@ template <template <int> class K>
 void tile(std::int64_t n, const void* w, const void* act, std::size_t as, int n_act, float* out,
           std::size_t os) {
   while (n_act > 0) {
-    const int nt = n_act > kMaxTile ? kMaxTile : n_act;
+    constexpr int kRegTile = 4;  // accumulators for more would spill
+    const int nt = n_act > kRegTile ? kRegTile : n_act;
     switch (nt) {
       case 1:
         K<1>::run(n, w, act, as, out, os);

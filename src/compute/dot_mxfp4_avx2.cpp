@@ -1,5 +1,5 @@
 // AVX2 (+FMA, F16C) dot kernel of MXFP4 weights (gpt-oss experts) against Q8_0
-// activations, up to kMaxTile activation rows per weight row. The doubled
+// activations, up to 4 activation rows per weight row at a time. The doubled
 // E2M1 codes (kMXFP4Values, |v| <= 12) come out of one byte shuffle, so a block
 // costs what an IQ4_NL block does; the integer sums are exact and only the f32
 // accumulation order differs from the scalar reference.
@@ -67,7 +67,8 @@ void run(std::int64_t n, const void* w, const void* act, std::size_t as, float* 
 void mxfp4_q8_0(std::int64_t n, const void* w, const void* act, std::size_t as, int n_act,
                 float* out, std::size_t os) {
   while (n_act > 0) {
-    const int nt = n_act > kMaxTile ? kMaxTile : n_act;
+    constexpr int kRegTile = 4;  // accumulators for more would spill
+    const int nt = n_act > kRegTile ? kRegTile : n_act;
     switch (nt) {
       case 1:
         run<1>(n, w, act, as, out, os);

@@ -1,5 +1,5 @@
 // AVX-512 (F/BW/VL/VNNI) dot kernel of MXFP4 weights (gpt-oss experts) against
-// Q8_0 activations, up to kMaxTile activation rows per weight row. Two blocks
+// Q8_0 activations, up to 4 activation rows per weight row at a time. Two blocks
 // per 512-bit register: the doubled E2M1 codes come out of one byte shuffle.
 // vpdpbusd wants one unsigned operand, so the activations are biased by +128
 // (xor 0x80) and each block pair's accumulator starts at -128 * sum(w) per 4
@@ -81,7 +81,8 @@ void run(std::int64_t n, const void* w, const void* act, std::size_t as, float* 
 void mxfp4_q8_0(std::int64_t n, const void* w, const void* act, std::size_t as, int n_act,
                 float* out, std::size_t os) {
   while (n_act > 0) {
-    const int nt = n_act > kMaxTile ? kMaxTile : n_act;
+    constexpr int kRegTile = 4;  // accumulators for more would spill
+    const int nt = n_act > kRegTile ? kRegTile : n_act;
     switch (nt) {
       case 1:
         run<1>(n, w, act, as, out, os);

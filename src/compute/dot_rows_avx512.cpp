@@ -1,5 +1,5 @@
 // AVX-512 (F/BW/VL/VNNI) dot kernels for decode: one weight row against up to
-// kMaxTile activation rows, as the AVX2 ones, for Q4_0, Q5_0, Q8_0, IQ4_NL,
+// 8 activation rows (the AVX2 ones: 4), for Q4_0, Q5_0, Q8_0, IQ4_NL,
 // Q4_K, Q5_K, Q6_K, F32, F16 and BF16 weights. Decode reads every weight byte
 // once per token, so these kernels must spend fewer instructions per weight
 // byte than DRAM takes to deliver it; the AVX2 kernels did not for the 4-bit
@@ -568,12 +568,14 @@ void float_dot(std::int64_t n, const void* w, const void* act, std::size_t as, f
 
 // ---------------------------------------------------------------- dispatch
 
-// n_act (any count) in tiles of up to kMaxTile, each to its unrolled instantiation.
+// n_act (any count) in tiles of up to 8 (32 registers hold the accumulators
+// of 8 tokens), each to its unrolled instantiation.
 template <template <int> class K>
 void tile(std::int64_t n, const void* w, const void* act, std::size_t as, int n_act, float* out,
           std::size_t os) {
+  constexpr int kRegTile = 8;
   while (n_act > 0) {
-    const int nt = n_act > kMaxTile ? kMaxTile : n_act;
+    const int nt = n_act > kRegTile ? kRegTile : n_act;
     switch (nt) {
       case 1:
         K<1>::run(n, w, act, as, out, os);
@@ -584,8 +586,20 @@ void tile(std::int64_t n, const void* w, const void* act, std::size_t as, int n_
       case 3:
         K<3>::run(n, w, act, as, out, os);
         break;
-      default:
+      case 4:
         K<4>::run(n, w, act, as, out, os);
+        break;
+      case 5:
+        K<5>::run(n, w, act, as, out, os);
+        break;
+      case 6:
+        K<6>::run(n, w, act, as, out, os);
+        break;
+      case 7:
+        K<7>::run(n, w, act, as, out, os);
+        break;
+      default:
+        K<8>::run(n, w, act, as, out, os);
         break;
     }
     act = static_cast<const std::byte*>(act) + nt * as;

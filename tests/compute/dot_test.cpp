@@ -50,7 +50,7 @@ TEST_P(DotTypes, LevelMatchesScalar) {
       std::vector<float> wf(n);
       quant::dequantize_row(type, w.data(), wf.data(), n);
       const std::vector<double> mins = testutil::min_terms(type, w.data(), n);
-      const int n_act = 1 + rep % 7;  // crosses the kMaxTile split
+      const int n_act = 1 + rep % 11;  // crosses both levels' register tiles (4, 8)
       std::vector<std::byte> act(arow * n_act);
       std::vector<float> x(n);
       for (int t = 0; t < n_act; ++t) {
@@ -184,8 +184,8 @@ TEST(DotGemmBf16, BothAvx512VariantsMatchScalar) {
 
 // The AVX-512 decode kernels on prepared activation rows (dot.h RowFns) against
 // the scalar kernel on the plain quantized rows: even and odd block counts
-// (the kernels pair blocks), one to three 16-block scale groups, 1..7 tokens
-// (crossing the kMaxTile split), activations with outliers at +-127. Same
+// (the kernels pair blocks), one to three 16-block scale groups, 1..11 tokens
+// (crossing the 8-token register tile), activations with outliers at +-127. Same
 // bound as above: integer sums are exact, only f32 accumulation order differs.
 TEST(DotRows, PreparedRowsMatchScalar) {
   if (detected_cpu_level() < CpuLevel::Avx512) {
@@ -205,7 +205,7 @@ TEST(DotRows, PreparedRowsMatchScalar) {
       const std::size_t arow = quant::row_size(dt, n);
       const std::size_t prow = rf->act_bytes(n);
       for (int rep = 0; rep < 8; ++rep) {
-        const int n_act = 1 + rep % 7;
+        const int n_act = 1 + (3 * rep) % 11;  // 1..11: crosses the 8-token tile
         const std::vector<std::byte> w = testutil::random_weights(type, 1, n, row, rng);
         std::vector<float> wf(n);
         quant::dequantize_row(type, w.data(), wf.data(), n);
