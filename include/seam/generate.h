@@ -116,6 +116,7 @@ class Sampler {
 
  private:
   void run_chain(std::span<const float> logits, std::span<const Token> recent);
+  float best_logit() const;  // the highest logit left after the chain
   SamplerConfig cfg_;
   std::vector<Token> banned_;
   std::mt19937_64 rng_;
