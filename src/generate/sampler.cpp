@@ -334,11 +334,16 @@ Token Sampler::sample(std::span<const float> logits, std::span<const Token> rece
   const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53;
   const double r = u * sum;
   double acc = 0;
+  // u * sum can round up to sum itself: then the last candidate with any
+  // weight (in id order the last one may be banned, e.g. an ignored EOS).
+  Token last = cand_[0].id;
   for (const Candidate& c : cand_) {
-    acc += std::exp(static_cast<double>(c.logit) - mx);
+    const double e = std::exp(static_cast<double>(c.logit) - mx);
+    if (e > 0) last = c.id;
+    acc += e;
     if (r < acc) return c.id;
   }
-  return cand_.back().id;
+  return last;
 }
 
 }  // namespace seam
