@@ -115,13 +115,14 @@ class Sampler {
   const SamplerConfig& config() const { return cfg_; }
 
  private:
-  void run_chain(std::span<const float> logits, std::span<const Token> recent);
-  float best_logit() const;  // the highest logit left after the chain
+  // Returns the highest logit left.
+  float run_chain(std::span<const float> logits, std::span<const Token> recent);
   SamplerConfig cfg_;
   std::vector<Token> banned_;
   std::mt19937_64 rng_;
   std::vector<Candidate> cand_;  // [n kept], reused across calls
   bool sorted_ = false;          // cand_ is sorted by logit, descending
+  std::vector<double> weight_;   // the draw's e^(logit - max) per candidate, reused
 };
 
 // argmax, lowest id on ties.

@@ -166,7 +166,7 @@ Sampler::Sampler(SamplerConfig cfg) : cfg_(std::move(cfg)), rng_(cfg_.seed) { va
 
 void Sampler::ban(std::vector<Token> ids) { banned_ = std::move(ids); }
 
-void Sampler::run_chain(std::span<const float> logits, std::span<const Token> recent) {
+float Sampler::run_chain(std::span<const float> logits, std::span<const Token> recent) {
   const std::size_t n_vocab = logits.size();
   if (n_vocab == 0) bad("the logits row is empty");
   cand_.resize(n_vocab);
@@ -309,11 +309,11 @@ void Sampler::run_chain(std::span<const float> logits, std::span<const Token> re
   // candidates in any order, and sorting a full row for every token was a
   // fifth of seam serve's CPU at 8 streams (32k vocabulary). candidates()
   // sorts what it returns.
-  if (cand_.empty() || best_logit() == kNegInf)
+  const float best = cand_.empty() ? kNegInf : sorted_ ? cand_[0].logit : top_logit(cand_);
+  if (best == kNegInf)
     bad("every token has been banned (logit bias -inf) or the logits are not numbers");
+  return best;
 }
-
-float Sampler::best_logit() const { return sorted_ ? cand_[0].logit : top_logit(cand_); }
 
 std::vector<Candidate> Sampler::candidates(std::span<const float> logits,
                                            std::span<const Token> recent) {
@@ -324,11 +324,14 @@ std::vector<Candidate> Sampler::candidates(std::span<const float> logits,
 }
 
 Token Sampler::sample(std::span<const float> logits, std::span<const Token> recent) {
-  run_chain(logits, recent);
+  const double mx = run_chain(logits, recent);
   if (cand_.size() == 1) return cand_[0].id;
-  const double mx = best_logit();
+  // Each candidate's weight once: the walk below reuses them (in id order it
+  // goes half the row on average).
+  weight_.resize(cand_.size());
   double sum = 0;
-  for (const Candidate& c : cand_) sum += std::exp(static_cast<double>(c.logit) - mx);
+  for (std::size_t i = 0; i < cand_.size(); ++i)
+    sum += weight_[i] = std::exp(static_cast<double>(cand_[i].logit) - mx);
   // u in [0, 1) from the top 53 bits: the same on every standard library,
   // unlike std::uniform_real_distribution.
   const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53;
@@ -337,11 +340,10 @@ Token Sampler::sample(std::span<const float> logits, std::span<const Token> rece
   // u * sum can round up to sum itself: then the last candidate with any
   // weight (in id order the last one may be banned, e.g. an ignored EOS).
   Token last = cand_[0].id;
-  for (const Candidate& c : cand_) {
-    const double e = std::exp(static_cast<double>(c.logit) - mx);
-    if (e > 0) last = c.id;
-    acc += e;
-    if (r < acc) return c.id;
+  for (std::size_t i = 0; i < cand_.size(); ++i) {
+    if (weight_[i] > 0) last = cand_[i].id;
+    acc += weight_[i];
+    if (r < acc) return cand_[i].id;
   }
   return last;
 }
