@@ -460,19 +460,17 @@ void gemma_rope_parameters(json& cfg, const std::string& file) {
 
 // Gemma 4's mixture-of-experts models (26B-A4B) are a recipe seam lacks.
 void refuse_gemma4_experts(const json& cfg, const std::string& file) {
+  std::string setting;  // the key that asks for experts, as "'key' = value"
   for (const char* key : {"num_experts", "num_local_experts"}) {
-    if (const auto n = hf::get_uint(cfg, key, file); n && *n > 0) {
-      throw Error(Errc::Unsupported, "[hf] " + file + ": Gemma 4 with experts ('" + key +
-                                         "' = " + std::to_string(*n) +
-                                         ") is not supported; seam's gemma4 recipe runs the "
-                                         "dense models (E2B, E4B)");
-    }
+    if (const auto n = hf::get_uint(cfg, key, file); n && *n > 0 && setting.empty())
+      setting = "'" + std::string(key) + "' = " + std::to_string(*n);
   }
-  if (hf::get_bool(cfg, "enable_moe_block", file).value_or(false)) {
-    throw Error(Errc::Unsupported, "[hf] " + file +
-                                       ": Gemma 4 with experts ('enable_moe_block' = true) is not "
-                                       "supported; seam's gemma4 recipe runs the dense models "
-                                       "(E2B, E4B)");
+  if (setting.empty() && hf::get_bool(cfg, "enable_moe_block", file).value_or(false))
+    setting = "'enable_moe_block' = true";
+  if (!setting.empty()) {
+    throw Error(Errc::Unsupported, "[hf] " + file + ": Gemma 4 with experts (" + setting +
+                                       ") is not supported; seam's gemma4 recipe runs the "
+                                       "dense models (E2B, E4B)");
   }
 }
 
