@@ -25,9 +25,9 @@ class ThreadPool {
 
   int size() const { return n_threads_; }
 
-  // Runs fn(begin, end) over disjoint ranges covering [0, n), each at least
-  // `grain` long (except the last), on all threads; returns when every range
-  // is done. The first exception thrown by fn is rethrown here. Not reentrant:
+  // Runs fn(begin, end) over disjoint ranges covering [0, n), each a whole
+  // number of `grain`s long (except the last), on all threads; returns when
+  // every range is done. The first exception thrown by fn is rethrown here. Not reentrant:
   // one parallel_for at a time per pool.
   //
   // The caller works too and may take every chunk itself: a worker that is
@@ -42,21 +42,22 @@ class ThreadPool {
   void worker_loop();
   // Claims and runs chunks of job `job_id` until none are left.
   void run_chunks(std::uint32_t job_id);
+  // Length of the chunk that starts at `begin` when the job has `n` items.
+  std::size_t chunk_at(std::size_t begin, std::size_t n, std::size_t grain) const;
 
   int n_threads_;
   std::vector<std::thread> workers_;
 
   // The current job; written by the caller before it publishes `claim_`.
   const FunctionRef<void(std::size_t, std::size_t)>* job_ = nullptr;
-  std::size_t job_n_ = 0;
-  std::size_t chunk_ = 1;
-  // Read by stale workers before their CAS fails; see parallel_for for why it
-  // and the claim word are stored sequentially consistent.
-  std::atomic<std::uint32_t> n_chunks_{0};
-  // (job id << 32) | next chunk index. A worker claims a chunk with a CAS that
-  // also checks the job id, so it can never run a chunk of a job that ended.
+  // Read by stale workers before their CAS fails; see parallel_for for why
+  // they and the claim word are stored sequentially consistent.
+  std::atomic<std::size_t> job_n_{0};
+  std::atomic<std::size_t> grain_{1};
+  // (job id << 32) | first unclaimed index. A worker claims a chunk with a CAS
+  // that also checks the job id, so it can never run a chunk of a job that ended.
   std::atomic<std::uint64_t> claim_{0};
-  std::atomic<std::uint32_t> chunks_done_{0};
+  std::atomic<std::size_t> items_done_{0};
   std::exception_ptr error_;
   std::mutex error_mu_;
 
