@@ -122,6 +122,12 @@ class ComputeBackend {
   // y[t][r] = sum_k W[r][k] x[t][k]; x [n_tokens][w.n_in], y [n_tokens][ldy].
   virtual void matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y,
                       std::int64_t ldy) = 0;
+  // Several matmuls at once (a layer's Q, K and V; its gate and up): the same
+  // results as matmul() on each job. A backend may share the work of jobs with
+  // the same input and run them in one dispatch; this default calls matmul().
+  virtual void matmul_many(std::span<const MatmulJob> jobs) {
+    for (const MatmulJob& j : jobs) matmul(j.w, j.x, j.n_tokens, j.y, j.ldy);
+  }
   // out[i] = row ids[i] of W, dequantized; out [ids.size()][w.n_in].
   virtual void get_rows(const WeightView& w, std::span<const std::int32_t> ids, float* out) = 0;
   // y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w  (w may be null: no scale); in place allowed.
@@ -214,6 +220,7 @@ class CpuBackend : public ComputeBackend {
 
   void matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y,
               std::int64_t ldy) override;
+  void matmul_many(std::span<const MatmulJob> jobs) override;
   void get_rows(const WeightView& w, std::span<const std::int32_t> ids, float* out) override;
   void rms_norm(const float* x, const float* w, std::int64_t n_rows, std::int64_t n, float eps,
                 float* y) override;

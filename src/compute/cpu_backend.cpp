@@ -18,6 +18,10 @@ void CpuBackend::matmul(const WeightView& w, const float* x, std::int64_t n_toke
   seam::matmul(w, x, n_tokens, y, ldy, pool_, scratch_);
 }
 
+void CpuBackend::matmul_many(std::span<const MatmulJob> jobs) {
+  seam::matmul_many(jobs, pool_, scratch_);
+}
+
 void CpuBackend::get_rows(const WeightView& w, std::span<const std::int32_t> ids, float* out) {
   for (std::size_t i = 0; i < ids.size(); ++i) {
     get_row(w, ids[i], out + static_cast<std::int64_t>(i) * w.n_in);
@@ -217,7 +221,7 @@ void CpuBackend::matmul_experts(const ExpertsView& w, const float* x, std::int32
     expert_jobs_[jb].x = expert_x_.data() + first[jb] * n_in;
     expert_jobs_[jb].y = expert_y_.data() + first[jb] * n_out;
   }
-  matmul_many(expert_jobs_, pool_, scratch_);
+  seam::matmul_many(expert_jobs_, pool_, scratch_);
   if (weights) std::fill(y, y + n_tokens * n_out, 0.0f);
   for (std::int64_t r = 0; r < total; ++r) {
     const std::int64_t i = expert_slots_[r];

@@ -135,9 +135,11 @@ void quantize_tokens(const quant::TypeTraits& tr, CpuLevel level, const float* x
 // The row plan of a dot-path matmul whose activations (in the dot type, or x
 // itself for F32) are at `act`; `prepared` has room for the prepared layout
 // where the level's kernel wants one.
+// `already_prepared`: an earlier plan with the same input and RowFns wrote it there.
 RowPlan row_plan(const quant::TypeTraits& tr, CpuLevel level, const WeightView& w,
                  const std::byte* act, std::size_t act_stride, std::int64_t n_tokens, float* y,
-                 std::int64_t ldy, std::vector<std::byte>& prepared, std::size_t prepared_at) {
+                 std::int64_t ldy, std::vector<std::byte>& prepared, std::size_t prepared_at,
+                 bool already_prepared = false) {
   RowPlan plan{&w, tr.dot.at(level), act, act_stride, n_tokens, y, ldy};
   // The AVX2 multi-row kernel matches the AVX2 one-row kernel bit for bit,
   // so only where that is the one in use. Its four FMA chains pay on rows of
@@ -151,7 +153,7 @@ RowPlan row_plan(const quant::TypeTraits& tr, CpuLevel level, const WeightView& 
     // Activation work shared by every weight row, done once here (dot.h RowFns).
     const std::size_t tok_bytes = prep->act_bytes(w.n_in);
     std::byte* pa = prepared.data() + prepared_at;
-    for (std::int64_t t = 0; t < n_tokens; ++t)
+    for (std::int64_t t = 0; t < n_tokens && !already_prepared; ++t)
       prep->prepare(w.n_in, act + static_cast<std::size_t>(t) * act_stride, pa + t * tok_bytes);
     plan.act = pa;
     plan.act_stride = tok_bytes;
@@ -222,13 +224,24 @@ void matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y
 void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool, MatmulScratch& scratch) {
   const CpuLevel level = active_cpu_level();
   // Jobs the GEMM serves run alone; the rest share one dispatch. Activation
-  // bytes first (so the buffers are sized once and their pointers hold).
+  // bytes first (so the buffers are sized once and their pointers hold). Jobs
+  // with the same input in the same dot type (a layer's Q, K and V, or its gate
+  // and up) share one quantized copy, and its prepared layout where the kernels
+  // are the same.
   struct Pending {
     const MatmulJob* job;
     const quant::TypeTraits* tr;
+    const dot::RowFns* prep;
     std::size_t act_at, act_stride, prep_at;
+    bool shares_act = false, shares_prep = false;
   };
-  std::vector<Pending> pending;
+  // Kept from call to call (their capacity): decode allocates nothing once warm.
+  thread_local std::vector<Pending> pending;
+  thread_local std::vector<RowPlan> plans;
+  thread_local std::vector<std::pair<std::uint32_t, std::size_t>> items;
+  pending.clear();
+  plans.clear();
+  items.clear();
   std::size_t act_total = 0, prep_total = 0;
   for (const MatmulJob& j : jobs) {  // every job checked before any runs
     checked_traits(j.w, "[matmul]");
@@ -242,44 +255,65 @@ void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool, MatmulScratc
       matmul(j.w, j.x, j.n_tokens, j.y, j.ldy, pool, scratch, level);
       continue;
     }
-    const std::size_t stride = act_row_bytes(tr, j.w.n_in);
-    pending.push_back({&j, &tr, act_total, stride, prep_total});
+    Pending p{&j,
+              &tr,
+              level >= CpuLevel::Avx512 ? tr.dot.rows512 : nullptr,
+              act_total,
+              act_row_bytes(tr, j.w.n_in),
+              prep_total};
+    for (const Pending& q : pending) {
+      const MatmulJob& o = *q.job;
+      if (o.x != j.x || o.n_tokens != j.n_tokens || o.w.n_in != j.w.n_in ||
+          q.tr->dot_type != tr.dot_type)
+        continue;
+      p.shares_act = true;
+      p.act_at = q.act_at;
+      if (q.prep == p.prep) {
+        p.shares_prep = true;
+        p.prep_at = q.prep_at;
+      }
+      break;
+    }
     // 64-byte steps keep every job's blocks as aligned as a buffer of their own.
-    if (tr.dot_type != TensorType::F32)
-      act_total += (stride * static_cast<std::size_t>(j.n_tokens) + 63) / 64 * 64;
-    prep_total += prepared_bytes(tr, level, j.w, j.n_tokens);
+    if (tr.dot_type != TensorType::F32 && !p.shares_act)
+      act_total += (p.act_stride * static_cast<std::size_t>(j.n_tokens) + 63) / 64 * 64;
+    if (!p.shares_prep) prep_total += prepared_bytes(tr, level, j.w, j.n_tokens);
+    pending.push_back(p);
   }
   if (pending.empty()) return;
   if (scratch.act.size() < act_total) scratch.act.resize(act_total);
   if (scratch.gemm_act.size() < prep_total) scratch.gemm_act.resize(prep_total);
 
-  std::vector<RowPlan> plans;
-  plans.reserve(pending.size());
   std::int64_t total_rows = 0, widest = 1;
   for (const Pending& p : pending) {
     const MatmulJob& j = *p.job;
     const std::byte* act = reinterpret_cast<const std::byte*>(j.x);
     if (p.tr->dot_type != TensorType::F32) {
       std::byte* q = scratch.act.data() + p.act_at;
-      quantize_tokens(*p.tr, level, j.x, j.w.n_in, 0, static_cast<std::size_t>(j.n_tokens), q,
-                      p.act_stride);
+      if (!p.shares_act) {
+        quantize_tokens(*p.tr, level, j.x, j.w.n_in, 0, static_cast<std::size_t>(j.n_tokens), q,
+                        p.act_stride);
+      }
       act = q;
     }
     plans.push_back(row_plan(*p.tr, level, j.w, act, p.act_stride, j.n_tokens, j.y, j.ldy,
-                             scratch.gemm_act, p.prep_at));
+                             scratch.gemm_act, p.prep_at, p.shares_prep));
     total_rows += j.w.n_out;
     widest = std::max(widest, j.w.n_in);
   }
   // Work items: (plan, first row), each at most `grain` rows of one plan.
   const std::size_t grain = row_grain(widest, total_rows, pool.size());
-  std::vector<std::pair<std::uint32_t, std::size_t>> items;
   for (std::uint32_t i = 0; i < plans.size(); ++i)
     for (std::size_t r = 0; r < static_cast<std::size_t>(plans[i].w->n_out); r += grain)
       items.emplace_back(i, r);
+  // The workers read this thread's lists (a thread_local named in the lambda
+  // would be each worker's own).
+  const auto* work = items.data();
+  const RowPlan* plan_of = plans.data();
   pool.parallel_for(items.size(), 1, [&](std::size_t b, std::size_t e) {
     for (std::size_t it = b; it < e; ++it) {
-      const auto [i, r0] = items[it];
-      const RowPlan& plan = plans[i];
+      const auto [i, r0] = work[it];
+      const RowPlan& plan = plan_of[i];
       plan.rows(r0, std::min(r0 + grain, static_cast<std::size_t>(plan.w->n_out)));
     }
   });

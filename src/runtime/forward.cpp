@@ -79,8 +79,9 @@ void ffn_block(const ModelSpec& spec, const LayerSpec& ls, const LayerWeights& L
   if (ls.n_ff_shexp > 0) {
     // Before the routed experts, which reuse gate and up: shexp [T][E].
     const std::int64_t FS = ls.n_ff_shexp;
-    be.matmul(L.ffn_gate_shexp, s.h.data(), T, s.gate.data(), FS);
-    be.matmul(L.ffn_up_shexp, s.h.data(), T, s.up.data(), FS);
+    const MatmulJob gate_up[2] = {{L.ffn_gate_shexp, s.h.data(), T, s.gate.data(), FS},
+                                  {L.ffn_up_shexp, s.h.data(), T, s.up.data(), FS}};
+    be.matmul_many(gate_up);
     be.gated_activation(s.gate.data(), s.up.data(), T * FS, r.ffn_act, s.gate.data());
     be.matmul(L.ffn_down_shexp, s.gate.data(), T, s.shexp.data(), E);
     WeightView gate_inp;  // the 1-D gate as a one-row matrix
@@ -117,8 +118,9 @@ void ffn_block(const ModelSpec& spec, const LayerSpec& ls, const LayerWeights& L
                          s.expert_w.data());
     }
   } else {
-    be.matmul(L.ffn_gate, s.h.data(), T, s.gate.data(), FF);
-    be.matmul(L.ffn_up, s.h.data(), T, s.up.data(), FF);
+    const MatmulJob gate_up[2] = {{L.ffn_gate, s.h.data(), T, s.gate.data(), FF},
+                                  {L.ffn_up, s.h.data(), T, s.up.data(), FF}};
+    be.matmul_many(gate_up);
     be.gated_activation(s.gate.data(), s.up.data(), T * FF, r.ffn_act, s.gate.data());
     be.matmul(L.ffn_down, s.gate.data(), T, s.h.data(), E);
   }
@@ -203,14 +205,20 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
     // A layer that shares another's KV cache computes only its queries.
     const bool owns_kv = ls.kv_source == l;
     be.rms_norm(s.x.data(), L.attn_norm, T, E, hp.norm_eps, s.h.data());
+    // Q, K and V read the same h: one call, so the backend can quantize it once
+    // and run the three in one dispatch. v_from_k (no attn_v): V is the raw K
+    // projection, computed again rather than copied on the host so every step
+    // stays a backend op.
+    const MatmulJob qkv[3] = {r.gated_q ? MatmulJob{L.wq, s.h.data(), T, s.q_raw.data(), 2 * QW}
+                                        : MatmulJob{L.wq, s.h.data(), T, s.q.data(), QW},
+                              {L.wk, s.h.data(), T, s.k.data(), KW},
+                              {L.wv.data ? L.wv : L.wk, s.h.data(), T, s.v.data(), KW}};
+    be.matmul_many(std::span(qkv, owns_kv ? 3 : 1));
     if (r.gated_q) {
       // Per head [q | gate]: q_raw [T][H][2 D] -> q, q_gate [T][H][D].
       const std::int64_t D = ls.head_dim;
-      be.matmul(L.wq, s.h.data(), T, s.q_raw.data(), 2 * QW);
       be.copy_rows(s.q_raw.data(), 2 * D, T * ls.n_head, D, s.q.data(), D);
       be.copy_rows(s.q_raw.data() + D, 2 * D, T * ls.n_head, D, s.q_gate.data(), D);
-    } else {
-      be.matmul(L.wq, s.h.data(), T, s.q.data(), QW);
     }
     if (r.qkv_bias) be.add_bias(s.q.data(), L.bq, T, QW);
     if (r.qk_norm) {
@@ -218,10 +226,6 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
     }
     be.rope(s.q.data(), T, att.n_head, att.head_dim, pos, rope);
     if (owns_kv) {
-      be.matmul(L.wk, s.h.data(), T, s.k.data(), KW);
-      // v_from_k (no attn_v): V is the raw K projection, computed again rather
-      // than copied on the host so every step stays a backend op.
-      be.matmul(L.wv.data ? L.wv : L.wk, s.h.data(), T, s.v.data(), KW);
       if (r.qkv_bias) {
         be.add_bias(s.k.data(), L.bk, T, KW);
         be.add_bias(s.v.data(), L.bv, T, KW);

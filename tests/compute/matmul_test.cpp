@@ -314,5 +314,49 @@ TEST(Matmul, ManyJobsEqualEachAlone) {
     for (float v : y) ASSERT_EQ(v, -7.0f);
 }
 
+// Jobs that read the same input (a layer's Q, K and V; its gate and up) share
+// one quantized copy and, where the kernels match, one prepared layout: each
+// output must still be what matmul gives for its job alone. The types mix
+// activation layouts that can be shared (Q4_K and Q6_K both read Q8_K; Q4_0
+// and Q8_0 read Q8_0, prepared differently at AVX-512) and one that cannot
+// (F16), and a Q8_0 job on a different input sits between them.
+TEST(Matmul, JobsSharingAnInputEqualEachAlone) {
+  std::mt19937 rng(92);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const TensorType types[] = {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q4_0,
+                              TensorType::Q8_0, TensorType::F16,  TensorType::Q8_0,
+                              TensorType::Q4_K};
+  const std::int64_t n_in = 512, n_out = 45;
+  for (std::int64_t n_tok : {1, 2}) {
+    std::vector<float> x(static_cast<std::size_t>(n_tok * n_in)), other(x.size());
+    for (float& v : x) v = normal(rng);
+    for (float& v : other) v = normal(rng);
+    std::vector<std::vector<std::byte>> weights;
+    std::vector<std::vector<float>> ys;
+    std::vector<MatmulJob> jobs;
+    for (std::size_t i = 0; i < std::size(types); ++i) {
+      const std::size_t stride = quant::row_size(types[i], n_in);
+      weights.push_back(testutil::random_weights(types[i], n_out, n_in, stride, rng));
+      ys.emplace_back(static_cast<std::size_t>(n_tok * n_out), -7.0f);
+    }
+    for (std::size_t i = 0; i < std::size(types); ++i) {
+      const WeightView w{types[i], n_in, n_out, weights[i].data(), quant::row_size(types[i], n_in)};
+      jobs.push_back({w, i == 3 ? other.data() : x.data(), n_tok, ys[i].data(), n_out});
+    }
+    for (int threads : {1, 2}) {
+      ThreadPool pool(threads);
+      MatmulScratch scratch;
+      for (auto& y : ys) std::fill(y.begin(), y.end(), -7.0f);
+      matmul_many(jobs, pool, scratch);
+      for (std::size_t i = 0; i < jobs.size(); ++i) {
+        std::vector<float> alone(ys[i].size(), -7.0f);
+        matmul(jobs[i].w, jobs[i].x, n_tok, alone.data(), n_out, pool, scratch);
+        EXPECT_EQ(ys[i], alone) << quant::type_name(types[i]) << " job " << i << ", " << n_tok
+                                << " tokens, " << threads << " threads";
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace seam
