@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "compute/attention_kernels.h"
+#include "compute/exp_avx2.h"
 
 namespace seam::attn::avx2 {
 
@@ -81,28 +82,6 @@ inline float hmax(__m256 x) {
   s = _mm_max_ps(s, _mm_movehl_ps(s, s));
   s = _mm_max_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
-}
-
-// exp_nonpositive (attention_kernels.cpp) in 8 lanes, with FMA for the
-// reduction r = x - n ln2 (a rounding fewer, same bound).
-inline __m256 exp8(__m256 x) {
-  const __m256 xc = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), xc);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-06f), r);
-  __m256 p = _mm256_set1_ps(1.0f / 720.0f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  const __m256i e =
-      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  const __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-  const __m256 tiny = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_LT_OQ);
-  return _mm256_andnot_ps(tiny, y);
 }
 
 }  // namespace
@@ -193,10 +172,10 @@ void query_chunk(const float* q, const float* kt, const float* v, int jlo, int j
     *m = m_new;
   }
   const __m256 vm = _mm256_set1_ps(m_new);
-  x0 = exp8(_mm256_sub_ps(x0, vm));
-  x1 = exp8(_mm256_sub_ps(x1, vm));
-  x2 = exp8(_mm256_sub_ps(x2, vm));
-  x3 = exp8(_mm256_sub_ps(x3, vm));
+  x0 = exp8_nonpositive(_mm256_sub_ps(x0, vm));
+  x1 = exp8_nonpositive(_mm256_sub_ps(x1, vm));
+  x2 = exp8_nonpositive(_mm256_sub_ps(x2, vm));
+  x3 = exp8_nonpositive(_mm256_sub_ps(x3, vm));
   *l += hsum(_mm256_add_ps(_mm256_add_ps(x0, x1), _mm256_add_ps(x2, x3)));
   _mm256_store_ps(sc, x0);
   _mm256_store_ps(sc + 8, x1);
@@ -284,10 +263,10 @@ void decode_t(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, cons
       m[h] = m_new;
     }
     const __m256 vm = _mm256_set1_ps(m_new);
-    x0 = exp8(_mm256_sub_ps(x0, vm));
-    x1 = exp8(_mm256_sub_ps(x1, vm));
-    x2 = exp8(_mm256_sub_ps(x2, vm));
-    x3 = exp8(_mm256_sub_ps(x3, vm));
+    x0 = exp8_nonpositive(_mm256_sub_ps(x0, vm));
+    x1 = exp8_nonpositive(_mm256_sub_ps(x1, vm));
+    x2 = exp8_nonpositive(_mm256_sub_ps(x2, vm));
+    x3 = exp8_nonpositive(_mm256_sub_ps(x3, vm));
     l[h] += hsum(_mm256_add_ps(_mm256_add_ps(x0, x1), _mm256_add_ps(x2, x3)));
     _mm256_store_ps(sh, x0);
     _mm256_store_ps(sh + 8, x1);

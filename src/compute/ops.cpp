@@ -180,7 +180,7 @@ void attention_head(const AttentionArgs& a, std::int64_t t, std::int32_t h,
 void gated_activation(const float* gate, const float* up, std::int64_t n, Activation act,
                       float* out) {
   if (act == Activation::Silu) {
-    for (std::int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+    vec::vec_fns().silu_mul(gate, up, n, out);
   } else if (act == Activation::SwigluOai) {
     constexpr float kAlpha = 1.702f, kLimit = 7.0f;
     for (std::int64_t i = 0; i < n; ++i) {

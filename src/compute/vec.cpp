@@ -1,5 +1,7 @@
 #include "compute/vec.h"
 
+#include <cmath>
+
 #include "core/half.h"
 
 namespace seam::vec {
@@ -23,8 +25,14 @@ void scale_add_scalar(float* y, float a, float b, const float* x, std::int64_t n
   for (std::int64_t i = 0; i < n; ++i) y[i] = a * y[i] + b * x[i];
 }
 
-constexpr VecFns kScalar = {dot_f32_scalar, f32_to_f16_scalar, f16_to_f32_scalar, scale_add_scalar};
-constexpr VecFns kAvx2 = {avx2::dot_f32, avx2::f32_to_f16, avx2::f16_to_f32, avx2::scale_add};
+void silu_mul_scalar(const float* gate, const float* up, std::int64_t n, float* out) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+constexpr VecFns kScalar = {dot_f32_scalar, f32_to_f16_scalar, f16_to_f32_scalar, scale_add_scalar,
+                            silu_mul_scalar};
+constexpr VecFns kAvx2 = {avx2::dot_f32, avx2::f32_to_f16, avx2::f16_to_f32, avx2::scale_add,
+                          avx2::silu_mul};
 
 }  // namespace
 

@@ -18,6 +18,9 @@ struct VecFns {
   void (*f16_to_f32)(const std::uint16_t* src, float* dst, std::int64_t n);
   // y[i] = a * y[i] + b * x[i] (the delta rule's row update; rounding differs per level).
   void (*scale_add)(float* y, float a, float b, const float* x, std::int64_t n);
+  // out[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + e^-g) (the SwiGLU FFN);
+  // out may be gate or up. The SIMD levels' exp is within a few ulp.
+  void (*silu_mul)(const float* gate, const float* up, std::int64_t n, float* out);
 };
 
 // The functions of `level` (the highest present at or below it).
@@ -30,6 +33,7 @@ float dot_f32(const float* a, const float* b, std::int64_t n);
 void f32_to_f16(const float* src, std::uint16_t* dst, std::int64_t n);
 void f16_to_f32(const std::uint16_t* src, float* dst, std::int64_t n);
 void scale_add(float* y, float a, float b, const float* x, std::int64_t n);
+void silu_mul(const float* gate, const float* up, std::int64_t n, float* out);
 }  // namespace avx2
 
 }  // namespace seam::vec

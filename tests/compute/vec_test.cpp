@@ -66,6 +66,66 @@ TEST_P(VecLevels, ScaleAddWithinTwoRoundings) {
   }
 }
 
+// out = silu(g) u. The SIMD levels: e = e^-|g| within a few ulp (say 4u), then
+// 1 + e, the quotient, and two products each round once: within (4 + 4) u of
+// |silu(g) u| with room to spare. Below g = -87 every level may take e^g as 0
+// (float exp underflows there), an absolute error under |g u| e^-87. Gates
+// span the range where the sigmoid saturates either way; 0, +-inf and NaN
+// behave as the scalar formula does.
+TEST_P(VecLevels, SiluMulWithinItsRoundings) {
+  const vec::VecFns& f = vec::vec_fns(GetParam());
+  std::mt19937 rng(8);
+  std::uniform_real_distribution<float> wide(-100.0f, 100.0f);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  const double u = std::ldexp(1.0, -24);
+  auto bound = [&](float g, float up, double ref) {
+    return 8 * u * std::fabs(ref) + std::fabs(double{g} * up) * std::exp(-87.0);
+  };
+  for (std::int64_t n : {0, 1, 7, 8, 9, 16, 31, 1000}) {
+    std::vector<float> g(n), up(n), out(n);
+    for (std::int64_t i = 0; i < n; ++i) {
+      g[i] = i % 3 == 0 ? wide(rng) : normal(rng);
+      up[i] = normal(rng);
+    }
+    f.silu_mul(g.data(), up.data(), n, out.data());
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double ref = double{g[i]} / (1.0 + std::exp(-double{g[i]})) * up[i];
+      EXPECT_NEAR(out[i], ref, bound(g[i], up[i], ref))
+          << "n " << n << " g " << g[i] << " u " << up[i];
+    }
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> g = {0.0f, -0.0f, inf, -inf, std::nanf(""), 1.0f, -1.0f, 88.0f, -88.0f};
+  std::vector<float> up(g.size(), 2.0f), got(g.size()), want(g.size());
+  f.silu_mul(g.data(), up.data(), static_cast<std::int64_t>(g.size()), got.data());
+  vec::vec_fns(CpuLevel::Scalar)
+      .silu_mul(g.data(), up.data(), static_cast<std::int64_t>(g.size()), want.data());
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << "g " << g[i];
+    } else if (std::isinf(want[i])) {
+      EXPECT_EQ(got[i], want[i]) << "g " << g[i];
+    } else {
+      EXPECT_NEAR(got[i], want[i], bound(g[i], up[i], want[i])) << "g " << g[i];
+    }
+  }
+  // An element's value does not depend on where it sits in the call (a prompt
+  // read in one batch and token by token must give the same activations).
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    float alone;
+    f.silu_mul(&g[i], &up[i], 1, &alone);
+    if (!std::isnan(got[i])) {
+      EXPECT_EQ(alone, got[i]) << "g " << g[i];
+    }
+  }
+  // In place, as the forward pass calls it (out = gate).
+  std::vector<float> gate = {0.5f, -2.0f, 3.0f, 0.1f, -0.7f, 9.0f, -12.0f, 1.5f, 0.25f};
+  std::vector<float> expect(gate.size());
+  f.silu_mul(gate.data(), up.data(), static_cast<std::int64_t>(gate.size()), expect.data());
+  f.silu_mul(gate.data(), up.data(), static_cast<std::int64_t>(gate.size()), gate.data());
+  EXPECT_EQ(gate, expect);
+}
+
 // Conversions are exact operations: the same bits as core/half.h's.
 TEST_P(VecLevels, HalfConversionsMatchCoreHalf) {
   const vec::VecFns& f = vec::vec_fns(GetParam());
