@@ -91,11 +91,38 @@ struct PQ8_0 {
 struct PQ4_0 {
   using Block = BlockQ4_0;
   static constexpr int kOff = 8;
+  // load_u leaves the high nibbles where they are (16 q, < 256), saving the
+  // shift that competed with vpdpbusd, the conversion and the FMA for the one
+  // 512-bit port that runs all four; the prepared kernels scale those lanes by
+  // 1/16 (kHigh16) and prepare() gives them 16 times the kOff correction. A
+  // sum of at most 16 * 11,776 is exact in int32 and in f32, and (16 S) (s / 16)
+  // rounds as S s does: the results are the same bits as with the shift.
+  static constexpr bool kHigh16 = true;
   static __m512i load(const Block& b0, const Block& b1) {
     return _mm512_sub_epi8(nibbles2(b0.qs, b1.qs), _mm512_set1_epi8(8));
   }
-  static __m512i load_u(const Block& b0, const Block& b1) { return nibbles2(b0.qs, b1.qs); }
+  static __m512i load_u(const Block& b0, const Block& b1) {
+    __m512i v = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b0.qs)));
+    v = _mm512_mask_broadcast_i32x4(v, 0xFF00,
+                                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1.qs)));
+    // 0x0F in 128-bit lanes 0 and 2, 0xF0 in 1 and 3.
+    const __m512i keep = _mm512_set_epi64(
+        static_cast<long long>(0xF0F0F0F0F0F0F0F0ull),
+        static_cast<long long>(0xF0F0F0F0F0F0F0F0ull), 0x0F0F0F0F0F0F0F0F, 0x0F0F0F0F0F0F0F0F,
+        static_cast<long long>(0xF0F0F0F0F0F0F0F0ull),
+        static_cast<long long>(0xF0F0F0F0F0F0F0F0ull), 0x0F0F0F0F0F0F0F0F, 0x0F0F0F0F0F0F0F0F);
+    return _mm512_and_si512(v, keep);
+  }
 };
+
+// Whether P's load_u keeps high nibbles 16 times too large (PQ4_0::kHigh16).
+template <class P>
+constexpr bool high16() {
+  if constexpr (requires { P::kHigh16; })
+    return P::kHigh16;
+  else
+    return false;
+}
 struct PQ5_0 {
   using Block = BlockQ5_0;
   static constexpr int kOff = 16;
@@ -205,7 +232,9 @@ void row_prepare(std::int64_t n, const void* act, void* dst) {
   for (std::int64_t i = 0; i < n / 32; ++i) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 32 * i), v);
-    const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), off, v);  // kOff * sum of 4
+    __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), off, v);  // kOff * sum of 4
+    // Lanes 4..7 cover elements 16..31: 16 kOff there where load_u keeps 16 q.
+    if constexpr (high16<P>()) s = _mm256_blend_epi32(s, _mm256_slli_epi32(s, 4), 0xF0);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(neg + 8 * i),
                         _mm256_sub_epi32(_mm256_setzero_si256(), s));
     d[i] = h2f(y[i].d);
@@ -240,6 +269,27 @@ alignas(64) constexpr std::int32_t kPairScale[8][16] = {
     {12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13},
     {14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15}};
 
+// kPairScale with the lanes of each block's elements 16..31 (4..7, 12..15)
+// taken from the second source of vpermt2ps: s / 16 (high16).
+constexpr auto kPairScaleHigh16 = [] {
+  struct {
+    alignas(64) std::int32_t idx[8][16];
+  } t{};
+  for (int j = 0; j < 8; ++j)
+    for (int l = 0; l < 16; ++l) t.idx[j][l] = kPairScale[j][l] + ((l / 4) % 2 ? 16 : 0);
+  return t;
+}();
+
+// Pair j's scale per lane: its block's dw * da, divided by 16 on the lanes
+// where P's load_u keeps 16 q (s16 = s / 16, exact).
+template <class P>
+inline __m512 pair_scale(int j, __m512 s, __m512 s16) {
+  if constexpr (high16<P>())
+    return _mm512_permutex2var_ps(s, _mm512_load_si512(kPairScaleHigh16.idx[j]), s16);
+  else
+    return _mm512_permutexvar_ps(_mm512_load_si512(kPairScale[j]), s);
+}
+
 template <class P, int NT>
 void q32_rows(std::int64_t n, const void* w, const void* act, std::size_t as, float* out,
               std::size_t os) {
@@ -263,19 +313,20 @@ void q32_rows(std::int64_t n, const void* w, const void* act, std::size_t as, fl
     const __mmask16 m = static_cast<__mmask16>((1u << rem) - 1);
     prefetch_ahead(x + g, 16 * sizeof(Block));
     const __m512 dw = gather_f16(x + g, w_off, m);
-    __m512 s[NT];  // dw * da per block of the group
-    for (int t = 0; t < NT; ++t) s[t] = _mm512_mul_ps(dw, _mm512_maskz_loadu_ps(m, ad[t] + g));
+    __m512 s[NT], s16[NT];  // dw * da per block of the group; / 16 (high16)
+    for (int t = 0; t < NT; ++t) {
+      s[t] = _mm512_mul_ps(dw, _mm512_maskz_loadu_ps(m, ad[t] + g));
+      s16[t] = high16<P>() ? _mm512_mul_ps(s[t], _mm512_set1_ps(1.0f / 16)) : s[t];
+    }
     // Full block pair j of the group into `into` (two accumulator sets
     // alternate, so consecutive pairs' FMAs do not wait on each other).
     auto pair = [&](int j, __m512* into) {
       const std::int64_t i0 = g + 2 * j;
-      const __m512i sidx = _mm512_load_si512(kPairScale[j]);
       const __m512i wq = P::load_u(x[i0], x[i0 + 1]);
       for (int t = 0; t < NT; ++t) {
         const __m512i p = _mm512_dpbusd_epi32(_mm512_loadu_si512(an[t] + 8 * i0), wq,
                                               _mm512_loadu_si512(aq[t] + 32 * i0));
-        into[t] =
-            _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_permutexvar_ps(sidx, s[t]), into[t]);
+        into[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), pair_scale<P>(j, s[t], s16[t]), into[t]);
       }
     };
     int j = 0;
@@ -287,13 +338,12 @@ void q32_rows(std::int64_t n, const void* w, const void* act, std::size_t as, fl
     if (2 * j < rem) {
       // The odd last block: its lanes only (the rest read nothing and add 0).
       const std::int64_t i0 = g + 2 * j;
-      const __m512i sidx = _mm512_load_si512(kPairScale[j]);
       const __m512i wq = P::load_u(x[i0], x[i0]);
       for (int t = 0; t < NT; ++t) {
         const __m512i p =
             _mm512_dpbusd_epi32(_mm512_maskz_loadu_epi32(0x00FF, an[t] + 8 * i0), wq,
                                 _mm512_maskz_loadu_epi8(0xFFFFFFFFull, aq[t] + 32 * i0));
-        acc2[t] = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_permutexvar_ps(sidx, s[t]),
+        acc2[t] = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(p), pair_scale<P>(j, s[t], s16[t]),
                                         acc2[t], 0x00FF);
       }
     }
@@ -331,7 +381,7 @@ void q32_rows_multi(std::int64_t n, const void* w, std::size_t row_stride, const
     const int rem = nb - g < 16 ? static_cast<int>(nb - g) : 16;
     const __mmask16 m = static_cast<__mmask16>((1u << rem) - 1);
     const __m512 da = _mm512_maskz_loadu_ps(m, ad + g);
-    __m512 s[R];  // dw * da per block of the group, per row
+    __m512 s[R], s16[R];  // dw * da per block of the group, per row; / 16 (high16)
     for (int r = 0; r < R; ++r) {
       // The rows are read side by side, so "ahead" is the next R rows: the
       // same blocks of row r + R, which the caller reads next.
@@ -339,16 +389,15 @@ void q32_rows_multi(std::int64_t n, const void* w, std::size_t row_stride, const
           reinterpret_cast<const std::byte*>(x[r] + g) + R * row_stride - kPrefetchAhead / 2,
           16 * sizeof(Block));
       s[r] = _mm512_mul_ps(gather_f16(x[r] + g, w_off, m), da);
+      s16[r] = high16<P>() ? _mm512_mul_ps(s[r], _mm512_set1_ps(1.0f / 16)) : s[r];
     }
     auto pair = [&](int j, __m512* into) {
       const std::int64_t i0 = g + 2 * j;
-      const __m512i sidx = _mm512_load_si512(kPairScale[j]);
       const __m512i a_neg = _mm512_loadu_si512(an + 8 * i0);
       const __m512i a_q = _mm512_loadu_si512(aq + 32 * i0);
       for (int r = 0; r < R; ++r) {
         const __m512i p = _mm512_dpbusd_epi32(a_neg, P::load_u(x[r][i0], x[r][i0 + 1]), a_q);
-        into[r] =
-            _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_permutexvar_ps(sidx, s[r]), into[r]);
+        into[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), pair_scale<P>(j, s[r], s16[r]), into[r]);
       }
     };
     int j = 0;
@@ -360,12 +409,11 @@ void q32_rows_multi(std::int64_t n, const void* w, std::size_t row_stride, const
     if (2 * j < rem) {
       // The odd last block: its lanes only (the rest read nothing and add 0).
       const std::int64_t i0 = g + 2 * j;
-      const __m512i sidx = _mm512_load_si512(kPairScale[j]);
       const __m512i a_neg = _mm512_maskz_loadu_epi32(0x00FF, an + 8 * i0);
       const __m512i a_q = _mm512_maskz_loadu_epi8(0xFFFFFFFFull, aq + 32 * i0);
       for (int r = 0; r < R; ++r) {
         const __m512i p = _mm512_dpbusd_epi32(a_neg, P::load_u(x[r][i0], x[r][i0]), a_q);
-        acc2[r] = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_permutexvar_ps(sidx, s[r]),
+        acc2[r] = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(p), pair_scale<P>(j, s[r], s16[r]),
                                         acc2[r], 0x00FF);
       }
     }
