@@ -58,22 +58,22 @@ void delta_net_layer(const DeltaNetParams& p, const DeltaNetWeights& w, float ep
   const std::int64_t C = p.conv_channels(), QK = p.qk_width(), V = p.v_width();
   const std::int64_t Hv = p.n_head_v, S = p.d_state;
 
-  // Projections of every row at once (the batch's matmuls).
-  be.matmul(w.qkv, h, T, s.m.data(), C);
-  be.matmul(w.gate, h, T, s.z.data(), V);
+  // Projections of every row at once, in one call (h quantized once, one
+  // dispatch). A fused beta/alpha goes into x (free until the fold).
+  const MatmulJob proj[4] = {{w.qkv, h, T, s.m.data(), C},
+                             {w.gate, h, T, s.z.data(), V},
+                             p.ba_fused ? MatmulJob{w.ba, h, T, s.x.data(), 2 * Hv}
+                                        : MatmulJob{w.beta, h, T, s.b.data(), Hv},
+                             {w.alpha, h, T, s.a.data(), Hv}};
+  be.matmul_many(std::span(proj, p.ba_fused ? 3 : 4));
   if (p.ba_fused) {
     // Per k-head [beta x r | alpha x r]: v-head j*r + i takes beta at j*2r + i
-    // and alpha at j*2r + r + i.
-    // Into x (free until the fold), then b [T][2 Hv] -> a, b [T][Hv].
-    be.matmul(w.ba, h, T, s.x.data(), 2 * Hv);
+    // and alpha at j*2r + r + i: b [T][2 Hv] -> a, b [T][Hv].
     const std::int64_t r = Hv / p.n_head_k;
     for (std::int64_t j = 0; j < p.n_head_k; ++j) {
       be.copy_rows(s.x.data() + j * 2 * r, 2 * Hv, T, r, s.b.data() + j * r, Hv);
       be.copy_rows(s.x.data() + j * 2 * r + r, 2 * Hv, T, r, s.a.data() + j * r, Hv);
     }
-  } else {
-    be.matmul(w.beta, h, T, s.b.data(), Hv);
-    be.matmul(w.alpha, h, T, s.a.data(), Hv);
   }
   // beta = sigmoid(b); g = a_h * softplus(alpha + dt_bias) <= 0.
   be.sigmoid(s.b.data(), T * Hv, s.b.data());
