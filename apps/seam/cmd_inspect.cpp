@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "seam/cpu.h"
+#include "seam/error.h"
 #include "seam/inspect.h"
 
 namespace seam::cli {
@@ -17,9 +18,14 @@ void add_inspect_command(CLI::App& app, CommandList& list) {
   auto o = std::make_shared<Opts>();
   CLI::App* sub =
       app.add_subcommand("inspect", "Show a model file's metadata, tensors and verdict");
-  sub->add_option("FILE", o->file, "GGUF model file or Hugging Face model directory")->required();
+  CLI::Option* file =
+      sub->add_option("FILE", o->file, "GGUF model file or Hugging Face model directory");
+  // -m as every other subcommand (and llama.cpp's tools) spell the model.
+  sub->add_option("-m,--model", o->file, "The same as FILE")->excludes(file);
   sub->add_flag("--tensors", o->all_tensors, "List every tensor (default: the first 20)");
   list.emplace_back(sub, [o] {
+    if (o->file.empty())
+      throw Error(Errc::InvalidArgument, "name the model file: seam inspect FILE (or -m FILE)");
     const InspectReport r = inspect_file(o->file);
     std::printf("file: %s\ngguf version: %u\n\nmetadata (%zu keys):\n", o->file.c_str(),
                 r.gguf_version, r.metadata.size());

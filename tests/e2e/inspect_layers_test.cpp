@@ -23,6 +23,21 @@ TEST(InspectLayers, DenseModelIsOneGroup) {
       << o.out;
 }
 
+// llama.cpp's tools and every other seam subcommand name the model with -m.
+TEST(InspectLayers, TheModelMayBeGivenWithDashM) {
+  const std::string model = std::string(SEAM_SHARED_DIR) + "/models/stories260K.gguf";
+  const Output pos = run_seam({"inspect", model});
+  const Output dash = run_seam({"inspect", "-m", model});
+  ASSERT_EQ(dash.rc, 0) << dash.err;
+  EXPECT_EQ(dash.out, pos.out);
+  const Output none = run_seam({"inspect"});
+  EXPECT_NE(none.rc, 0);
+  EXPECT_TRUE(contains(none.err, "seam inspect FILE (or -m FILE)")) << none.err;
+  const Output both = run_seam({"inspect", "-m", model, model});
+  EXPECT_NE(both.rc, 0);
+  EXPECT_TRUE(contains(both.err, "seam: error:")) << both.err;
+}
+
 TEST(InspectLayers, GptOssAlternatesWindowsAndNamesItsExperts) {
   const fs::path file = scratch("gpt_oss.gguf");
   ASSERT_EQ(shell(std::string(SEAM_PYTHON) + " " + SEAM_SOURCE_DIR +
