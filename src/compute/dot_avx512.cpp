@@ -417,51 +417,120 @@ void pack(std::int64_t n, const void* w, std::size_t row_stride, int n_rows, voi
   }
 }
 
-// Q4_0 and Q8_0 panels without decoding rows one by one: a dword gather at
-// the same offset of 16 rows' blocks is already one 4-element group of the
-// panel ([group][row][4 bytes]); Q4_0's dword gives two groups (low and high
-// nibbles). The sums for the kOff correction come from vpdpbusd against ones,
-// the scales from one gather of the blocks' fp16 d. The same bytes as pack<D>
-// (the generic decode-and-transpose, ~3x slower; a sixth of a 16-token GEMM).
+// Panels without decoding rows one by one (Q4_0, Q8_0, Q4_K): a dword gather
+// at the same offset of the 16 rows' blocks is already one 4-element group of
+// the panel ([group][row][4 bytes]); a dword of nibbles gives two groups. The
+// sums for the kOff correction come from vpdpbusd against ones, the scales
+// from gathers of the blocks' fp16 fields. The same bytes as pack<D> (the
+// generic decode-and-transpose, ~3x slower: a sixth of a 16-token GEMM).
+struct PanelGather {
+  __mmask16 live;        // the panel's rows that exist
+  __mmask64 live_bytes;  // their 4 bytes in a group
+  __m512i rows;          // byte offset of each row
+  std::byte* out;
+
+  PanelGather(std::size_t row_stride, int n_rows, void* panel)
+      : out(static_cast<std::byte*>(panel)) {
+    const int n_live = n_rows < kRows ? n_rows : kRows;
+    live = static_cast<__mmask16>((1u << n_live) - 1);
+    std::uint64_t bytes = 0;
+    for (int r = 0; r < n_live; ++r) bytes |= 0xFull << (4 * r);
+    live_bytes = _cvtu64_mask64(bytes);
+    rows =
+        _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                           _mm512_set1_epi32(static_cast<int>(row_stride)));
+  }
+  // The dword at `p` of row 0's block, and the same offset of every live row (0 elsewhere).
+  __m512i dword(const std::byte* p) const {
+    return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, rows, p, 1);
+  }
+  // A group of unit `u` (unit_bytes ub), summed into `sum` for the correction.
+  static void put(std::byte* u, int group, __m512i q, __m512i& sum) {
+    _mm512_storeu_si512(u + 64 * group, q);
+    sum = _mm512_dpbusd_epi32(sum, _mm512_set1_epi8(1), q);
+  }
+  // -128 * sum (the kOff correction of unsigned activations), after the unit's groups.
+  static void put_correction(std::byte* u, __m512i sum) {
+    _mm512_storeu_si512(u + 32 * kRows,
+                        _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sum, 7)));
+  }
+};
+
+inline __m512 f16_lanes(__m512i low16) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(low16)); }
+
 template <class D>
 void pack_gather(std::int64_t n, const void* w, std::size_t row_stride, int n_rows, void* panel) {
   static_assert(std::is_same_v<D, DecQ4_0> || std::is_same_v<D, DecQ8_0>);
   using Block = std::conditional_t<std::is_same_v<D, DecQ4_0>, BlockQ4_0, BlockQ8_0>;
   constexpr std::size_t ub = unit_bytes<D>();
-  const int live_rows = n_rows < kRows ? n_rows : kRows;
-  const __mmask16 live = static_cast<__mmask16>((1u << live_rows) - 1);
-  std::uint64_t bytes = 0;  // the 4 bytes of every live row
-  for (int r = 0; r < live_rows; ++r) bytes |= 0xFull << (4 * r);
-  const __mmask64 live_bytes = _cvtu64_mask64(bytes);
-  const __m512i rows =
-      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                         _mm512_set1_epi32(static_cast<int>(row_stride)));
-  const __m512i ones = _mm512_set1_epi8(1);
-  auto* out = static_cast<std::byte*>(panel);
+  const PanelGather g(row_stride, n_rows, panel);
+  const __m512i m4 = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);
   for (std::int64_t b = 0; b < n / 32; ++b) {
     const std::byte* blk = static_cast<const std::byte*>(w) + b * sizeof(Block);
-    std::byte* u = out + b * ub;
+    std::byte* u = g.out + b * ub;
     __m512i sum = _mm512_setzero_si512();
-    auto put = [&](int group, __m512i q) {
-      _mm512_storeu_si512(u + 64 * group, q);
-      sum = _mm512_dpbusd_epi32(sum, ones, q);
-    };
     for (int m = 0; m < (std::is_same_v<D, DecQ4_0> ? 4 : 8); ++m) {
-      const __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, rows,
-                                                    blk + offsetof(Block, qs) + 4 * m, 1);
+      const __m512i v = g.dword(blk + offsetof(Block, qs) + 4 * m);
       if constexpr (std::is_same_v<D, DecQ4_0>) {
-        const __m512i m4 = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);
-        put(m, _mm512_maskz_sub_epi8(live_bytes, _mm512_and_si512(v, m4), eight));
-        put(m + 4, _mm512_maskz_sub_epi8(live_bytes, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
-                                         eight));
+        PanelGather::put(u, m, _mm512_maskz_sub_epi8(g.live_bytes, _mm512_and_si512(v, m4), eight),
+                         sum);
+        PanelGather::put(u, m + 4,
+                         _mm512_maskz_sub_epi8(
+                             g.live_bytes, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4), eight),
+                         sum);
       } else {
-        put(m, v);
+        PanelGather::put(u, m, v, sum);
       }
     }
-    _mm512_storeu_si512(u + 32 * kRows,
-                        _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sum, 7)));
-    const __m512i d = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, rows, blk, 1);
-    _mm512_storeu_ps(u + 32 * kRows + 64, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d)));
+    PanelGather::put_correction(u, sum);
+    _mm512_storeu_ps(u + 32 * kRows + 64, f16_lanes(g.dword(blk)));
+  }
+}
+
+// Q4_K: 32 gathers per super-block give both nibble halves of its four
+// sub-block pairs; the 12 scale bytes come in three more and are unpacked as
+// scale_min_k4 does, every row in its lane.
+void pack_gather_q4_k(std::int64_t n, const void* w, std::size_t row_stride, int n_rows,
+                      void* panel) {
+  constexpr std::size_t ub = unit_bytes<DecQ4_K>();
+  const PanelGather g(row_stride, n_rows, panel);
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  for (std::int64_t sb = 0; sb < n / kQK_K; ++sb) {
+    const std::byte* blk = static_cast<const std::byte*>(w) + sb * sizeof(BlockQ4_K);
+    std::byte* u0 = g.out + sb * 8 * ub;  // sub-block j is unit u0 + j * ub
+    const __m512i sc3[3] = {g.dword(blk + offsetof(BlockQ4_K, scales)),
+                            g.dword(blk + offsetof(BlockQ4_K, scales) + 4),
+                            g.dword(blk + offsetof(BlockQ4_K, scales) + 8)};
+    auto byte = [&](int k, int mask) {
+      return _mm512_and_si512(_mm512_srli_epi32(sc3[k / 4], 8 * (k % 4)), _mm512_set1_epi32(mask));
+    };
+    auto top2 = [&](int k) {  // bits 6..7 of byte k, as bits 4..5
+      return _mm512_slli_epi32(_mm512_srli_epi32(byte(k, 0xFF), 6), 4);
+    };
+    const __m512i dd = g.dword(blk);  // d | dmin << 16
+    const __m512 d = f16_lanes(dd);
+    const __m512 neg_dmin =
+        _mm512_sub_ps(_mm512_setzero_ps(), f16_lanes(_mm512_srli_epi32(dd, 16)));
+    for (int j = 0; j < 8; ++j) {
+      const __m512i sc = j < 4 ? byte(j, 63) : _mm512_or_si512(byte(j + 4, 0xF), top2(j - 4));
+      const __m512i mn = j < 4 ? byte(j + 4, 63)
+                               : _mm512_or_si512(_mm512_srli_epi32(byte(j + 4, 0xFF), 4), top2(j));
+      std::byte* base = u0 + j * ub + 32 * kRows;
+      _mm512_storeu_ps(base + 64, _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc)));
+      _mm512_storeu_ps(base + 128, _mm512_mul_ps(neg_dmin, _mm512_cvtepi32_ps(mn)));
+    }
+    for (int p = 0; p < 4; ++p) {
+      std::byte* lo_u = u0 + 2 * p * ub;
+      std::byte* hi_u = lo_u + ub;
+      __m512i lo_sum = _mm512_setzero_si512(), hi_sum = _mm512_setzero_si512();
+      for (int m = 0; m < 8; ++m) {
+        const __m512i v = g.dword(blk + offsetof(BlockQ4_K, qs) + 32 * p + 4 * m);
+        PanelGather::put(lo_u, m, _mm512_and_si512(v, m4), lo_sum);
+        PanelGather::put(hi_u, m, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4), hi_sum);
+      }
+      PanelGather::put_correction(lo_u, lo_sum);
+      PanelGather::put_correction(hi_u, hi_sum);
+    }
   }
 }
 
@@ -778,6 +847,9 @@ constexpr int kIntMinTokens = 12;
 // fast as the dot kernels (4096 x 4096, 2 threads: Q4_0 0.81 ms both, Q8_0 0.93
 // against 1.01) and at 8 twice as fast (0.81 / 1.06 ms against 1.9).
 constexpr int kGatherMinTokens = 4;
+// Q4_K's gathered pack: its GEMM ties the dot kernels near 6 tokens and wins at
+// 8 (0.81 against 1.21 ms); at 4 they are faster (0.67 against 0.82).
+constexpr int kQ4KMinTokens = 8;
 constexpr int kFloatMinTokens = 12;
 
 // Constant-initialized: no start-up code runs in this unit.
@@ -800,8 +872,8 @@ constinit const GemmFns gemm_mxfp4 = {kIntMinTokens,     act_bytes<DecMXFP4>, pa
                                       prepare<DecMXFP4>, pack<DecMXFP4>,      run<DecMXFP4>};
 constinit const GemmFns gemm_q8_0 = {kGatherMinTokens, act_bytes<DecQ8_0>,   panel_bytes<DecQ8_0>,
                                      prepare<DecQ8_0>, pack_gather<DecQ8_0>, run<DecQ8_0>};
-constinit const GemmFns gemm_q4_k = {kIntMinTokens,    act_bytes<DecQ4_K>, panel_bytes<DecQ4_K>,
-                                     prepare<DecQ4_K>, pack<DecQ4_K>,      run<DecQ4_K>};
+constinit const GemmFns gemm_q4_k = {kQ4KMinTokens,    act_bytes<DecQ4_K>, panel_bytes<DecQ4_K>,
+                                     prepare<DecQ4_K>, pack_gather_q4_k,   run<DecQ4_K>};
 constinit const GemmFns gemm_q5_k = {kIntMinTokens,    act_bytes<DecQ5_K>, panel_bytes<DecQ5_K>,
                                      prepare<DecQ5_K>, pack<DecQ5_K>,      run<DecQ5_K>};
 constinit const GemmFns gemm_iq4_xs = {kIntMinTokens,          act_bytes<DecIQ4_XS>,
