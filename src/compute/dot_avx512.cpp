@@ -449,9 +449,10 @@ struct PanelGather {
     _mm512_storeu_si512(u + 64 * group, q);
     sum = _mm512_dpbusd_epi32(sum, _mm512_set1_epi8(1), q);
   }
-  // -128 * sum (the kOff correction of unsigned activations), after the unit's groups.
-  static void put_correction(std::byte* u, __m512i sum) {
-    _mm512_storeu_si512(u + 32 * kRows,
+  // -128 * sum (the kOff correction of unsigned activations), after the
+  // `unit` elements' groups; the scales follow it.
+  static void put_correction(std::byte* u, int unit, __m512i sum) {
+    _mm512_storeu_si512(u + unit * kRows,
                         _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sum, 7)));
   }
 };
@@ -482,7 +483,7 @@ void pack_gather(std::int64_t n, const void* w, std::size_t row_stride, int n_ro
         PanelGather::put(u, m, v, sum);
       }
     }
-    PanelGather::put_correction(u, sum);
+    PanelGather::put_correction(u, 32, sum);
     _mm512_storeu_ps(u + 32 * kRows + 64, f16_lanes(g.dword(blk)));
   }
 }
@@ -528,8 +529,53 @@ void pack_gather_q4_k(std::int64_t n, const void* w, std::size_t row_stride, int
         PanelGather::put(lo_u, m, _mm512_and_si512(v, m4), lo_sum);
         PanelGather::put(hi_u, m, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4), hi_sum);
       }
-      PanelGather::put_correction(lo_u, lo_sum);
-      PanelGather::put_correction(hi_u, hi_sum);
+      PanelGather::put_correction(lo_u, 32, lo_sum);
+      PanelGather::put_correction(hi_u, 32, hi_sum);
+    }
+  }
+}
+
+// Q6_K: per half super-block, 24 gathers (ql twice, qh once per 4-byte
+// step) give the four 32-element chunks' groups (lo | hi << 4, minus 32), each
+// chunk two 16-element units; the 16 int8 scales come in four more. d is the
+// block's last two bytes: read with the two scale bytes before it, so no
+// gather reaches past the block.
+void pack_gather_q6_k(std::int64_t n, const void* w, std::size_t row_stride, int n_rows,
+                      void* panel) {
+  constexpr std::size_t ub = unit_bytes<DecQ6_K>();
+  const PanelGather g(row_stride, n_rows, panel);
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(3), k32 = _mm512_set1_epi8(32);
+  for (std::int64_t sb = 0; sb < n / kQK_K; ++sb) {
+    const std::byte* blk = static_cast<const std::byte*>(w) + sb * sizeof(BlockQ6_K);
+    std::byte* u0 = g.out + sb * 16 * ub;  // 16-element unit k is u0 + k * ub
+    const __m512 d = f16_lanes(_mm512_srli_epi32(g.dword(blk + offsetof(BlockQ6_K, d) - 2), 16));
+    for (int q = 0; q < 4; ++q) {
+      const __m512i sc = g.dword(blk + offsetof(BlockQ6_K, scales) + 4 * q);
+      for (int b = 0; b < 4; ++b) {  // sign-extended byte b of each lane
+        const __m512i v = _mm512_srai_epi32(_mm512_slli_epi32(sc, 24 - 8 * b), 24);
+        _mm512_storeu_ps(u0 + (4 * q + b) * ub + 16 * kRows + 64,
+                         _mm512_mul_ps(d, _mm512_cvtepi32_ps(v)));
+      }
+    }
+    for (int h = 0; h < 2; ++h) {
+      __m512i sum[8];  // units 8h .. 8h + 7
+      for (__m512i& x : sum) x = _mm512_setzero_si512();
+      for (int m = 0; m < 8; ++m) {
+        const __m512i l0 = g.dword(blk + offsetof(BlockQ6_K, ql) + 64 * h + 4 * m);
+        const __m512i l1 = g.dword(blk + offsetof(BlockQ6_K, ql) + 64 * h + 32 + 4 * m);
+        const __m512i qh = g.dword(blk + offsetof(BlockQ6_K, qh) + 32 * h + 4 * m);
+        const __m512i lo[4] = {_mm512_and_si512(l0, m4), _mm512_and_si512(l1, m4),
+                               _mm512_and_si512(_mm512_srli_epi16(l0, 4), m4),
+                               _mm512_and_si512(_mm512_srli_epi16(l1, 4), m4)};
+        for (int gq = 0; gq < 4; ++gq) {
+          const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(qh, 2 * gq), m2);
+          const __m512i v = _mm512_maskz_sub_epi8(
+              g.live_bytes, _mm512_or_si512(lo[gq], _mm512_slli_epi16(hi, 4)), k32);
+          const int unit = 2 * gq + m / 4;  // of this half's 8
+          PanelGather::put(u0 + (8 * h + unit) * ub, m % 4, v, sum[unit]);
+        }
+      }
+      for (int k = 0; k < 8; ++k) PanelGather::put_correction(u0 + (8 * h + k) * ub, 16, sum[k]);
     }
   }
 }
@@ -847,9 +893,10 @@ constexpr int kIntMinTokens = 12;
 // fast as the dot kernels (4096 x 4096, 2 threads: Q4_0 0.81 ms both, Q8_0 0.93
 // against 1.01) and at 8 twice as fast (0.81 / 1.06 ms against 1.9).
 constexpr int kGatherMinTokens = 4;
-// Q4_K's gathered pack: its GEMM ties the dot kernels near 6 tokens and wins at
-// 8 (0.81 against 1.21 ms); at 4 they are faster (0.67 against 0.82).
-constexpr int kQ4KMinTokens = 8;
+// Q4_K's and Q6_K's gathered packs: their GEMMs win at 8 tokens (Q4_K 0.81
+// against 1.21 ms, Q6_K 1.13 against 1.30) and lose at 4 (0.82 against 0.67,
+// 1.00 against 0.93).
+constexpr int kKGatherMinTokens = 8;
 constexpr int kFloatMinTokens = 12;
 
 // Constant-initialized: no start-up code runs in this unit.
@@ -872,15 +919,15 @@ constinit const GemmFns gemm_mxfp4 = {kIntMinTokens,     act_bytes<DecMXFP4>, pa
                                       prepare<DecMXFP4>, pack<DecMXFP4>,      run<DecMXFP4>};
 constinit const GemmFns gemm_q8_0 = {kGatherMinTokens, act_bytes<DecQ8_0>,   panel_bytes<DecQ8_0>,
                                      prepare<DecQ8_0>, pack_gather<DecQ8_0>, run<DecQ8_0>};
-constinit const GemmFns gemm_q4_k = {kQ4KMinTokens,    act_bytes<DecQ4_K>, panel_bytes<DecQ4_K>,
-                                     prepare<DecQ4_K>, pack_gather_q4_k,   run<DecQ4_K>};
+constinit const GemmFns gemm_q4_k = {kKGatherMinTokens, act_bytes<DecQ4_K>, panel_bytes<DecQ4_K>,
+                                     prepare<DecQ4_K>,  pack_gather_q4_k,   run<DecQ4_K>};
 constinit const GemmFns gemm_q5_k = {kIntMinTokens,    act_bytes<DecQ5_K>, panel_bytes<DecQ5_K>,
                                      prepare<DecQ5_K>, pack<DecQ5_K>,      run<DecQ5_K>};
 constinit const GemmFns gemm_iq4_xs = {kIntMinTokens,          act_bytes<DecIQ4_XS>,
                                        panel_bytes<DecIQ4_XS>, prepare<DecIQ4_XS>,
                                        pack<DecIQ4_XS>,        run<DecIQ4_XS>};
-constinit const GemmFns gemm_q6_k = {kIntMinTokens,    act_bytes<DecQ6_K>, panel_bytes<DecQ6_K>,
-                                     prepare<DecQ6_K>, pack<DecQ6_K>,      run<DecQ6_K>};
+constinit const GemmFns gemm_q6_k = {kKGatherMinTokens, act_bytes<DecQ6_K>, panel_bytes<DecQ6_K>,
+                                     prepare<DecQ6_K>,  pack_gather_q6_k,   run<DecQ6_K>};
 constinit const GemmFns gemm_f32 = {kFloatMinTokens, float_act_bytes,    float_panel_bytes,
                                     float_prepare,   float_pack<CvtF32>, float_run};
 constinit const GemmFns gemm_f16 = {kFloatMinTokens, float_act_bytes,    float_panel_bytes,
