@@ -58,31 +58,16 @@ struct Chunk {
   float min[2];
 };
 
+// Q8_0, Q4_0, Q4_K and Q6_K pack by gathers (pack_gather*, below): theirs
+// are only the panel and activation shapes, no row decoder.
 struct DecQ8_0 {
   static constexpr int kUnit = 32, kActBlock = 32;
   static constexpr bool kMin = false;
-  static constexpr int kChunksPerGroup = 1;
-  static constexpr std::size_t kGroupBytes = sizeof(BlockQ8_0);
-  static void decode(const std::byte* g, Chunk* c) {
-    const auto& b = *reinterpret_cast<const BlockQ8_0*>(g);
-    c[0].q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
-    c[0].scale[0] = c[0].scale[1] = h2f(b.d);
-  }
 };
 
 struct DecQ4_0 {
   static constexpr int kUnit = 32, kActBlock = 32;
   static constexpr bool kMin = false;
-  static constexpr int kChunksPerGroup = 1;
-  static constexpr std::size_t kGroupBytes = sizeof(BlockQ4_0);
-  static void decode(const std::byte* g, Chunk* c) {
-    const auto& b = *reinterpret_cast<const BlockQ4_0*>(g);
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
-    const __m128i m = _mm_set1_epi8(0x0F);
-    const __m256i v = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
-    c[0].q = _mm256_sub_epi8(v, _mm256_set1_epi8(8));
-    c[0].scale[0] = c[0].scale[1] = h2f(b.d);
-  }
 };
 
 // Q5_0: Q4_0's nibbles plus bit j of qh as bit 4 of element j; x = (q - 16) * d.
@@ -138,24 +123,6 @@ using DecMXFP4 = DecCodebook<BlockMXFP4, kMXFP4Values, mxfp4_block_scale>;
 struct DecQ4_K {
   static constexpr int kUnit = 32, kActBlock = 256;
   static constexpr bool kMin = true;
-  static constexpr int kChunksPerGroup = 8;
-  static constexpr std::size_t kGroupBytes = sizeof(BlockQ4_K);
-  static void decode(const std::byte* g, Chunk* c) {
-    const auto& b = *reinterpret_cast<const BlockQ4_K*>(g);
-    const float d = h2f(b.d), dmin = h2f(b.dmin);
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    for (int p = 0; p < 4; ++p) {
-      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * p));
-      c[2 * p].q = _mm256_and_si256(q, m4);
-      c[2 * p + 1].q = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-    }
-    for (int j = 0; j < 8; ++j) {
-      std::uint8_t sc, mn;
-      scale_min_k4(j, b.scales, sc, mn);
-      c[j].scale[0] = c[j].scale[1] = d * sc;
-      c[j].min[0] = c[j].min[1] = -dmin * mn;
-    }
-  }
 };
 
 // Q5_K: Q4_K's nibbles plus bit j of qh[l] as bit 4 of sub-block j's element l.
@@ -213,31 +180,6 @@ struct DecIQ4_XS {
 struct DecQ6_K {
   static constexpr int kUnit = 16, kActBlock = 256;
   static constexpr bool kMin = false;
-  static constexpr int kChunksPerGroup = 8;
-  static constexpr std::size_t kGroupBytes = sizeof(BlockQ6_K);
-  static void decode(const std::byte* g, Chunk* c) {
-    const auto& b = *reinterpret_cast<const BlockQ6_K*>(g);
-    const float d = h2f(b.d);
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
-    for (int h = 0; h < 2; ++h) {
-      const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
-      const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h + 32));
-      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h));
-      const __m256i lo[4] = {_mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4),
-                             _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                             _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4)};
-      for (int gq = 0; gq < 4; ++gq) {
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * gq), m2);
-        c[4 * h + gq].q = _mm256_sub_epi8(_mm256_or_si256(lo[gq], _mm256_slli_epi16(hi, 4)),
-                                          _mm256_set1_epi8(32));
-      }
-    }
-    for (int k = 0; k < 8; ++k) {
-      c[k].scale[0] = d * b.scales[2 * k];
-      c[k].scale[1] = d * b.scales[2 * k + 1];
-      c[k].min[0] = c[k].min[1] = 0.0f;
-    }
-  }
 };
 
 // Q4_1: Q4_0's nibbles without the offset; x = d * q + m (activations Q8_1).
