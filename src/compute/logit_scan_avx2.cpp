@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "compute/exp_avx2.h"
 #include "compute/logit_scan.h"
 
 namespace seam::logit::avx2 {
@@ -13,27 +14,6 @@ namespace seam::logit::avx2 {
 namespace {
 
 constexpr float kNegInf = -__builtin_inff();
-
-// e^x for x in [-87, 0]: 2^n e^r, n = round(x / ln 2), |r| <= ln2 / 2, e^r by
-// its degree-7 Taylor polynomial (remainder < 2^-27 relative); ln 2 is split so
-// that n * kLn2Hi is exact. 2^n stays normal (n >= -126).
-inline __m256 exp8(__m256 x) {
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-06f), r);
-  __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  const __m256i e2 =
-      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(p, _mm256_castsi256_ps(e2));
-}
 
 inline float hmax(__m256 m) {
   __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
@@ -89,7 +69,8 @@ inline void step(const float* src, std::uint32_t v0, unsigned valid_bits, __m256
   const __m256 d = _mm256_sub_ps(ls, vmx);
   const __m256 present =
       _mm256_and_ps(finite, _mm256_cmp_ps(d, _mm256_set1_ps(-87.0f), _CMP_GE_OQ));
-  const __m256 e = _mm256_and_ps(exp8(_mm256_max_ps(d, _mm256_set1_ps(-87.0f))), present);
+  const __m256 e =
+      _mm256_and_ps(exp8_nonpositive<7>(_mm256_max_ps(d, _mm256_set1_ps(-87.0f))), present);
   // d again in double, exactly (l and the maximum are floats).
   const __m256d dl = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(ls)), vmxd);
   const __m256d dh = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(ls, 1)), vmxd);
