@@ -58,8 +58,8 @@ struct Chunk {
   float min[2];
 };
 
-// Q8_0, Q4_0, Q4_K and Q6_K pack by gathers (pack_gather*, below): theirs
-// are only the panel and activation shapes, no row decoder.
+// Q8_0, Q4_0, Q5_0, Q4_K and Q6_K pack by gathers (pack_gather*, below):
+// theirs are only the panel and activation shapes, no row decoder.
 struct DecQ8_0 {
   static constexpr int kUnit = 32, kActBlock = 32;
   static constexpr bool kMin = false;
@@ -75,22 +75,6 @@ struct DecQ4_0 {
 struct DecQ5_0 {
   static constexpr int kUnit = 32, kActBlock = 32;
   static constexpr bool kMin = false;
-  static constexpr int kChunksPerGroup = 1;
-  static constexpr std::size_t kGroupBytes = sizeof(BlockQ5_0);
-  static void decode(const std::byte* g, Chunk* c) {
-    const auto& b = *reinterpret_cast<const BlockQ5_0*>(g);
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
-    const __m128i m = _mm_set1_epi8(0x0F);
-    const __m256i lo =
-        _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
-    std::uint32_t qh;
-    std::memcpy(&qh, b.qh, 4);
-    // Bit j of qh -> bit 4 of byte j.
-    const __mmask32 hb = _cvtu32_mask32(qh);
-    const __m256i hi = _mm256_maskz_mov_epi8(hb, _mm256_set1_epi8(0x10));
-    c[0].q = _mm256_sub_epi8(_mm256_or_si256(lo, hi), _mm256_set1_epi8(16));
-    c[0].scale[0] = c[0].scale[1] = h2f(b.d);
-  }
 };
 
 // A 4-bit codebook block in Q4_0's nibble layout: each nibble indexes the
@@ -401,28 +385,49 @@ struct PanelGather {
 
 inline __m512 f16_lanes(__m512i low16) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(low16)); }
 
+// Q5_0's fifth bits: 4 bits of qh (one group's elements) -> bit 4 of each of
+// the group's 4 bytes, looked up in 16 int32 lanes.
+constexpr auto kFifthBits = [] {
+  struct {
+    alignas(64) std::int32_t v[16];
+  } t{};
+  for (int x = 0; x < 16; ++x)
+    for (int i = 0; i < 4; ++i)
+      if (x >> i & 1) t.v[x] |= 0x10 << (8 * i);
+  return t;
+}();
+
 template <class D>
 void pack_gather(std::int64_t n, const void* w, std::size_t row_stride, int n_rows, void* panel) {
-  static_assert(std::is_same_v<D, DecQ4_0> || std::is_same_v<D, DecQ8_0>);
-  using Block = std::conditional_t<std::is_same_v<D, DecQ4_0>, BlockQ4_0, BlockQ8_0>;
+  constexpr bool kQ8 = std::is_same_v<D, DecQ8_0>, kQ5 = std::is_same_v<D, DecQ5_0>;
+  static_assert(std::is_same_v<D, DecQ4_0> || kQ5 || kQ8);
+  using Block = std::conditional_t<kQ8, BlockQ8_0, std::conditional_t<kQ5, BlockQ5_0, BlockQ4_0>>;
   constexpr std::size_t ub = unit_bytes<D>();
   const PanelGather g(row_stride, n_rows, panel);
-  const __m512i m4 = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);
+  const __m512i m4 = _mm512_set1_epi8(0x0F), off = _mm512_set1_epi8(kQ5 ? 16 : 8);
+  const __m512i fifth = _mm512_load_si512(kFifthBits.v), low4 = _mm512_set1_epi32(0xF);
   for (std::int64_t b = 0; b < n / 32; ++b) {
     const std::byte* blk = static_cast<const std::byte*>(w) + b * sizeof(Block);
     std::byte* u = g.out + b * ub;
     __m512i sum = _mm512_setzero_si512();
-    for (int m = 0; m < (std::is_same_v<D, DecQ4_0> ? 4 : 8); ++m) {
+    __m512i qh = _mm512_setzero_si512();
+    if constexpr (kQ5) qh = g.dword(blk + offsetof(BlockQ5_0, qh));
+    // Group k's fifth bits (elements 4k..4k+3 are bits 4k..4k+3 of qh).
+    auto high = [&](int k) {
+      return _mm512_permutexvar_epi32(_mm512_and_si512(_mm512_srli_epi32(qh, 4 * k), low4), fifth);
+    };
+    for (int m = 0; m < (kQ8 ? 8 : 4); ++m) {
       const __m512i v = g.dword(blk + offsetof(Block, qs) + 4 * m);
-      if constexpr (std::is_same_v<D, DecQ4_0>) {
-        PanelGather::put(u, m, _mm512_maskz_sub_epi8(g.live_bytes, _mm512_and_si512(v, m4), eight),
-                         sum);
-        PanelGather::put(u, m + 4,
-                         _mm512_maskz_sub_epi8(
-                             g.live_bytes, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4), eight),
-                         sum);
-      } else {
+      if constexpr (kQ8) {
         PanelGather::put(u, m, v, sum);
+      } else {
+        __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        if constexpr (kQ5) {
+          lo = _mm512_or_si512(lo, high(m));
+          hi = _mm512_or_si512(hi, high(m + 4));
+        }
+        PanelGather::put(u, m, _mm512_maskz_sub_epi8(g.live_bytes, lo, off), sum);
+        PanelGather::put(u, m + 4, _mm512_maskz_sub_epi8(g.live_bytes, hi, off), sum);
       }
     }
     PanelGather::put_correction(u, 32, sum);
@@ -835,9 +840,10 @@ constexpr int kIntMinTokens = 12;
 // fast as the dot kernels (4096 x 4096, 2 threads: Q4_0 0.81 ms both, Q8_0 0.93
 // against 1.01) and at 8 twice as fast (0.81 / 1.06 ms against 1.9).
 constexpr int kGatherMinTokens = 4;
-// Q4_K's and Q6_K's gathered packs: their GEMMs win at 8 tokens (Q4_K 0.81
-// against 1.21 ms, Q6_K 1.13 against 1.30) and lose at 4 (0.82 against 0.67,
-// 1.00 against 0.93).
+// Q4_K's, Q6_K's and Q5_0's gathered packs: their GEMMs win at 8 tokens (Q4_K
+// 0.81 against 1.21 ms, Q6_K 1.13 against 1.30; the 135M-shape Q4_K_M file,
+// mostly Q5_0, pp8 +33%) and lose at 4 (0.82 against 0.67, 1.00 against 0.93;
+// pp4 -12%).
 constexpr int kKGatherMinTokens = 8;
 constexpr int kFloatMinTokens = 12;
 
@@ -852,8 +858,8 @@ constinit const GemmFns gemm_q2_k = {kIntMinTokens,    act_bytes<DecQ2_K>, panel
                                      prepare<DecQ2_K>, pack<DecQ2_K>,      run<DecQ2_K>};
 constinit const GemmFns gemm_q3_k = {kIntMinTokens,    act_bytes<DecQ3_K>, panel_bytes<DecQ3_K>,
                                      prepare<DecQ3_K>, pack<DecQ3_K>,      run<DecQ3_K>};
-constinit const GemmFns gemm_q5_0 = {kIntMinTokens,    act_bytes<DecQ5_0>, panel_bytes<DecQ5_0>,
-                                     prepare<DecQ5_0>, pack<DecQ5_0>,      run<DecQ5_0>};
+constinit const GemmFns gemm_q5_0 = {kKGatherMinTokens, act_bytes<DecQ5_0>,   panel_bytes<DecQ5_0>,
+                                     prepare<DecQ5_0>,  pack_gather<DecQ5_0>, run<DecQ5_0>};
 constinit const GemmFns gemm_iq4_nl = {kIntMinTokens,          act_bytes<DecIQ4_NL>,
                                        panel_bytes<DecIQ4_NL>, prepare<DecIQ4_NL>,
                                        pack<DecIQ4_NL>,        run<DecIQ4_NL>};
