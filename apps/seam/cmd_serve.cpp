@@ -37,6 +37,7 @@ void add_serve_command(CLI::App& app, CommandList& list) {
       ->capture_default_str()
       ->check(CLI::Range(0, 1024));
   add_mmap_flag(sub, o->model.mmap);
+  add_cache_type_option(sub, o->model.cache_type);
   sub->add_option("--host", s.host, "Address to listen on")->capture_default_str();
   sub->add_option("--port", s.port, "Port to listen on; 0 = pick a free one (printed on stderr)")
       ->capture_default_str()
@@ -81,6 +82,7 @@ void add_serve_command(CLI::App& app, CommandList& list) {
   list.emplace_back(sub, [o] {
     o->server.log_json = o->log_format == "json";
     o->model.ctx = o->server.n_ctx;
+    o->server.cache_type = parse_cache_type(o->model.cache_type);
     // Signals are taken by one thread with sigwait (every thread started
     // below inherits the mask), so a stop runs outside a signal handler.
     sigset_t sigs;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <iostream>
 #include <limits>
+#include <memory>
 #include <random>
 
 #include "default_model.h"
@@ -42,9 +44,18 @@ void add_model_options(CLI::App* sub, ModelOptions& o) {
 }
 
 void add_mmap_flag(CLI::App* sub, bool& mmap) {
-  sub->add_flag("--mmap", mmap,
+  sub->add_flag("--mmap,!--no-mmap", mmap,
                 "Serve the weights from a memory map of the file instead of reading them into "
-                "memory: opens at once and shares the page cache, but decodes slower");
+                "memory: opens at once and shares the page cache, but decodes slower "
+                "(--no-mmap, llama.cpp's spelling of the default, reads them)");
+  sub->add_flag_callback(
+      "--mlock",
+      [] {
+        std::fprintf(stderr,
+                     "seam: note: --mlock has no effect: seam does not lock the weights "
+                     "in RAM\n");
+      },
+      "llama.cpp's --mlock; accepted, and said to have no effect");
 }
 
 void add_cache_type_option(CLI::App* sub, std::string& type) {
@@ -53,6 +64,36 @@ void add_cache_type_option(CLI::App* sub, std::string& type) {
                   "(exactly as computed) or q8_0 (int8 blocks: about a quarter of f32; the "
                   "head size must be a multiple of 32)")
       ->capture_default_str();
+  // llama.cpp's -ctk / -ctv (main.cpp respells them): seam keeps keys and
+  // values in one type, so the two may not differ.
+  auto given = std::make_shared<std::array<std::string, 2>>();
+  for (int kv = 0; kv < 2; ++kv) {
+    const std::string name = kv == 0 ? "--cache-type-k" : "--cache-type-v";
+    sub->add_option_function<std::string>(
+        name,
+        [&type, given, kv](const std::string& value) {
+          (*given)[kv] = value;
+          const std::string& other = (*given)[1 - kv];
+          if (!other.empty() && other != value) {
+            throw CLI::ValidationError(
+                "--cache-type-k " + (*given)[0] + " and --cache-type-v " + (*given)[1] +
+                " differ, but seam keeps keys and values in one type: give one --cache-type");
+          }
+          type = value;
+        },
+        "llama.cpp's -ctk / -ctv: the same as --cache-type (keys and values share it)");
+  }
+  // llama.cpp's -fa [on|off|auto]: attention here always runs in tiles with an
+  // online softmax, which is what flash attention is.
+  sub->add_option_function<std::string>(
+         "--flash-attn",
+         [](const std::string&) {
+           std::fprintf(stderr,
+                        "seam: note: --flash-attn has no effect: seam always computes "
+                        "attention in tiles with an online softmax\n");
+         },
+         "llama.cpp's -fa; accepted, and said to have no effect (attention is always tiled)")
+      ->expected(0, 1);
 }
 
 CacheType parse_cache_type(const std::string& name) {

@@ -22,9 +22,9 @@ namespace {
 // 99`, so they are respelled before parsing.
 std::string respell(std::string_view arg) {
   static const std::pair<std::string_view, std::string_view> kSpellings[] = {
-      {"-ngl", "--n-gpu-layers"},
-      {"-sys", "--system-prompt"},
-      {"-cnv", "--conversation"},
+      {"-ngl", "--n-gpu-layers"}, {"-sys", "--system-prompt"}, {"-cnv", "--conversation"},
+      {"-fa", "--flash-attn"},    {"-ctk", "--cache-type-k"},  {"-ctv", "--cache-type-v"},
+      {"-np", "--parallel"},
   };
   for (const auto& [from, to] : kSpellings) {
     if (arg == from) return std::string(to);

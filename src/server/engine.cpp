@@ -34,11 +34,7 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineConfig& config, M
                     std::to_string(cfg_.parallel) +
                     "): every running request puts one token into each step");
   n_ctx_ = cfg_.n_ctx ? cfg_.n_ctx : model_->info().n_ctx_train;
-  SessionConfig sc;
-  sc.n_ctx = n_ctx_;
-  sc.n_batch = cfg_.batch;
-  sc.n_seq_max = cfg_.parallel;
-  session_ = model_->session(sc);
+  session_ = open_session();
   slots_.resize(cfg_.parallel);
   metrics_.gauges(0, 0, 0, cfg_.parallel);
   thread_ = std::thread([this] { loop(); });
@@ -217,6 +213,15 @@ void Engine::fail_job(Slot& slot, const std::string& why, int status) {
   job->gen.reset();
   metrics_.finished("error");
   job->cv.notify_all();
+}
+
+std::unique_ptr<Session> Engine::open_session() const {
+  SessionConfig sc;
+  sc.n_ctx = n_ctx_;
+  sc.n_batch = cfg_.batch;
+  sc.n_seq_max = cfg_.parallel;
+  sc.cache_type = cfg_.cache_type;
+  return model_->session(sc);
 }
 
 void Engine::fail_all_running(const std::string& why) {
@@ -421,11 +426,7 @@ bool Engine::step() {
     }
     // A failed forward pass corrupts the session: recreate it.
     fail_all_running(std::string("the engine failed: ") + e.what());
-    SessionConfig sc;
-    sc.n_ctx = n_ctx_;
-    sc.n_batch = cfg_.batch;
-    sc.n_seq_max = cfg_.parallel;
-    session_ = model_->session(sc);
+    session_ = open_session();
     return true;
   }
   time_step(seconds_between(t0, Clock::now()), decode_rows, batch.size() - decode_rows);
@@ -489,11 +490,7 @@ void Engine::loop() {
       // with a fresh session.
       fail_all_running(std::string("the engine failed: ") + e.what());
       try {
-        SessionConfig sc;
-        sc.n_ctx = n_ctx_;
-        sc.n_batch = cfg_.batch;
-        sc.n_seq_max = cfg_.parallel;
-        session_ = model_->session(sc);
+        session_ = open_session();
       } catch (const std::exception&) {
       }
     }

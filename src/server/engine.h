@@ -73,6 +73,7 @@ struct EngineConfig {
   std::uint32_t parallel = 4;
   std::uint32_t n_ctx = 0;
   std::uint32_t batch = 512;
+  CacheType cache_type = CacheType::F16;
   // While requests are generating, a step with prompt tokens may take at most
   // this many times a step of their decode tokens alone (estimated from the
   // steps timed so far); the prompt chunk is cut to fit. Bounds the streams'
@@ -109,6 +110,8 @@ class Engine {
     std::uint64_t last_used = 0;
   };
 
+  // A session of the configured size (at start, and after a failed step).
+  std::unique_ptr<Session> open_session() const;
   void loop();
   void admit_waiting();
   bool step();  // one decode call; false when there was nothing to do

@@ -105,6 +105,7 @@ class HttpServer final : public ServerHandle {
     ec.parallel = cfg_.parallel;
     ec.n_ctx = cfg_.n_ctx;
     ec.batch = cfg_.batch;
+    ec.cache_type = cfg_.cache_type;
     ec.queue = cfg_.queue;
     ec.timeout_s = cfg_.timeout_s;
     auto engine = std::make_unique<Engine>(model, ec, metrics_);

@@ -199,6 +199,17 @@ TEST(Hardening, LlamaCppSpellingsWork) {
   const Output ngl = run_seam({"run", "-m", kModel, "-p", "hi", "-n", "2", "-ngl", "99"});
   EXPECT_EQ(ngl.rc, 0) << ngl.err;
   EXPECT_TRUE(contains(ngl.err, "--n-gpu-layers has no effect")) << ngl.err;
+  // -fa and --mlock are accepted and said to do nothing; --no-mmap is the default
+  // spelled out; -ctk / -ctv set the one cache type and may not differ.
+  const Output fa = run_seam({"run", "-m", kModel, "-p", "hi", "-n", "2", "-fa", "--mlock",
+                              "--no-mmap", "-ctk", "f32", "-ctv", "f32"});
+  EXPECT_EQ(fa.rc, 0) << fa.err;
+  EXPECT_TRUE(contains(fa.err, "--flash-attn has no effect")) << fa.err;
+  EXPECT_TRUE(contains(fa.err, "--mlock has no effect")) << fa.err;
+  const Output kv =
+      run_seam({"run", "-m", kModel, "-p", "hi", "-n", "2", "-ctk", "q8_0", "-ctv", "f16"});
+  EXPECT_NE(kv.rc, 0);
+  EXPECT_TRUE(contains(kv.err, "seam keeps keys and values in one type")) << kv.err;
   const Output sys = run_seam({"chat", "-m", kModel, "-sys", "You are kind.", "-n", "2", "-cnv",
                                "--temperature", "0", "--ctx-size", "256"},
                               "hi\n");

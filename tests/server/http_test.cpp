@@ -164,6 +164,48 @@ TEST(ServeHttp, CompletionMatchesSeamRunAtTemperatureZero) {
   EXPECT_EQ(Json::parse(dt->body)["content"], ref["text"]);
 }
 
+// --cache-type (here in llama.cpp's spellings -ctk / -ctv, with -fa) reaches
+// the server's session: q8_0 answers as `seam run --cache-type q8_0` does, and
+// a model whose head size q8_0 cannot hold is refused when the server starts.
+TEST(ServeHttp, CacheTypeReachesTheSession) {
+  auto capture = [](const std::string& cmd, int* rc) {
+    FILE* p = ::popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+    *rc = ::pclose(p);
+    return out;
+  };
+  int rc = 0;
+  const Json ref = Json::parse(capture(std::string(SEAM_BINARY) + " run -m " + kKjv +
+                                           " --cache-type q8_0 -p 'In the beginning' -n 16"
+                                           " --temp 0 --ignore-eos --json 2>/dev/null",
+                                       &rc));
+  ASSERT_EQ(rc, 0);
+  {
+    ServeProcess s({"-m", kKjv, "-ctk", "q8_0", "-ctv", "q8_0", "-fa"});
+    ASSERT_TRUE(s.ok());
+    auto c = s.client();
+    int st;
+    const Json j = post_json(c, "/v1/completions",
+                             {{"prompt", "In the beginning"},
+                              {"max_tokens", 16},
+                              {"temperature", 0},
+                              {"ignore_eos", true}},
+                             &st);
+    ASSERT_EQ(st, 200) << j.dump();
+    EXPECT_EQ(j["choices"][0]["text"], ref["text"]);
+  }
+  const std::string refused =
+      capture("timeout 60 " + std::string(SEAM_BINARY) + " serve --port 0 -m " + kStories +
+                  " --cache-type q8_0 2>&1 >/dev/null",
+              &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(refused.find("q8_0 KV cache needs a head size that is a multiple of 32"),
+            std::string::npos)
+      << refused;
+}
+
 TEST(ServeHttp, ChatCompletionShapeStopsAndLogprobs) {
   ServeProcess s({"-m", kKjv});
   ASSERT_TRUE(s.ok());
