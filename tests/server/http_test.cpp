@@ -106,14 +106,12 @@ TEST(ServeHttp, HealthModelsAndMetrics) {
 
 TEST(ServeHttp, CompletionMatchesSeamRunAtTemperatureZero) {
   // `seam run --temp 0` through the CLI is the reference.
-  const std::string cmd = std::string(SEAM_BINARY) + " run -m " + kStories +
-                          " -p 'Once upon a time' -n 24 --temp 0 --ignore-eos --json 2>/dev/null";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  ASSERT_EQ(::pclose(p), 0);
+  int rc = 0;
+  const std::string out =
+      run_command(std::string(SEAM_BINARY) + " run -m " + kStories +
+                      " -p 'Once upon a time' -n 24 --temp 0 --ignore-eos --json 2>/dev/null",
+                  &rc);
+  ASSERT_EQ(rc, 0);
   const Json ref = Json::parse(out);
 
   ServeProcess s({"-m", kStories});
@@ -168,19 +166,11 @@ TEST(ServeHttp, CompletionMatchesSeamRunAtTemperatureZero) {
 // the server's session: q8_0 answers as `seam run --cache-type q8_0` does, and
 // a model whose head size q8_0 cannot hold is refused when the server starts.
 TEST(ServeHttp, CacheTypeReachesTheSession) {
-  auto capture = [](const std::string& cmd, int* rc) {
-    FILE* p = ::popen(cmd.c_str(), "r");
-    std::string out;
-    char buf[4096];
-    while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-    *rc = ::pclose(p);
-    return out;
-  };
   int rc = 0;
-  const Json ref = Json::parse(capture(std::string(SEAM_BINARY) + " run -m " + kKjv +
-                                           " --cache-type q8_0 -p 'In the beginning' -n 16"
-                                           " --temp 0 --ignore-eos --json 2>/dev/null",
-                                       &rc));
+  const Json ref = Json::parse(run_command(std::string(SEAM_BINARY) + " run -m " + kKjv +
+                                               " --cache-type q8_0 -p 'In the beginning' -n 16"
+                                               " --temp 0 --ignore-eos --json 2>/dev/null",
+                                           &rc));
   ASSERT_EQ(rc, 0);
   {
     ServeProcess s({"-m", kKjv, "-ctk", "q8_0", "-ctv", "q8_0", "-fa"});
@@ -197,9 +187,9 @@ TEST(ServeHttp, CacheTypeReachesTheSession) {
     EXPECT_EQ(j["choices"][0]["text"], ref["text"]);
   }
   const std::string refused =
-      capture("timeout 60 " + std::string(SEAM_BINARY) + " serve --port 0 -m " + kStories +
-                  " --cache-type q8_0 2>&1 >/dev/null",
-              &rc);
+      run_command("timeout 60 " + std::string(SEAM_BINARY) + " serve --port 0 -m " + kStories +
+                      " --cache-type q8_0 2>&1 >/dev/null",
+                  &rc);
   EXPECT_NE(rc, 0);
   EXPECT_NE(refused.find("q8_0 KV cache needs a head size that is a multiple of 32"),
             std::string::npos)
