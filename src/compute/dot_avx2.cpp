@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "compute/dot.h"
+#include "compute/dot_tile.h"
 #include "compute/prefetch.h"
 #include "compute/quant_blocks.h"
 
@@ -456,7 +457,6 @@ void q6_k(std::int64_t n, const void* w, const void* act, std::size_t as, float*
   for (int t = 0; t < NT; ++t) out[t * os] = hsum(acc[t]);
 }
 
-// Dispatch n_act (any count) in tiles of up to 4 to the unrolled instantiations.
 // ---------------------------------------------------------------- IQ4_NL, IQ4_XS
 
 // 32 signed codebook values of one IQ4 run of 16 bytes (nibble layout of Q4_0).
@@ -504,30 +504,12 @@ void iq4_xs(std::int64_t n, const void* w, const void* act, std::size_t as, floa
   for (int t = 0; t < NT; ++t) out[t * os] = hsum(acc[t]);
 }
 
+// n_act (any count) in tiles of up to 4: accumulators for more would spill.
 template <template <int> class K>
 void tile(std::int64_t n, const void* w, const void* act, std::size_t as, int n_act, float* out,
           std::size_t os) {
-  while (n_act > 0) {
-    constexpr int kRegTile = 4;  // accumulators for more would spill
-    const int nt = n_act > kRegTile ? kRegTile : n_act;
-    switch (nt) {
-      case 1:
-        K<1>::run(n, w, act, as, out, os);
-        break;
-      case 2:
-        K<2>::run(n, w, act, as, out, os);
-        break;
-      case 3:
-        K<3>::run(n, w, act, as, out, os);
-        break;
-      default:
-        K<4>::run(n, w, act, as, out, os);
-        break;
-    }
-    act = static_cast<const std::byte*>(act) + nt * as;
-    out += nt * os;
-    n_act -= nt;
-  }
+  for_each_tile<4>(act, as, n_act, out, os,
+                   [&](auto nt, const void* a, float* o) { K<nt>::run(n, w, a, as, o, os); });
 }
 
 template <int NT>

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "compute/dot.h"
+#include "compute/dot_tile.h"
 #include "compute/prefetch.h"
 #include "compute/quant_blocks.h"
 
@@ -66,27 +67,8 @@ void run(std::int64_t n, const void* w, const void* act, std::size_t as, float* 
 
 void mxfp4_q8_0(std::int64_t n, const void* w, const void* act, std::size_t as, int n_act,
                 float* out, std::size_t os) {
-  while (n_act > 0) {
-    constexpr int kRegTile = 4;  // accumulators for more would spill
-    const int nt = n_act > kRegTile ? kRegTile : n_act;
-    switch (nt) {
-      case 1:
-        run<1>(n, w, act, as, out, os);
-        break;
-      case 2:
-        run<2>(n, w, act, as, out, os);
-        break;
-      case 3:
-        run<3>(n, w, act, as, out, os);
-        break;
-      default:
-        run<4>(n, w, act, as, out, os);
-        break;
-    }
-    act = static_cast<const std::byte*>(act) + nt * as;
-    out += nt * os;
-    n_act -= nt;
-  }
+  for_each_tile<4>(act, as, n_act, out, os,
+                   [&](auto nt, const void* a, float* o) { run<nt>(n, w, a, as, o, os); });
 }
 
 }  // namespace seam::dot::avx2

@@ -39,6 +39,7 @@
 #include <cstring>
 
 #include "compute/dot.h"
+#include "compute/dot_tile.h"
 #include "compute/prefetch.h"
 #include "compute/quant_blocks.h"
 
@@ -621,39 +622,8 @@ void float_dot(std::int64_t n, const void* w, const void* act, std::size_t as, f
 template <template <int> class K>
 void tile(std::int64_t n, const void* w, const void* act, std::size_t as, int n_act, float* out,
           std::size_t os) {
-  constexpr int kRegTile = 8;
-  while (n_act > 0) {
-    const int nt = n_act > kRegTile ? kRegTile : n_act;
-    switch (nt) {
-      case 1:
-        K<1>::run(n, w, act, as, out, os);
-        break;
-      case 2:
-        K<2>::run(n, w, act, as, out, os);
-        break;
-      case 3:
-        K<3>::run(n, w, act, as, out, os);
-        break;
-      case 4:
-        K<4>::run(n, w, act, as, out, os);
-        break;
-      case 5:
-        K<5>::run(n, w, act, as, out, os);
-        break;
-      case 6:
-        K<6>::run(n, w, act, as, out, os);
-        break;
-      case 7:
-        K<7>::run(n, w, act, as, out, os);
-        break;
-      default:
-        K<8>::run(n, w, act, as, out, os);
-        break;
-    }
-    act = static_cast<const std::byte*>(act) + nt * as;
-    out += nt * os;
-    n_act -= nt;
-  }
+  for_each_tile<8>(act, as, n_act, out, os,
+                   [&](auto nt, const void* a, float* o) { K<nt>::run(n, w, a, as, o, os); });
 }
 
 template <class L>
