@@ -64,13 +64,19 @@ inline __m512 gather_f16(const void* base, __m512i offsets, __mmask16 m) {
   return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(g));
 }
 
-// 16-byte nibble fields of two blocks -> [b0 lo | b0 hi | b1 lo | b1 hi], which
-// is element order: low nibbles are elements 0..15, high nibbles 16..31.
+// 16-byte nibble fields of two blocks, each twice: [q0 | q0 | q1 | q1].
+inline __m512i fields2(const std::uint8_t* q0, const std::uint8_t* q1) {
+  const __m512i v = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q0)));
+  return _mm512_mask_broadcast_i32x4(v, 0xFF00,
+                                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(q1)));
+}
+
+// -> [b0 lo | b0 hi | b1 lo | b1 hi], which is element order: low nibbles are
+// elements 0..15, high nibbles 16..31.
 inline __m512i nibbles2(const std::uint8_t* q0, const std::uint8_t* q1) {
-  __m512i v = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q0)));
-  v = _mm512_mask_broadcast_i32x4(v, 0xFF00, _mm_loadu_si128(reinterpret_cast<const __m128i*>(q1)));
-  v = _mm512_mask_srli_epi16(v, 0xFF00FF00u, v, 4);  // 128-bit lanes 1 and 3
-  return _mm512_and_si512(v, _mm512_set1_epi8(0x0F));
+  const __m512i v = fields2(q0, q1);
+  return _mm512_and_si512(_mm512_mask_srli_epi16(v, 0xFF00FF00u, v, 4),  // lanes 1 and 3
+                          _mm512_set1_epi8(0x0F));
 }
 
 inline __m512i two_halves(const void* p0, const void* p1) {
@@ -84,6 +90,7 @@ inline __m512i two_halves(const void* p0, const void* p1) {
 struct PQ8_0 {
   using Block = BlockQ8_0;
   static constexpr int kOff = 128;
+  static constexpr bool kHigh16 = false;  // see PQ4_0
   static __m512i load(const Block& b0, const Block& b1) { return two_halves(b0.qs, b1.qs); }
   static __m512i load_u(const Block& b0, const Block& b1) {
     return _mm512_xor_si512(two_halves(b0.qs, b1.qs), _mm512_set1_epi8(static_cast<char>(0x80)));
@@ -103,30 +110,19 @@ struct PQ4_0 {
     return _mm512_sub_epi8(nibbles2(b0.qs, b1.qs), _mm512_set1_epi8(8));
   }
   static __m512i load_u(const Block& b0, const Block& b1) {
-    __m512i v = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b0.qs)));
-    v = _mm512_mask_broadcast_i32x4(v, 0xFF00,
-                                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1.qs)));
-    // 0x0F in 128-bit lanes 0 and 2, 0xF0 in 1 and 3.
+    // fields2 & (0x0F in 128-bit lanes 0 and 2, 0xF0 in 1 and 3).
     const __m512i keep = _mm512_set_epi64(
         static_cast<long long>(0xF0F0F0F0F0F0F0F0ull),
         static_cast<long long>(0xF0F0F0F0F0F0F0F0ull), 0x0F0F0F0F0F0F0F0F, 0x0F0F0F0F0F0F0F0F,
         static_cast<long long>(0xF0F0F0F0F0F0F0F0ull),
         static_cast<long long>(0xF0F0F0F0F0F0F0F0ull), 0x0F0F0F0F0F0F0F0F, 0x0F0F0F0F0F0F0F0F);
-    return _mm512_and_si512(v, keep);
+    return _mm512_and_si512(fields2(b0.qs, b1.qs), keep);
   }
 };
-
-// Whether P's load_u keeps high nibbles 16 times too large (PQ4_0::kHigh16).
-template <class P>
-constexpr bool high16() {
-  if constexpr (requires { P::kHigh16; })
-    return P::kHigh16;
-  else
-    return false;
-}
 struct PQ5_0 {
   using Block = BlockQ5_0;
   static constexpr int kOff = 16;
+  static constexpr bool kHigh16 = false;  // see PQ4_0
   static __mmask64 high(const Block& b0, const Block& b1) {
     std::uint32_t h0, h1;
     std::memcpy(&h0, b0.qh, 4);
@@ -146,6 +142,7 @@ struct PQ5_0 {
 struct PIQ4_NL {
   using Block = BlockIQ4_NL;
   static constexpr int kOff = 128;
+  static constexpr bool kHigh16 = false;  // see PQ4_0
   static __m512i table() {
     return _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values)));
   }
@@ -235,7 +232,7 @@ void row_prepare(std::int64_t n, const void* act, void* dst) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 32 * i), v);
     __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), off, v);  // kOff * sum of 4
     // Lanes 4..7 cover elements 16..31: 16 kOff there where load_u keeps 16 q.
-    if constexpr (high16<P>()) s = _mm256_blend_epi32(s, _mm256_slli_epi32(s, 4), 0xF0);
+    if constexpr (P::kHigh16) s = _mm256_blend_epi32(s, _mm256_slli_epi32(s, 4), 0xF0);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(neg + 8 * i),
                         _mm256_sub_epi32(_mm256_setzero_si256(), s));
     d[i] = h2f(y[i].d);
@@ -271,7 +268,7 @@ alignas(64) constexpr std::int32_t kPairScale[8][16] = {
     {14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15}};
 
 // kPairScale with the lanes of each block's elements 16..31 (4..7, 12..15)
-// taken from the second source of vpermt2ps: s / 16 (high16).
+// taken from the second source of vpermt2ps: s / 16 (kHigh16).
 constexpr auto kPairScaleHigh16 = [] {
   struct {
     alignas(64) std::int32_t idx[8][16];
@@ -285,7 +282,7 @@ constexpr auto kPairScaleHigh16 = [] {
 // where P's load_u keeps 16 q (s16 = s / 16, exact).
 template <class P>
 inline __m512 pair_scale(int j, __m512 s, __m512 s16) {
-  if constexpr (high16<P>())
+  if constexpr (P::kHigh16)
     return _mm512_permutex2var_ps(s, _mm512_load_si512(kPairScaleHigh16.idx[j]), s16);
   else
     return _mm512_permutexvar_ps(_mm512_load_si512(kPairScale[j]), s);
@@ -314,10 +311,10 @@ void q32_rows(std::int64_t n, const void* w, const void* act, std::size_t as, fl
     const __mmask16 m = static_cast<__mmask16>((1u << rem) - 1);
     prefetch_ahead(x + g, 16 * sizeof(Block));
     const __m512 dw = gather_f16(x + g, w_off, m);
-    __m512 s[NT], s16[NT];  // dw * da per block of the group; / 16 (high16)
+    __m512 s[NT], s16[NT];  // dw * da per block of the group; / 16 (kHigh16)
     for (int t = 0; t < NT; ++t) {
       s[t] = _mm512_mul_ps(dw, _mm512_maskz_loadu_ps(m, ad[t] + g));
-      s16[t] = high16<P>() ? _mm512_mul_ps(s[t], _mm512_set1_ps(1.0f / 16)) : s[t];
+      s16[t] = P::kHigh16 ? _mm512_mul_ps(s[t], _mm512_set1_ps(1.0f / 16)) : s[t];
     }
     // Full block pair j of the group into `into` (two accumulator sets
     // alternate, so consecutive pairs' FMAs do not wait on each other).
@@ -382,7 +379,7 @@ void q32_rows_multi(std::int64_t n, const void* w, std::size_t row_stride, const
     const int rem = nb - g < 16 ? static_cast<int>(nb - g) : 16;
     const __mmask16 m = static_cast<__mmask16>((1u << rem) - 1);
     const __m512 da = _mm512_maskz_loadu_ps(m, ad + g);
-    __m512 s[R], s16[R];  // dw * da per block of the group, per row; / 16 (high16)
+    __m512 s[R], s16[R];  // dw * da per block of the group, per row; / 16 (kHigh16)
     for (int r = 0; r < R; ++r) {
       // The rows are read side by side, so "ahead" is the next R rows: the
       // same blocks of row r + R, which the caller reads next.
@@ -390,7 +387,7 @@ void q32_rows_multi(std::int64_t n, const void* w, std::size_t row_stride, const
           reinterpret_cast<const std::byte*>(x[r] + g) + R * row_stride - kPrefetchAhead / 2,
           16 * sizeof(Block));
       s[r] = _mm512_mul_ps(gather_f16(x[r] + g, w_off, m), da);
-      s16[r] = high16<P>() ? _mm512_mul_ps(s[r], _mm512_set1_ps(1.0f / 16)) : s[r];
+      s16[r] = P::kHigh16 ? _mm512_mul_ps(s[r], _mm512_set1_ps(1.0f / 16)) : s[r];
     }
     auto pair = [&](int j, __m512* into) {
       const std::int64_t i0 = g + 2 * j;

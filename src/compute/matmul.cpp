@@ -153,8 +153,10 @@ RowPlan row_plan(const quant::TypeTraits& tr, CpuLevel level, const WeightView& 
     // Activation work shared by every weight row, done once here (dot.h RowFns).
     const std::size_t tok_bytes = prep->act_bytes(w.n_in);
     std::byte* pa = prepared.data() + prepared_at;
-    for (std::int64_t t = 0; t < n_tokens && !already_prepared; ++t)
-      prep->prepare(w.n_in, act + static_cast<std::size_t>(t) * act_stride, pa + t * tok_bytes);
+    if (!already_prepared) {
+      for (std::int64_t t = 0; t < n_tokens; ++t)
+        prep->prepare(w.n_in, act + static_cast<std::size_t>(t) * act_stride, pa + t * tok_bytes);
+    }
     plan.act = pa;
     plan.act_stride = tok_bytes;
     plan.fn = prep->dot;
