@@ -33,7 +33,8 @@ struct ModelOptions {
 // time; omitted (0) means one per core. Call resolve_threads before using it.
 CLI::Option* add_threads_option(CLI::App* sub, int& threads);
 
-// --mmap (LoadOptions::mmap): weights from a map of the file, not read into memory.
+// --mmap (LoadOptions::mmap): weights from a map of the file, not read into
+// memory; --no-mmap (the default) and --mlock (no effect) as llama.cpp spells them.
 void add_mmap_flag(CLI::App* sub, bool& mmap);
 
 // The thread count to hand to the library: 0 stays 0 (one per core); above the
@@ -76,8 +77,10 @@ struct SamplingOptions {
 };
 
 void add_model_options(CLI::App* sub, ModelOptions& o);
-// --cache-type f16|f32|q8_0 (also used by perplexity and bench); parse_cache_type
-// turns it into a CacheType or throws Error(InvalidArgument) with a one-line reason.
+// --cache-type f16|f32|q8_0 (also used by perplexity, bench, observe and serve),
+// with llama.cpp's spellings of the attention settings: -ctk/-ctv (the same
+// type) and -fa (no effect). parse_cache_type turns it into a CacheType or
+// throws Error(InvalidArgument) with a one-line reason.
 void add_cache_type_option(CLI::App* sub, std::string& type);
 CacheType parse_cache_type(const std::string& name);
 void add_sampling_options(CLI::App* sub, SamplingOptions& o, const std::string& n_predict_help);
