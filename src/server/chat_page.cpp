@@ -86,6 +86,26 @@ function render(el, text) {
   });
 }
 
+// Streamed text is drawn at most once per frame, and prose without a fence
+// grows its one text node: a re-render per token made a long answer's cost
+// quadratic and froze the page.
+function streamRender(el, text) {
+  if (el.pendingText === undefined)
+    requestAnimationFrame(() => {
+      const t = el.pendingText;
+      el.pendingText = undefined;
+      if (t === undefined) return;  // an error message replaced the stream
+      const node = el.firstChild;
+      if (t.indexOf("`") < 0 && node && node === el.lastChild && node.nodeType === Node.TEXT_NODE &&
+          t.startsWith(node.data))
+        node.appendData(t.slice(node.data.length));
+      else
+        render(el, t);
+      log.scrollTop = log.scrollHeight;
+    });
+  el.pendingText = text;
+}
+
 function add(role, text) {
   const div = document.createElement("div");
   div.className = "msg " + role;
@@ -162,8 +182,7 @@ async function send(text) {
           if (ch.delta && ch.delta.content) {
             if (!tFirst) tFirst = performance.now();
             answer += ch.delta.content; tokens++;
-            render(body, answer);
-            log.scrollTop = log.scrollHeight;
+            streamRender(body, answer);
           }
           if (ch.finish_reason) finish = ch.finish_reason;
         }
@@ -176,6 +195,7 @@ async function send(text) {
       history.push({ role: "assistant", content: answer });
     } else {
       div.className = "msg error";
+      body.pendingText = undefined;
       render(body, answer + (answer ? "\n" : "") + "Error: " + e.message);
       history.pop();
     }

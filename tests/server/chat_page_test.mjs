@@ -16,7 +16,7 @@ const KEY = "page-key";
 let server, port, browser;
 
 before(async () => {
-  server = spawn(binary, ["serve", "--port", "0", "-m", model, "--api-key", KEY, "-c", "4096"],
+  server = spawn(binary, ["serve", "--port", "0", "-m", model, "--api-key", KEY, "-c", "32768", "-t", "1"],
                  { stdio: ["ignore", "ignore", "pipe"] });
   let err = "";
   port = await new Promise((resolve, reject) => {
@@ -76,9 +76,11 @@ test("chat page: streams an answer, then stops a long one", async () => {
   assert.match(stats, /prompt tokens cached/);
 
   // A long answer (the bundled model at temperature 0 runs to max tokens):
-  // stop it once text streams in.
+  // stop it once text streams in. It must outlast a slow click on a loaded
+  // machine: 3,000 tokens once ended first (the model decodes ~7,000 tokens/s),
+  // 30,000 on one thread still ran after a 20 s pause before the click.
   const before = await cancelledCount();
-  await page.$eval("#max_tokens", (el) => { el.value = "3000"; });
+  await page.$eval("#max_tokens", (el) => { el.value = "30000"; });
   await page.type("#input", "Tell me a long story");
   await page.click("#send");
   await page.waitForFunction(() => {
