@@ -53,6 +53,9 @@ struct GemmFns {
   // activations), 2^-9 where they are rounded to bf16 (gemm_bf16_dp). A result
   // then moves by at most act_rel_error * sum |w * a| beyond f32 rounding.
   double act_rel_error = 0;
+  // One group of 16 interleaved rows (interleave.h) -> the panel pack() makes
+  // of those rows; null where the type has no interleaved layout.
+  void (*pack16)(std::int64_t n, const void* group, void* panel) = nullptr;
 };
 
 // One token against kDecodeRows weight rows, row_stride bytes apart: out[r] =
@@ -68,6 +71,11 @@ using MultiRowFn = void (*)(std::int64_t n, const void* w, std::size_t row_strid
 // from which the kernel reads each weight row's partner values with plain
 // loads (int8 values contiguous, each 4-value group's offset correction and
 // each block's scale precomputed), so a weight row costs only its own unpacking.
+// n_act prepared tokens, act_stride bytes apart, against one group of 16
+// interleaved weight rows (interleave.h): out[t * out_stride + r] = row r . token t.
+using GroupFn = void (*)(std::int64_t n, const void* group, const void* act,
+                         std::size_t act_stride, int n_act, float* out, std::size_t out_stride);
+
 struct RowFns {
   // Bytes of one token's prepared activations for rows of n (a multiple of 64).
   std::size_t (*act_bytes)(std::int64_t n);
@@ -77,6 +85,9 @@ struct RowFns {
   DotFn dot;
   // One prepared token against kDecodeRows rows (MultiRowFn).
   MultiRowFn dot_rows = nullptr;
+  // Prepared tokens against one group of 16 interleaved rows (GroupFn); a
+  // RowFns with it serves only interleaved weights, its `dot` is null.
+  GroupFn dot16 = nullptr;
 };
 
 struct Kernels {
@@ -85,6 +96,7 @@ struct Kernels {
   DotFn avx512 = nullptr;  // AVX-512 F/BW/VL/VNNI, or null (the level then runs the AVX2 kernel)
   const GemmFns* gemm512 = nullptr;   // prefill at the AVX-512 level, or null
   const RowFns* rows512 = nullptr;    // decode at the AVX-512 level on prepared rows, or null
+  const RowFns* rows512_16 = nullptr;  // the same on interleaved weights (dot16), or null
   const GemmFns* gemm2 = nullptr;     // prefill at the AVX2 level, or null
   const GemmFns* gemm_amx = nullptr;  // prefill at the AMX level, or null
   MultiRowFn rows2 = nullptr;         // decode beside the avx2 kernel, on its activations, or null
@@ -163,7 +175,7 @@ void q4_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*,
 void q5_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void q6_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void mxfp4_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
-extern const RowFns rows_q4_0, rows_q5_0, rows_q8_0, rows_iq4_nl;
+extern const RowFns rows_q4_0, rows_q5_0, rows_q8_0, rows_iq4_nl, rows_q4_0_16;
 extern const GemmFns gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_iq4_nl, gemm_q4_k, gemm_q5_k, gemm_q6_k,
     gemm_iq4_xs, gemm_mxfp4, gemm_f32, gemm_f16, gemm_bf16;
 extern const GemmFns gemm_q4_1, gemm_q5_1, gemm_q2_k, gemm_q3_k;

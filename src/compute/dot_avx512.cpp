@@ -34,6 +34,7 @@
 #include <type_traits>
 
 #include "compute/dot.h"
+#include "compute/interleave.h"
 #include "compute/quant_blocks.h"
 
 namespace seam::dot::avx512 {
@@ -432,6 +433,27 @@ void pack_gather(std::int64_t n, const void* w, std::size_t row_stride, int n_ro
     }
     PanelGather::put_correction(u, 32, sum);
     _mm512_storeu_ps(u + 32 * kRows + 64, f16_lanes(g.dword(blk)));
+  }
+}
+
+// pack_gather<DecQ4_0>'s panel from a group of 16 interleaved rows
+// (interleave.h), where each of its dword gathers is one 64-byte load.
+void pack16_q4_0(std::int64_t n, const void* group, void* panel) {
+  constexpr std::size_t ub = unit_bytes<DecQ4_0>();
+  const __m512i m4 = _mm512_set1_epi8(0x0F), off = _mm512_set1_epi8(8);
+  for (std::int64_t b = 0; b < n / 32; ++b) {
+    const std::byte* blk = static_cast<const std::byte*>(group) + b * interleave::kBlockBytes;
+    std::byte* u = static_cast<std::byte*>(panel) + b * ub;
+    __m512i sum = _mm512_setzero_si512();
+    for (int m = 0; m < 4; ++m) {
+      const __m512i v = _mm512_loadu_si512(blk + 32 + 64 * m);
+      PanelGather::put(u, m, _mm512_sub_epi8(_mm512_and_si512(v, m4), off), sum);
+      PanelGather::put(u, m + 4, _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), off),
+                       sum);
+    }
+    PanelGather::put_correction(u, 32, sum);
+    _mm512_storeu_ps(u + 32 * kRows + 64,
+                     _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk))));
   }
 }
 
@@ -848,8 +870,10 @@ constexpr int kKGatherMinTokens = 8;
 constexpr int kFloatMinTokens = 12;
 
 // Constant-initialized: no start-up code runs in this unit.
-constinit const GemmFns gemm_q4_0 = {kGatherMinTokens, act_bytes<DecQ4_0>,   panel_bytes<DecQ4_0>,
-                                     prepare<DecQ4_0>, pack_gather<DecQ4_0>, run<DecQ4_0>};
+constinit const GemmFns gemm_q4_0 = {kGatherMinTokens,     act_bytes<DecQ4_0>,
+                                     panel_bytes<DecQ4_0>, prepare<DecQ4_0>,
+                                     pack_gather<DecQ4_0>, run<DecQ4_0>,
+                                     0,                    pack16_q4_0};
 constinit const GemmFns gemm_q4_1 = {kIntMinTokens,    act_bytes<DecQ4_1>, panel_bytes<DecQ4_1>,
                                      prepare<DecQ4_1>, pack<DecQ4_1>,      run<DecQ4_1>};
 constinit const GemmFns gemm_q5_1 = {kIntMinTokens,    act_bytes<DecQ5_1>, panel_bytes<DecQ5_1>,

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compute/dot.h"
+#include "compute/interleave.h"
 #include "compute/quant.h"
 #include "seam/error.h"
 
@@ -41,7 +42,22 @@ const quant::TypeTraits& checked_traits(const WeightView& w, const char* op) {
                                            " weight rows must be " + std::to_string(align) +
                                            "-byte aligned");
   }
+  if (w.interleaved16 && (w.type != TensorType::Q4_0 || w.n_out % interleave::kRows != 0 ||
+                          w.row_stride != row)) {
+    throw Error(Errc::InvalidArgument, std::string(op) + " interleaved weights must be Q4_0 rows" +
+                                           " in whole groups of 16, unpadded");
+  }
   return *tr;
+}
+
+// One interleaved group's 16 rows in the file's layout, in a buffer of the
+// calling thread's (the operations without a kernel for the interleave).
+const std::byte* unpacked_group(const WeightView& w, std::int64_t first_row) {
+  thread_local std::vector<std::byte> rows;
+  rows.resize(interleave::kRows * w.row_stride);
+  interleave::unpack_q4_0(w.n_in, w.data + static_cast<std::size_t>(first_row) * w.row_stride,
+                          rows.data());
+  return rows.data();
 }
 
 // Prefill: every thread packs panels of kPanelRows weight rows (a few KiB to a
@@ -69,7 +85,13 @@ void gemm_matmul(const dot::GemmFns& g, const WeightView& w, const std::byte* ac
     for (std::size_t p = b; p < e; ++p) {
       const std::int64_t r0 = static_cast<std::int64_t>(p) * dot::kPanelRows;
       const int rows = static_cast<int>(std::min<std::int64_t>(dot::kPanelRows, w.n_out - r0));
-      g.pack(n, w.data + static_cast<std::size_t>(r0) * w.row_stride, w.row_stride, rows, pp);
+      const std::byte* wr = w.data + static_cast<std::size_t>(r0) * w.row_stride;
+      if (!w.interleaved16)
+        g.pack(n, wr, w.row_stride, rows, pp);
+      else if (g.pack16)
+        g.pack16(n, wr, pp);
+      else
+        g.pack(n, unpacked_group(w, r0), w.row_stride, rows, pp);
       g.run(n, pp, ga, n_tokens, rows, y + r0, static_cast<std::size_t>(ldy));
     }
   });
@@ -89,17 +111,41 @@ struct RowPlan {
   // the rows are at most multi_max_stride bytes.
   dot::MultiRowFn multi = nullptr;
   std::size_t multi_max_stride = 0;
+  // Interleaved weights' kernel (b and e are then multiples of 16), or null.
+  dot::GroupFn group = nullptr;
 
   void rows(std::size_t b, std::size_t e) const {
+    if (w->interleaved16) {
+      for (; b < e; b += interleave::kRows) {
+        if (!group) {
+          row_range(unpacked_group(*w, static_cast<std::int64_t>(b)), b, b + interleave::kRows);
+          continue;
+        }
+        for (std::int64_t t0 = 0; t0 < n_tokens; t0 += dot::kMaxTile) {
+          const int nt = static_cast<int>(std::min<std::int64_t>(dot::kMaxTile, n_tokens - t0));
+          group(w->n_in, w->data + b * w->row_stride,
+                act + static_cast<std::size_t>(t0) * act_stride, act_stride, nt,
+                y + t0 * ldy + static_cast<std::int64_t>(b), static_cast<std::size_t>(ldy));
+        }
+      }
+      return;
+    }
+    row_range(w->data + b * w->row_stride, b, e);
+  }
+
+  // Rows [b, e), the first of them at `first`, row_stride apart.
+  void row_range(const std::byte* first, std::size_t b, std::size_t e) const {
+    const std::size_t b0 = b;
+    auto row = [&](std::size_t r) { return first + (r - b0) * w->row_stride; };
     if (multi && n_tokens == 1 && w->row_stride <= multi_max_stride) {
       for (; b + dot::kDecodeRows <= e; b += dot::kDecodeRows)
-        multi(w->n_in, w->data + b * w->row_stride, w->row_stride, act, y + b);
+        multi(w->n_in, row(b), w->row_stride, act, y + b);
     }
     // Each output row is one weight row against all tokens, kMaxTile tokens per
     // kernel call: the kernel unpacks each weight block once per tile, and the
     // row (a few KiB) stays in L1 across tiles while the activations sit in L2.
     for (std::size_t r = b; r < e; ++r) {
-      const std::byte* wr = w->data + r * w->row_stride;
+      const std::byte* wr = row(r);
       for (std::int64_t t0 = 0; t0 < n_tokens; t0 += dot::kMaxTile) {
         const int nt = static_cast<int>(std::min<std::int64_t>(dot::kMaxTile, n_tokens - t0));
         fn(w->n_in, wr, act + static_cast<std::size_t>(t0) * act_stride, act_stride, nt,
@@ -113,9 +159,20 @@ struct RowPlan {
 // over `total_rows`, so that the last item handed out leaves the other threads
 // idle for a small share of the work (a 576-row decode matmul in 5 chunks kept
 // 2 threads 40% unbalanced).
-std::size_t row_grain(std::int64_t n_in, std::int64_t total_rows, int n_threads) {
+// With interleaved weights, whole groups of 16 rows.
+std::size_t row_grain(std::int64_t n_in, std::int64_t total_rows, int n_threads,
+                      bool interleaved) {
   const std::int64_t per_thread = (total_rows + 4 * n_threads - 1) / (4 * n_threads);
-  return static_cast<std::size_t>(std::max<std::int64_t>(1, std::min(65536 / n_in, per_thread)));
+  const auto g =
+      static_cast<std::size_t>(std::max<std::int64_t>(1, std::min(65536 / n_in, per_thread)));
+  const std::size_t k = interleave::kRows;
+  return interleaved ? (g + k - 1) / k * k : g;
+}
+
+// The prepared-row kernels for w at `level`, or null (dot.h RowFns).
+const dot::RowFns* row_fns(const quant::TypeTraits& tr, CpuLevel level, const WeightView& w) {
+  if (level < CpuLevel::Avx512) return nullptr;
+  return w.interleaved16 && tr.dot.rows512_16 ? tr.dot.rows512_16 : tr.dot.rows512;
 }
 
 // Bytes of a job's activations in the weight's dot type.
@@ -148,7 +205,7 @@ RowPlan row_plan(const quant::TypeTraits& tr, CpuLevel level, const WeightView& 
     plan.multi = tr.dot.rows2;
     plan.multi_max_stride = SIZE_MAX;
   }
-  const dot::RowFns* prep = level >= CpuLevel::Avx512 ? tr.dot.rows512 : nullptr;
+  const dot::RowFns* prep = row_fns(tr, level, w);
   if (prep) {
     // Activation work shared by every weight row, done once here (dot.h RowFns).
     const std::size_t tok_bytes = prep->act_bytes(w.n_in);
@@ -160,6 +217,7 @@ RowPlan row_plan(const quant::TypeTraits& tr, CpuLevel level, const WeightView& 
     plan.act = pa;
     plan.act_stride = tok_bytes;
     plan.fn = prep->dot;
+    plan.group = prep->dot16;
     // Only short rows: there the per-row set-up and reduction cost as much as
     // the row's blocks (135M shape Q4_0 decode +34% at 2 threads), while four
     // interleaved streams of long rows read DRAM less well (1B shape -5%).
@@ -171,7 +229,7 @@ RowPlan row_plan(const quant::TypeTraits& tr, CpuLevel level, const WeightView& 
 
 std::size_t prepared_bytes(const quant::TypeTraits& tr, CpuLevel level, const WeightView& w,
                            std::int64_t n_tokens) {
-  const dot::RowFns* prep = level >= CpuLevel::Avx512 ? tr.dot.rows512 : nullptr;
+  const dot::RowFns* prep = row_fns(tr, level, w);
   return prep ? prep->act_bytes(w.n_in) * static_cast<std::size_t>(n_tokens) : 0;
 }
 
@@ -219,7 +277,7 @@ void matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y
   if (scratch.gemm_act.size() < prep) scratch.gemm_act.resize(prep);
   const RowPlan plan =
       row_plan(tr, level, w, act, act_stride, n_tokens, y, ldy, scratch.gemm_act, 0);
-  pool.parallel_for(static_cast<std::size_t>(w.n_out), row_grain(w.n_in, w.n_out, pool.size()),
+  pool.parallel_for(static_cast<std::size_t>(w.n_out), row_grain(w.n_in, w.n_out, pool.size(), w.interleaved16),
                     [&](std::size_t b, std::size_t e) { plan.rows(b, e); });
 }
 
@@ -259,7 +317,7 @@ void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool, MatmulScratc
     }
     Pending p{&j,
               &tr,
-              level >= CpuLevel::Avx512 ? tr.dot.rows512 : nullptr,
+              row_fns(tr, level, j.w),
               act_total,
               act_row_bytes(tr, j.w.n_in),
               prep_total};
@@ -287,6 +345,7 @@ void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool, MatmulScratc
   if (scratch.gemm_act.size() < prep_total) scratch.gemm_act.resize(prep_total);
 
   std::int64_t total_rows = 0, widest = 1;
+  bool interleaved = false;
   for (const Pending& p : pending) {
     const MatmulJob& j = *p.job;
     const std::byte* act = reinterpret_cast<const std::byte*>(j.x);
@@ -302,9 +361,10 @@ void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool, MatmulScratc
                              scratch.gemm_act, p.prep_at, p.shares_prep));
     total_rows += j.w.n_out;
     widest = std::max(widest, j.w.n_in);
+    interleaved |= j.w.interleaved16;
   }
   // Work items: (plan, first row), each at most `grain` rows of one plan.
-  const std::size_t grain = row_grain(widest, total_rows, pool.size());
+  const std::size_t grain = row_grain(widest, total_rows, pool.size(), interleaved);
   for (std::uint32_t i = 0; i < plans.size(); ++i)
     for (std::size_t r = 0; r < static_cast<std::size_t>(plans[i].w->n_out); r += grain)
       items.emplace_back(i, r);
@@ -321,6 +381,13 @@ void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool, MatmulScratc
   });
 }
 
+bool interleave_pays(const WeightView& w, CpuLevel level) {
+  const quant::TypeTraits* tr = quant::traits(w.type);
+  return w.type == TensorType::Q4_0 && tr && w.n_out > 0 && w.n_out % interleave::kRows == 0 &&
+         w.n_in > 0 && w.n_in % 32 == 0 && w.row_stride == quant::row_size(w.type, w.n_in) &&
+         level >= CpuLevel::Avx512 && tr->dot.rows512_16 != nullptr;
+}
+
 void get_row(const WeightView& w, std::int64_t r, float* out) {
   checked_traits(w, "[get_row]");
   if (r < 0 || r >= w.n_out) {
@@ -328,7 +395,12 @@ void get_row(const WeightView& w, std::int64_t r, float* out) {
                                            " is out of range for a tensor of " +
                                            std::to_string(w.n_out) + " rows");
   }
-  quant::dequantize_row(w.type, w.data + static_cast<std::size_t>(r) * w.row_stride, out, w.n_in);
+  const std::byte* row = w.data + static_cast<std::size_t>(r) * w.row_stride;
+  if (w.interleaved16) {
+    const std::int64_t first = r / interleave::kRows * interleave::kRows;
+    row = unpacked_group(w, first) + static_cast<std::size_t>(r - first) * w.row_stride;
+  }
+  quant::dequantize_row(w.type, row, out, w.n_in);
 }
 
 }  // namespace seam

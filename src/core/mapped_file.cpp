@@ -105,6 +105,12 @@ MappedFile MappedFile::open(const std::string& path, Residency residency) {
   return f;
 }
 
+bool MappedFile::set_writable(bool writable) {
+  if (!in_memory_) return false;
+  return ::mprotect(const_cast<std::byte*>(data_), size_,
+                    writable ? PROT_READ | PROT_WRITE : PROT_READ) == 0;
+}
+
 MappedFile::MappedFile(MappedFile&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)),

@@ -31,6 +31,10 @@ class MappedFile {
   std::span<const std::byte> bytes() const { return {data_, size_}; }
   const std::string& path() const { return path_; }
   bool in_memory() const { return in_memory_; }
+  // A copy in memory is read-only like a mapping, except while its owner
+  // rewrites it in place (the loader puts weights in its kernels' layout):
+  // true when the protection changed, false (nothing done) for a mapping.
+  bool set_writable(bool writable);
 
  private:
   const std::byte* data_ = nullptr;

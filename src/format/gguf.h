@@ -128,6 +128,11 @@ class GgufFile {
   const GgufArray* get_array(std::string_view key) const;
 
   const std::vector<GgufTensor>& tensors() const { return tensors_; }
+  // Where the tensor bytes are this file's own copy in memory
+  // (Residency::kInMemory honoured), loading may rewrite them in place
+  // between set_tensors_writable(true) and (false); false: a mapping, or
+  // bytes the caller owns, which stay as they are.
+  bool set_tensors_writable(bool writable) const { return file_ && file_->set_writable(writable); }
   const GgufTensor* find_tensor(std::string_view name) const;
 
  private:

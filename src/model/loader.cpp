@@ -2,9 +2,11 @@
 
 #include <cstring>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "compute/interleave.h"
 #include "model/arch.h"
 #include "model/layers.h"
 #include "model/tensor_table.h"
@@ -74,10 +76,42 @@ ModelSpec admit_model(const GgufFile& file) {
   return s;
 }
 
+namespace {
+
+// The Q4_0 matrices only matmul reads (not the embeddings it looks rows up
+// in), interleaved in place where the CPU level's decode kernel reads that
+// layout (compute/interleave.h). Only a copy in memory is rewritten: a mapped
+// file's pages stay the file's.
+void interleave_matrices(const GgufFile& file, ModelWeights& w) {
+  const CpuLevel level = active_cpu_level();
+  std::vector<WeightView*> views;
+  for (LayerWeights& L : w.layers) {
+    for (WeightView* v : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down,
+                          &L.ple_gate, &L.ple_proj, &L.ffn_gate_shexp, &L.ffn_up_shexp,
+                          &L.ffn_down_shexp})
+      views.push_back(v);
+  }
+  if (w.output.data != w.token_embd.data) views.push_back(&w.output);
+  views.push_back(&w.ple_model_proj);
+  std::erase_if(views, [&](const WeightView* v) { return !interleave_pays(*v, level); });
+  if (views.empty() || !file.set_tensors_writable(true)) return;
+  std::set<const std::byte*> done;  // a tensor bound to two views is rewritten once
+  for (WeightView* v : views) {
+    // The file's own anonymous copy, writable until the end of this loop.
+    if (done.insert(v->data).second)
+      interleave::pack_q4_0_in_place(v->n_in, v->n_out, const_cast<std::byte*>(v->data));
+    v->interleaved16 = true;
+  }
+  file.set_tensors_writable(false);
+}
+
+}  // namespace
+
 ModelWeights bind_weights(const GgufFile& file, const ModelSpec& s) {
   ModelWeights w;
   apply_table(file, model_table(s, w), w, true);
   if (s.tied_output) w.output = w.token_embd;
+  interleave_matrices(file, w);
   return w;
 }
 

@@ -7,11 +7,13 @@
 // Hugging Face directory in hf_model_test) do.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "compute/cpu_level.h"
 #include "python_tools.h"
 #include "test_model.h"
 
@@ -92,6 +94,46 @@ TEST_P(LlamaCppQuant, GreedyIdsAndLogitsMatch) {
     last = decode_all(*s, std::span(&best, 1), 0, static_cast<std::int32_t>(prompt.size() + i))[0];
   }
   EXPECT_EQ(greedy, e["greedy_ids"].get<std::vector<Token>>());
+}
+
+// Read into memory (the default) at the AVX-512 level, the Q4_0 file's
+// matrices are interleaved 16 rows at a time (compute/interleave.h); mapped,
+// they keep the file's layout. The prompt goes through the GEMM, whose panels
+// are the same bytes from either layout: equal logits. Decode runs the
+// interleaved kernel, which sums each row in another f32 order: 1e-6 apart at
+// first (held to 1e-4), until a difference flips one activation's 8-bit
+// rounding (0.03 at the 7th step here); the greedy ids stay the same.
+TEST(LlamaCppQuantLayouts, InterleavedQ4_0GivesTheMappedFilesLogits) {
+  const std::string path = kQuantDir + "ref-llama-512-q4_0.gguf";
+  const std::vector<Token> prompt =
+      expected()["files"]["q4_0"]["prompt_ids"].get<std::vector<Token>>();
+  std::vector<std::vector<float>> logits[2];
+  std::vector<Token> greedy[2];
+  for (bool mmap : {false, true}) {
+    LoadOptions lo;
+    lo.n_threads = 2;
+    lo.mmap = mmap;
+    auto model = Model::load(path, lo);
+    auto s = model->session(exact_config(64, 512));
+    std::vector<Decode> batch;
+    for (std::size_t i = 0; i < prompt.size(); ++i)
+      batch.push_back({prompt[i], static_cast<std::int32_t>(i), 0, i + 1 == prompt.size()});
+    s->decode(batch);
+    const auto row = s->logits(prompt.size() - 1);
+    logits[mmap].emplace_back(row.begin(), row.end());
+    for (std::int32_t i = 0; i < 8; ++i) {
+      const std::vector<float>& last = logits[mmap].back();
+      const Token t = static_cast<Token>(std::max_element(last.begin(), last.end()) - last.begin());
+      greedy[mmap].push_back(t);
+      logits[mmap].push_back(
+          decode_all(*s, std::span(&t, 1), 0, static_cast<std::int32_t>(prompt.size()) + i)[0]);
+    }
+  }
+  EXPECT_EQ(logits[0][0], logits[1][0]);
+  EXPECT_LE(diff(logits[0][1], logits[1][1]).max_abs, 1e-4);
+  // Not the same bits: the interleaved kernel did run (the order differs).
+  if (active_cpu_level() >= CpuLevel::Avx512) EXPECT_NE(logits[0][1], logits[1][1]);
+  EXPECT_EQ(greedy[0], greedy[1]);
 }
 
 // Every file type expected.json records whose GGUF is present: three are

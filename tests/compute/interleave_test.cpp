@@ -1,0 +1,164 @@
+// Q4_0 weights interleaved 16 rows at a time (compute/interleave.h) are the
+// same matrix: the layout round-trips, and every operation on an interleaved
+// view gives what it gives on the rows, at every CPU level this machine runs.
+#include "compute/interleave.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "compute/matmul.h"
+#include "compute/quant.h"
+#include "quant_testutil.h"
+#include "seam/error.h"
+
+namespace seam {
+namespace {
+
+struct Interleaved {
+  std::vector<std::byte> rows, groups;
+  WeightView w, w16;
+};
+
+Interleaved make(std::int64_t n_in, std::int64_t n_out, std::mt19937& rng) {
+  Interleaved m;
+  const std::size_t row = quant::row_size(TensorType::Q4_0, n_in);
+  m.rows = testutil::random_weights(TensorType::Q4_0, n_out, n_in, row, rng);
+  m.groups = m.rows;
+  interleave::pack_q4_0_in_place(n_in, n_out, m.groups.data());
+  m.w = {TensorType::Q4_0, n_in, n_out, m.rows.data(), row};
+  m.w16 = m.w;
+  m.w16.data = m.groups.data();
+  m.w16.interleaved16 = true;
+  return m;
+}
+
+TEST(Interleave, RoundTripsAndGetRowReadsIt) {
+  std::mt19937 rng(5);
+  const Interleaved m = make(96, 32, rng);
+  EXPECT_NE(m.rows, m.groups);
+  std::vector<std::byte> back(m.rows.size());
+  const std::size_t group = 16 * m.w.row_stride;
+  for (std::size_t g = 0; g < 2; ++g)
+    interleave::unpack_q4_0(96, m.groups.data() + g * group, back.data() + g * group);
+  EXPECT_EQ(back, m.rows);
+  std::vector<float> a(96), b(96);
+  for (std::int64_t r = 0; r < 32; ++r) {
+    get_row(m.w, r, a.data());
+    get_row(m.w16, r, b.data());
+    ASSERT_EQ(a, b) << "row " << r;
+  }
+}
+
+// Levels without an interleaved kernel unpack a group and run their own
+// kernels, and the GEMM panels are the same bytes from either layout: those
+// outputs are equal. The AVX-512 decode kernel sums each block's 16 rows in
+// its own order: within 1e-5 of sum |w * a| of the rows' result (the integer
+// sums are exact in both; only f32 scaling and accumulation round, as in
+// matmul_test's bound (a)).
+TEST(Interleave, MatmulEqualsTheRowsAtEveryLevel) {
+  std::mt19937 rng(6);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const auto& [n_in, n_out] : {std::pair<std::int64_t, std::int64_t>{32, 16}, {96, 48},
+                                   {2048, 64}}) {
+    const Interleaved m = make(n_in, n_out, rng);
+    std::vector<std::vector<float>> wd(n_out, std::vector<float>(n_in));
+    for (std::int64_t r = 0; r < n_out; ++r) get_row(m.w, r, wd[r].data());
+    for (CpuLevel level : {CpuLevel::Scalar, CpuLevel::Avx2, CpuLevel::Avx512, CpuLevel::Amx}) {
+      if (level > detected_cpu_level()) continue;
+      const dot::GemmFns* gemm = quant::traits(TensorType::Q4_0)->dot.gemm_at(level);
+      for (std::int64_t n_tok : {1, 2, 3, 4, 5, 9, 16, 19}) {
+        std::vector<float> x(n_tok * n_in);
+        for (float& v : x) v = normal(rng);
+        std::vector<double> mag(n_tok * n_out, 0.0);
+        std::vector<std::byte> aq(quant::row_size(TensorType::Q8_0, n_in));
+        for (std::int64_t t = 0; t < n_tok; ++t) {
+          quant::quantize_row(TensorType::Q8_0, x.data() + t * n_in, aq.data(), n_in);
+          const std::vector<double> ad = testutil::decode_act(TensorType::Q8_0, aq.data(), n_in);
+          for (std::int64_t r = 0; r < n_out; ++r)
+            for (std::int64_t k = 0; k < n_in; ++k) mag[t * n_out + r] += std::fabs(wd[r][k] * ad[k]);
+        }
+        const bool own_kernel =
+            level >= CpuLevel::Avx512 && !(gemm && n_tok >= gemm->min_tokens);
+        for (int threads : {1, 3}) {
+          ThreadPool pool(threads);
+          MatmulScratch scratch;
+          const std::int64_t ldy = n_out + 5;
+          std::vector<float> y(n_tok * ldy, -3.0f), y16(n_tok * ldy, -3.0f);
+          matmul(m.w, x.data(), n_tok, y.data(), ldy, pool, scratch, level);
+          matmul(m.w16, x.data(), n_tok, y16.data(), ldy, pool, scratch, level);
+          for (std::int64_t t = 0; t < n_tok; ++t) {
+            for (std::int64_t r = 0; r < ldy; ++r) {
+              const float a = y[t * ldy + r], b = y16[t * ldy + r];
+              if (r >= n_out || !own_kernel) {
+                ASSERT_EQ(a, b) << cpu_level_name(level) << " n_in " << n_in << " n_tok " << n_tok
+                                << " r " << r << " t " << t;
+              } else {
+                ASSERT_NEAR(a, b, 1e-5 * mag[t * n_out + r] + 1e-30)
+                    << cpu_level_name(level) << " n_in " << n_in << " n_tok " << n_tok << " r "
+                    << r << " t " << t;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// matmul_many keeps interleaved jobs' rows in whole groups beside other jobs
+// (a Q8_0 one on the same input, a Q4_0 one in rows) and gives each job what
+// matmul gives it alone.
+TEST(Interleave, ManyJobsEqualEachAlone) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const Interleaved a = make(256, 48, rng), b = make(256, 80, rng);
+  const std::vector<std::byte> q8 = testutil::random_weights(
+      TensorType::Q8_0, 37, 256, quant::row_size(TensorType::Q8_0, 256), rng);
+  const WeightView w8{TensorType::Q8_0, 256, 37, q8.data(), quant::row_size(TensorType::Q8_0, 256)};
+  for (std::int64_t n_tok : {1, 2, 6}) {
+    std::vector<float> x(n_tok * 256);
+    for (float& v : x) v = normal(rng);
+    std::vector<float> ya(n_tok * 48), yb(n_tok * 80), y8(n_tok * 37), yr(n_tok * 48);
+    const MatmulJob jobs[] = {{a.w16, x.data(), n_tok, ya.data(), 48},
+                              {w8, x.data(), n_tok, y8.data(), 37},
+                              {b.w16, x.data(), n_tok, yb.data(), 80},
+                              {a.w, x.data(), n_tok, yr.data(), 48}};
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      MatmulScratch scratch;
+      matmul_many(jobs, pool, scratch);
+      for (const MatmulJob& j : jobs) {
+        std::vector<float> alone(j.n_tokens * j.ldy);
+        matmul(j.w, j.x, j.n_tokens, alone.data(), j.ldy, pool, scratch);
+        EXPECT_EQ(std::vector<float>(j.y, j.y + j.n_tokens * j.ldy), alone)
+            << "n_out " << j.w.n_out << " interleaved " << j.w.interleaved16 << ", " << n_tok
+            << " tokens, " << threads << " threads";
+      }
+    }
+  }
+}
+
+TEST(Interleave, ViewsItCannotDescribeAreRefused) {
+  std::mt19937 rng(8);
+  Interleaved m = make(64, 32, rng);
+  ThreadPool pool(1);
+  MatmulScratch scratch;
+  std::vector<float> x(64, 1.0f), y(32);
+  WeightView partial = m.w16;
+  partial.n_out = 24;  // not whole groups
+  EXPECT_THROW(matmul(partial, x.data(), 1, y.data(), 32, pool, scratch), Error);
+  WeightView padded = m.w16;
+  padded.row_stride += 2;
+  EXPECT_THROW(matmul(padded, x.data(), 1, y.data(), 32, pool, scratch), Error);
+  WeightView q8 = m.w16;
+  q8.type = TensorType::Q8_0;
+  q8.row_stride = quant::row_size(TensorType::Q8_0, 32);
+  q8.n_in = 32;
+  EXPECT_THROW(matmul(q8, x.data(), 1, y.data(), 32, pool, scratch), Error);
+}
+
+}  // namespace
+}  // namespace seam
