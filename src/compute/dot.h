@@ -175,7 +175,7 @@ void q4_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*,
 void q5_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void q6_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void mxfp4_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
-extern const RowFns rows_q4_0, rows_q5_0, rows_q8_0, rows_iq4_nl, rows_q4_0_16;
+extern const RowFns rows_q4_0, rows_q5_0, rows_q8_0, rows_iq4_nl, rows_q4_0_16, rows_q8_0_16;
 extern const GemmFns gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_iq4_nl, gemm_q4_k, gemm_q5_k, gemm_q6_k,
     gemm_iq4_xs, gemm_mxfp4, gemm_f32, gemm_f16, gemm_bf16;
 extern const GemmFns gemm_q4_1, gemm_q5_1, gemm_q2_k, gemm_q3_k;

@@ -436,20 +436,28 @@ void pack_gather(std::int64_t n, const void* w, std::size_t row_stride, int n_ro
   }
 }
 
-// pack_gather<DecQ4_0>'s panel from a group of 16 interleaved rows
-// (interleave.h), where each of its dword gathers is one 64-byte load.
-void pack16_q4_0(std::int64_t n, const void* group, void* panel) {
-  constexpr std::size_t ub = unit_bytes<DecQ4_0>();
+// pack_gather's panel from a group of 16 interleaved rows (interleave.h),
+// where each of its dword gathers is one 64-byte load.
+template <class D>
+void pack16(std::int64_t n, const void* group, void* panel) {
+  constexpr bool kQ8 = std::is_same_v<D, DecQ8_0>;
+  static_assert(std::is_same_v<D, DecQ4_0> || kQ8);
+  constexpr std::size_t ub = unit_bytes<D>();
+  constexpr std::size_t kBlock = interleave::block_bytes(kQ8 ? TensorType::Q8_0 : TensorType::Q4_0);
   const __m512i m4 = _mm512_set1_epi8(0x0F), off = _mm512_set1_epi8(8);
   for (std::int64_t b = 0; b < n / 32; ++b) {
-    const std::byte* blk = static_cast<const std::byte*>(group) + b * interleave::kBlockBytes;
+    const std::byte* blk = static_cast<const std::byte*>(group) + b * kBlock;
     std::byte* u = static_cast<std::byte*>(panel) + b * ub;
     __m512i sum = _mm512_setzero_si512();
-    for (int m = 0; m < 4; ++m) {
+    for (int m = 0; m < (kQ8 ? 8 : 4); ++m) {
       const __m512i v = _mm512_loadu_si512(blk + 32 + 64 * m);
-      PanelGather::put(u, m, _mm512_sub_epi8(_mm512_and_si512(v, m4), off), sum);
-      PanelGather::put(u, m + 4, _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), off),
-                       sum);
+      if constexpr (kQ8) {
+        PanelGather::put(u, m, v, sum);
+      } else {
+        PanelGather::put(u, m, _mm512_sub_epi8(_mm512_and_si512(v, m4), off), sum);
+        PanelGather::put(u, m + 4,
+                         _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), off), sum);
+      }
     }
     PanelGather::put_correction(u, 32, sum);
     _mm512_storeu_ps(u + 32 * kRows + 64,
@@ -873,7 +881,7 @@ constexpr int kFloatMinTokens = 12;
 constinit const GemmFns gemm_q4_0 = {kGatherMinTokens,     act_bytes<DecQ4_0>,
                                      panel_bytes<DecQ4_0>, prepare<DecQ4_0>,
                                      pack_gather<DecQ4_0>, run<DecQ4_0>,
-                                     0,                    pack16_q4_0};
+                                     0,                    pack16<DecQ4_0>};
 constinit const GemmFns gemm_q4_1 = {kIntMinTokens,    act_bytes<DecQ4_1>, panel_bytes<DecQ4_1>,
                                      prepare<DecQ4_1>, pack<DecQ4_1>,      run<DecQ4_1>};
 constinit const GemmFns gemm_q5_1 = {kIntMinTokens,    act_bytes<DecQ5_1>, panel_bytes<DecQ5_1>,
@@ -889,8 +897,10 @@ constinit const GemmFns gemm_iq4_nl = {kIntMinTokens,          act_bytes<DecIQ4_
                                        pack<DecIQ4_NL>,        run<DecIQ4_NL>};
 constinit const GemmFns gemm_mxfp4 = {kIntMinTokens,     act_bytes<DecMXFP4>, panel_bytes<DecMXFP4>,
                                       prepare<DecMXFP4>, pack<DecMXFP4>,      run<DecMXFP4>};
-constinit const GemmFns gemm_q8_0 = {kGatherMinTokens, act_bytes<DecQ8_0>,   panel_bytes<DecQ8_0>,
-                                     prepare<DecQ8_0>, pack_gather<DecQ8_0>, run<DecQ8_0>};
+constinit const GemmFns gemm_q8_0 = {kGatherMinTokens,     act_bytes<DecQ8_0>,
+                                     panel_bytes<DecQ8_0>, prepare<DecQ8_0>,
+                                     pack_gather<DecQ8_0>, run<DecQ8_0>,
+                                     0,                    pack16<DecQ8_0>};
 constinit const GemmFns gemm_q4_k = {kKGatherMinTokens, act_bytes<DecQ4_K>, panel_bytes<DecQ4_K>,
                                      prepare<DecQ4_K>,  pack_gather_q4_k,   run<DecQ4_K>};
 constinit const GemmFns gemm_q5_k = {kIntMinTokens,    act_bytes<DecQ5_K>, panel_bytes<DecQ5_K>,

@@ -470,8 +470,9 @@ void q4_0_i16_tile(std::int64_t n, const std::byte* group, const void* act, std:
   }
   const __m512i low = _mm512_set1_epi8(0x0F), high = _mm512_set1_epi8(static_cast<char>(0xF0));
   for (std::int64_t b = 0; b < nb; ++b) {
-    const std::byte* blk = group + b * interleave::kBlockBytes;
-    prefetch_ahead(blk, interleave::kBlockBytes);
+    constexpr std::size_t kBlock = interleave::block_bytes(TensorType::Q4_0);
+    const std::byte* blk = group + b * kBlock;
+    prefetch_ahead(blk, kBlock);
     __m512i wl[4], wh[4];
     for (int m = 0; m < 4; ++m) {
       const __m512i v = _mm512_loadu_si512(blk + 32 + 64 * m);
@@ -507,6 +508,73 @@ void q4_0_i16(std::int64_t n, const void* group, const void* act, std::size_t as
   // Four tokens at most per pass: 16 nibble vectors and 4 accumulators live.
   for_each_tile<4>(act, as, n_act, out, os, [&](auto nt, const void* a, float* o) {
     q4_0_i16_tile<nt>(n, static_cast<const std::byte*>(group), a, as, o, os);
+  });
+}
+
+// Q8_0 on the same layout, eight 64-byte loads per block. vpdpbusd's
+// unsigned operand is the token's int8 values + 128 (prepared), so each row
+// gets 128 * its block's sum of weights too, taken out by a vpdpbusd of the
+// weights against ones that all tokens share.
+// Prepared token, 64-byte rounded: uint8 a + 128 [n] | f32 d[n / 32].
+std::size_t i16_q8_act_bytes(std::int64_t n) {
+  return round64(static_cast<std::size_t>(n) + static_cast<std::size_t>(n / 32) * 4);
+}
+
+void i16_q8_prepare(std::int64_t n, const void* act, void* dst) {
+  const auto* y = static_cast<const BlockQ8_0*>(act);
+  auto* q = static_cast<std::uint8_t*>(dst);
+  auto* d = reinterpret_cast<float*>(q + n);
+  for (std::int64_t i = 0; i < n / 32; ++i) {
+    for (int k = 0; k < 32; ++k) q[32 * i + k] = static_cast<std::uint8_t>(y[i].qs[k] ^ 0x80);
+    d[i] = h2f(y[i].d);
+  }
+}
+
+template <int NT>
+void q8_0_i16_tile(std::int64_t n, const std::byte* group, const void* act, std::size_t as,
+                   float* out, std::size_t os) {
+  const std::int64_t nb = n / 32;
+  const std::int8_t* aq[NT];
+  const float* ad[NT];
+  __m512 acc[NT];
+  for (int t = 0; t < NT; ++t) {
+    aq[t] = reinterpret_cast<const std::int8_t*>(static_cast<const std::byte*>(act) + t * as);
+    ad[t] = reinterpret_cast<const float*>(aq[t] + n);
+    acc[t] = _mm512_setzero_ps();
+  }
+  const __m512i ones = _mm512_set1_epi8(1);
+  for (std::int64_t b = 0; b < nb; ++b) {
+    constexpr std::size_t kBlock = interleave::block_bytes(TensorType::Q8_0);
+    const std::byte* blk = group + b * kBlock;
+    prefetch_ahead(blk, kBlock);
+    __m512i w[8];
+    for (int m = 0; m < 8; ++m) w[m] = _mm512_loadu_si512(blk + 32 + 64 * m);
+    __m512i c0 = _mm512_setzero_si512(), c1 = _mm512_setzero_si512();
+    for (int m = 0; m < 8; m += 2) {
+      c0 = _mm512_dpbusd_epi32(c0, ones, w[m]);
+      c1 = _mm512_dpbusd_epi32(c1, ones, w[m + 1]);
+    }
+    const __m512i start = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                           _mm512_slli_epi32(_mm512_add_epi32(c0, c1), 7));
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
+    for (int t = 0; t < NT; ++t) {
+      const std::int8_t* a = aq[t] + 32 * b;
+      __m512i p0 = start, p1 = _mm512_setzero_si512();
+      for (int m = 0; m < 8; m += 2) {
+        p0 = _mm512_dpbusd_epi32(p0, broadcast4(a + 4 * m), w[m]);
+        p1 = _mm512_dpbusd_epi32(p1, broadcast4(a + 4 * m + 4), w[m + 1]);
+      }
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(p0, p1)),
+                               _mm512_mul_ps(dw, _mm512_set1_ps(ad[t][b])), acc[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + t * os, acc[t]);
+}
+
+void q8_0_i16(std::int64_t n, const void* group, const void* act, std::size_t as, int n_act,
+              float* out, std::size_t os) {
+  for_each_tile<4>(act, as, n_act, out, os, [&](auto nt, const void* a, float* o) {
+    q8_0_i16_tile<nt>(n, static_cast<const std::byte*>(group), a, as, o, os);
   });
 }
 
@@ -819,5 +887,7 @@ constinit const RowFns rows_q5_0 = row_fns<PQ5_0>();
 constinit const RowFns rows_q8_0 = row_fns<PQ8_0>();
 constinit const RowFns rows_iq4_nl = row_fns<PIQ4_NL>();
 constinit const RowFns rows_q4_0_16 = {i16_act_bytes, i16_prepare, nullptr, nullptr, q4_0_i16};
+constinit const RowFns rows_q8_0_16 = {i16_q8_act_bytes, i16_q8_prepare, nullptr, nullptr,
+                                       q8_0_i16};
 
 }  // namespace seam::dot::avx512

@@ -42,9 +42,10 @@ const quant::TypeTraits& checked_traits(const WeightView& w, const char* op) {
                                            " weight rows must be " + std::to_string(align) +
                                            "-byte aligned");
   }
-  if (w.interleaved16 && (w.type != TensorType::Q4_0 || w.n_out % interleave::kRows != 0 ||
+  if (w.interleaved16 && (!interleave::has_layout(w.type) || w.n_out % interleave::kRows != 0 ||
                           w.row_stride != row)) {
-    throw Error(Errc::InvalidArgument, std::string(op) + " interleaved weights must be Q4_0 rows" +
+    throw Error(Errc::InvalidArgument, std::string(op) +
+                                           " interleaved weights must be Q4_0 or Q8_0 rows" +
                                            " in whole groups of 16, unpadded");
   }
   return *tr;
@@ -55,8 +56,8 @@ const quant::TypeTraits& checked_traits(const WeightView& w, const char* op) {
 const std::byte* unpacked_group(const WeightView& w, std::int64_t first_row) {
   thread_local std::vector<std::byte> rows;
   rows.resize(interleave::kRows * w.row_stride);
-  interleave::unpack_q4_0(w.n_in, w.data + static_cast<std::size_t>(first_row) * w.row_stride,
-                          rows.data());
+  interleave::unpack(w.type, w.n_in,
+                     w.data + static_cast<std::size_t>(first_row) * w.row_stride, rows.data());
   return rows.data();
 }
 
@@ -383,7 +384,7 @@ void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool, MatmulScratc
 
 bool interleave_pays(const WeightView& w, CpuLevel level) {
   const quant::TypeTraits* tr = quant::traits(w.type);
-  return w.type == TensorType::Q4_0 && tr && w.n_out > 0 && w.n_out % interleave::kRows == 0 &&
+  return interleave::has_layout(w.type) && tr && w.n_out > 0 && w.n_out % interleave::kRows == 0 &&
          w.n_in > 0 && w.n_in % 32 == 0 && w.row_stride == quant::row_size(w.type, w.n_in) &&
          level >= CpuLevel::Avx512 && tr->dot.rows512_16 != nullptr;
 }

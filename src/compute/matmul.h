@@ -22,8 +22,8 @@ struct WeightView {
   std::int64_t n_out = 0;  // ne[1]: number of rows (output features)
   const std::byte* data = nullptr;
   std::size_t row_stride = 0;  // bytes between rows
-  // The rows are stored 16 at a time (compute/interleave.h; Q4_0 only, n_out a
-  // multiple of 16, row_stride the row size): group g starts at
+  // The rows are stored 16 at a time (compute/interleave.h; Q4_0 and Q8_0, n_out
+  // a multiple of 16, row_stride the row size): group g starts at
   // data + 16 g row_stride. Every operation here reads both layouts.
   bool interleaved16 = false;
 };
@@ -35,8 +35,8 @@ struct MatmulScratch {
 };
 
 // Whether storing w interleaved (interleave.h) speeds up the kernels `level`
-// runs: a Q4_0 matrix of whole groups of 16 unpadded rows, at a level with
-// the interleaved decode kernel.
+// runs: a Q4_0 or Q8_0 matrix of whole groups of 16 unpadded rows, at a level
+// with the interleaved decode kernel.
 bool interleave_pays(const WeightView& w, CpuLevel level);
 
 // y[t][r] = sum_k W[r][k] * x[t][k]

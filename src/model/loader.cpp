@@ -78,7 +78,7 @@ ModelSpec admit_model(const GgufFile& file) {
 
 namespace {
 
-// The Q4_0 matrices only matmul reads (not the embeddings it looks rows up
+// The Q4_0 and Q8_0 matrices only matmul reads (not the embeddings it looks rows up
 // in), interleaved in place where the CPU level's decode kernel reads that
 // layout (compute/interleave.h). Only a copy in memory is rewritten: a mapped
 // file's pages stay the file's.
@@ -99,7 +99,7 @@ void interleave_matrices(const GgufFile& file, ModelWeights& w) {
   for (WeightView* v : views) {
     // The file's own anonymous copy, writable until the end of this loop.
     if (done.insert(v->data).second)
-      interleave::pack_q4_0_in_place(v->n_in, v->n_out, const_cast<std::byte*>(v->data));
+      interleave::pack_in_place(v->type, v->n_in, v->n_out, const_cast<std::byte*>(v->data));
     v->interleaved16 = true;
   }
   file.set_tensors_writable(false);

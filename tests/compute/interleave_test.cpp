@@ -1,6 +1,7 @@
-// Q4_0 weights interleaved 16 rows at a time (compute/interleave.h) are the
-// same matrix: the layout round-trips, and every operation on an interleaved
-// view gives what it gives on the rows, at every CPU level this machine runs.
+// Q4_0 and Q8_0 weights interleaved 16 rows at a time (compute/interleave.h)
+// are the same matrix: the layout round-trips, and every operation on an
+// interleaved view gives what it gives on the rows, at every CPU level this
+// machine runs.
 #include "compute/interleave.h"
 
 #include <gtest/gtest.h>
@@ -22,27 +23,29 @@ struct Interleaved {
   WeightView w, w16;
 };
 
-Interleaved make(std::int64_t n_in, std::int64_t n_out, std::mt19937& rng) {
+Interleaved make(TensorType type, std::int64_t n_in, std::int64_t n_out, std::mt19937& rng) {
   Interleaved m;
-  const std::size_t row = quant::row_size(TensorType::Q4_0, n_in);
-  m.rows = testutil::random_weights(TensorType::Q4_0, n_out, n_in, row, rng);
+  const std::size_t row = quant::row_size(type, n_in);
+  m.rows = testutil::random_weights(type, n_out, n_in, row, rng);
   m.groups = m.rows;
-  interleave::pack_q4_0_in_place(n_in, n_out, m.groups.data());
-  m.w = {TensorType::Q4_0, n_in, n_out, m.rows.data(), row};
+  interleave::pack_in_place(type, n_in, n_out, m.groups.data());
+  m.w = {type, n_in, n_out, m.rows.data(), row};
   m.w16 = m.w;
   m.w16.data = m.groups.data();
   m.w16.interleaved16 = true;
   return m;
 }
 
-TEST(Interleave, RoundTripsAndGetRowReadsIt) {
+class Interleave : public ::testing::TestWithParam<TensorType> {};
+
+TEST_P(Interleave, RoundTripsAndGetRowReadsIt) {
   std::mt19937 rng(5);
-  const Interleaved m = make(96, 32, rng);
+  const Interleaved m = make(GetParam(), 96, 32, rng);
   EXPECT_NE(m.rows, m.groups);
   std::vector<std::byte> back(m.rows.size());
   const std::size_t group = 16 * m.w.row_stride;
   for (std::size_t g = 0; g < 2; ++g)
-    interleave::unpack_q4_0(96, m.groups.data() + g * group, back.data() + g * group);
+    interleave::unpack(GetParam(), 96, m.groups.data() + g * group, back.data() + g * group);
   EXPECT_EQ(back, m.rows);
   std::vector<float> a(96), b(96);
   for (std::int64_t r = 0; r < 32; ++r) {
@@ -58,17 +61,18 @@ TEST(Interleave, RoundTripsAndGetRowReadsIt) {
 // its own order: within 1e-5 of sum |w * a| of the rows' result (the integer
 // sums are exact in both; only f32 scaling and accumulation round, as in
 // matmul_test's bound (a)).
-TEST(Interleave, MatmulEqualsTheRowsAtEveryLevel) {
+TEST_P(Interleave, MatmulEqualsTheRowsAtEveryLevel) {
+  const TensorType type = GetParam();
   std::mt19937 rng(6);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (const auto& [n_in, n_out] : {std::pair<std::int64_t, std::int64_t>{32, 16}, {96, 48},
                                    {2048, 64}}) {
-    const Interleaved m = make(n_in, n_out, rng);
+    const Interleaved m = make(type, n_in, n_out, rng);
     std::vector<std::vector<float>> wd(n_out, std::vector<float>(n_in));
     for (std::int64_t r = 0; r < n_out; ++r) get_row(m.w, r, wd[r].data());
     for (CpuLevel level : {CpuLevel::Scalar, CpuLevel::Avx2, CpuLevel::Avx512, CpuLevel::Amx}) {
       if (level > detected_cpu_level()) continue;
-      const dot::GemmFns* gemm = quant::traits(TensorType::Q4_0)->dot.gemm_at(level);
+      const dot::GemmFns* gemm = quant::traits(type)->dot.gemm_at(level);
       for (std::int64_t n_tok : {1, 2, 3, 4, 5, 9, 16, 19}) {
         std::vector<float> x(n_tok * n_in);
         for (float& v : x) v = normal(rng);
@@ -109,12 +113,12 @@ TEST(Interleave, MatmulEqualsTheRowsAtEveryLevel) {
 }
 
 // matmul_many keeps interleaved jobs' rows in whole groups beside other jobs
-// (a Q8_0 one on the same input, a Q4_0 one in rows) and gives each job what
-// matmul gives it alone.
-TEST(Interleave, ManyJobsEqualEachAlone) {
+// (a Q8_0 one in rows on the same input, the first job in rows) and gives
+// each job what matmul gives it alone.
+TEST_P(Interleave, ManyJobsEqualEachAlone) {
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  const Interleaved a = make(256, 48, rng), b = make(256, 80, rng);
+  const Interleaved a = make(GetParam(), 256, 48, rng), b = make(GetParam(), 256, 80, rng);
   const std::vector<std::byte> q8 = testutil::random_weights(
       TensorType::Q8_0, 37, 256, quant::row_size(TensorType::Q8_0, 256), rng);
   const WeightView w8{TensorType::Q8_0, 256, 37, q8.data(), quant::row_size(TensorType::Q8_0, 256)};
@@ -141,9 +145,9 @@ TEST(Interleave, ManyJobsEqualEachAlone) {
   }
 }
 
-TEST(Interleave, ViewsItCannotDescribeAreRefused) {
+TEST_P(Interleave, ViewsItCannotDescribeAreRefused) {
   std::mt19937 rng(8);
-  Interleaved m = make(64, 32, rng);
+  Interleaved m = make(GetParam(), 64, 32, rng);
   ThreadPool pool(1);
   MatmulScratch scratch;
   std::vector<float> x(64, 1.0f), y(32);
@@ -153,12 +157,16 @@ TEST(Interleave, ViewsItCannotDescribeAreRefused) {
   WeightView padded = m.w16;
   padded.row_stride += 2;
   EXPECT_THROW(matmul(padded, x.data(), 1, y.data(), 32, pool, scratch), Error);
-  WeightView q8 = m.w16;
-  q8.type = TensorType::Q8_0;
-  q8.row_stride = quant::row_size(TensorType::Q8_0, 32);
-  q8.n_in = 32;
-  EXPECT_THROW(matmul(q8, x.data(), 1, y.data(), 32, pool, scratch), Error);
+  WeightView q4_k = m.w16;  // a type without the layout
+  q4_k.type = TensorType::Q4_K;
+  q4_k.n_in = 256;
+  q4_k.row_stride = quant::row_size(TensorType::Q4_K, 256);
+  EXPECT_THROW(matmul(q4_k, x.data(), 1, y.data(), 32, pool, scratch), Error);
 }
+
+INSTANTIATE_TEST_SUITE_P(Types, Interleave,
+                         ::testing::Values(TensorType::Q4_0, TensorType::Q8_0),
+                         [](const auto& info) { return quant::type_name(info.param); });
 
 }  // namespace
 }  // namespace seam
