@@ -66,16 +66,16 @@ inline constexpr int kDecodeRows = 4;
 using MultiRowFn = void (*)(std::int64_t n, const void* w, std::size_t row_stride, const void* act,
                             float* out);
 
+// n_act prepared tokens, act_stride bytes apart, against one group of 16
+// interleaved weight rows (interleave.h): out[t * out_stride + r] = row r . token t.
+using GroupFn = void (*)(std::int64_t n, const void* group, const void* act, std::size_t act_stride,
+                         int n_act, float* out, std::size_t out_stride);
+
 // Decode (few tokens) at the AVX-512 level for the 32-element block types: the
 // activation rows, quantized as usual, are put once per matmul into a layout
 // from which the kernel reads each weight row's partner values with plain
 // loads (int8 values contiguous, each 4-value group's offset correction and
 // each block's scale precomputed), so a weight row costs only its own unpacking.
-// n_act prepared tokens, act_stride bytes apart, against one group of 16
-// interleaved weight rows (interleave.h): out[t * out_stride + r] = row r . token t.
-using GroupFn = void (*)(std::int64_t n, const void* group, const void* act,
-                         std::size_t act_stride, int n_act, float* out, std::size_t out_stride);
-
 struct RowFns {
   // Bytes of one token's prepared activations for rows of n (a multiple of 64).
   std::size_t (*act_bytes)(std::int64_t n);
@@ -94,12 +94,12 @@ struct Kernels {
   DotFn scalar;            // reference, always present
   DotFn avx2 = nullptr;    // AVX2 + FMA + F16C, or null
   DotFn avx512 = nullptr;  // AVX-512 F/BW/VL/VNNI, or null (the level then runs the AVX2 kernel)
-  const GemmFns* gemm512 = nullptr;   // prefill at the AVX-512 level, or null
-  const RowFns* rows512 = nullptr;    // decode at the AVX-512 level on prepared rows, or null
+  const GemmFns* gemm512 = nullptr;    // prefill at the AVX-512 level, or null
+  const RowFns* rows512 = nullptr;     // decode at the AVX-512 level on prepared rows, or null
   const RowFns* rows512_16 = nullptr;  // the same on interleaved weights (dot16), or null
-  const GemmFns* gemm2 = nullptr;     // prefill at the AVX2 level, or null
-  const GemmFns* gemm_amx = nullptr;  // prefill at the AMX level, or null
-  MultiRowFn rows2 = nullptr;         // decode beside the avx2 kernel, on its activations, or null
+  const GemmFns* gemm2 = nullptr;      // prefill at the AVX2 level, or null
+  const GemmFns* gemm_amx = nullptr;   // prefill at the AMX level, or null
+  MultiRowFn rows2 = nullptr;          // decode beside the avx2 kernel, on its activations, or null
 
   // The kernel for `level`: the highest one present at or below it.
   DotFn at(CpuLevel level) const {

@@ -878,10 +878,14 @@ constexpr int kKGatherMinTokens = 8;
 constexpr int kFloatMinTokens = 12;
 
 // Constant-initialized: no start-up code runs in this unit.
-constinit const GemmFns gemm_q4_0 = {kGatherMinTokens,     act_bytes<DecQ4_0>,
-                                     panel_bytes<DecQ4_0>, prepare<DecQ4_0>,
-                                     pack_gather<DecQ4_0>, run<DecQ4_0>,
-                                     0,                    pack16<DecQ4_0>};
+constinit const GemmFns gemm_q4_0 = {kGatherMinTokens,
+                                     act_bytes<DecQ4_0>,
+                                     panel_bytes<DecQ4_0>,
+                                     prepare<DecQ4_0>,
+                                     pack_gather<DecQ4_0>,
+                                     run<DecQ4_0>,
+                                     0,
+                                     pack16<DecQ4_0>};
 constinit const GemmFns gemm_q4_1 = {kIntMinTokens,    act_bytes<DecQ4_1>, panel_bytes<DecQ4_1>,
                                      prepare<DecQ4_1>, pack<DecQ4_1>,      run<DecQ4_1>};
 constinit const GemmFns gemm_q5_1 = {kIntMinTokens,    act_bytes<DecQ5_1>, panel_bytes<DecQ5_1>,
@@ -897,10 +901,14 @@ constinit const GemmFns gemm_iq4_nl = {kIntMinTokens,          act_bytes<DecIQ4_
                                        pack<DecIQ4_NL>,        run<DecIQ4_NL>};
 constinit const GemmFns gemm_mxfp4 = {kIntMinTokens,     act_bytes<DecMXFP4>, panel_bytes<DecMXFP4>,
                                       prepare<DecMXFP4>, pack<DecMXFP4>,      run<DecMXFP4>};
-constinit const GemmFns gemm_q8_0 = {kGatherMinTokens,     act_bytes<DecQ8_0>,
-                                     panel_bytes<DecQ8_0>, prepare<DecQ8_0>,
-                                     pack_gather<DecQ8_0>, run<DecQ8_0>,
-                                     0,                    pack16<DecQ8_0>};
+constinit const GemmFns gemm_q8_0 = {kGatherMinTokens,
+                                     act_bytes<DecQ8_0>,
+                                     panel_bytes<DecQ8_0>,
+                                     prepare<DecQ8_0>,
+                                     pack_gather<DecQ8_0>,
+                                     run<DecQ8_0>,
+                                     0,
+                                     pack16<DecQ8_0>};
 constinit const GemmFns gemm_q4_k = {kKGatherMinTokens, act_bytes<DecQ4_K>, panel_bytes<DecQ4_K>,
                                      prepare<DecQ4_K>,  pack_gather_q4_k,   run<DecQ4_K>};
 constinit const GemmFns gemm_q5_k = {kIntMinTokens,    act_bytes<DecQ5_K>, panel_bytes<DecQ5_K>,

@@ -554,8 +554,8 @@ void q8_0_i16_tile(std::int64_t n, const std::byte* group, const void* act, std:
       c0 = _mm512_dpbusd_epi32(c0, ones, w[m]);
       c1 = _mm512_dpbusd_epi32(c1, ones, w[m + 1]);
     }
-    const __m512i start = _mm512_sub_epi32(_mm512_setzero_si512(),
-                                           _mm512_slli_epi32(_mm512_add_epi32(c0, c1), 7));
+    const __m512i start =
+        _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_add_epi32(c0, c1), 7));
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
     for (int t = 0; t < NT; ++t) {
       const std::int8_t* a = aq[t] + 32 * b;

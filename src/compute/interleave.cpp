@@ -21,7 +21,8 @@ void pack(TensorType type, std::int64_t n, const std::byte* rows, std::size_t ro
     for (int r = 0; r < kRows; ++r) {
       const std::byte* blk = rows + r * row_stride + static_cast<std::size_t>(b) * rb;
       std::memcpy(out + 2 * r, blk, 2);
-      for (std::size_t m = 0; m < steps; ++m) std::memcpy(out + 32 + 64 * m + 4 * r, blk + 2 + 4 * m, 4);
+      for (std::size_t m = 0; m < steps; ++m)
+        std::memcpy(out + 32 + 64 * m + 4 * r, blk + 2 + 4 * m, 4);
     }
   }
 }
@@ -34,7 +35,8 @@ void unpack(TensorType type, std::int64_t n, const std::byte* group, std::byte* 
     for (int r = 0; r < kRows; ++r) {
       std::byte* blk = rows + r * row + static_cast<std::size_t>(b) * rb;
       std::memcpy(blk, in + 2 * r, 2);
-      for (std::size_t m = 0; m < steps; ++m) std::memcpy(blk + 2 + 4 * m, in + 32 + 64 * m + 4 * r, 4);
+      for (std::size_t m = 0; m < steps; ++m)
+        std::memcpy(blk + 2 + 4 * m, in + 32 + 64 * m + 4 * r, 4);
     }
   }
 }

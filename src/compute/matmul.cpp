@@ -56,8 +56,8 @@ const quant::TypeTraits& checked_traits(const WeightView& w, const char* op) {
 const std::byte* unpacked_group(const WeightView& w, std::int64_t first_row) {
   thread_local std::vector<std::byte> rows;
   rows.resize(interleave::kRows * w.row_stride);
-  interleave::unpack(w.type, w.n_in,
-                     w.data + static_cast<std::size_t>(first_row) * w.row_stride, rows.data());
+  interleave::unpack(w.type, w.n_in, w.data + static_cast<std::size_t>(first_row) * w.row_stride,
+                     rows.data());
   return rows.data();
 }
 
@@ -161,8 +161,7 @@ struct RowPlan {
 // idle for a small share of the work (a 576-row decode matmul in 5 chunks kept
 // 2 threads 40% unbalanced).
 // With interleaved weights, whole groups of 16 rows.
-std::size_t row_grain(std::int64_t n_in, std::int64_t total_rows, int n_threads,
-                      bool interleaved) {
+std::size_t row_grain(std::int64_t n_in, std::int64_t total_rows, int n_threads, bool interleaved) {
   const std::int64_t per_thread = (total_rows + 4 * n_threads - 1) / (4 * n_threads);
   const auto g =
       static_cast<std::size_t>(std::max<std::int64_t>(1, std::min(65536 / n_in, per_thread)));
@@ -278,7 +277,8 @@ void matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y
   if (scratch.gemm_act.size() < prep) scratch.gemm_act.resize(prep);
   const RowPlan plan =
       row_plan(tr, level, w, act, act_stride, n_tokens, y, ldy, scratch.gemm_act, 0);
-  pool.parallel_for(static_cast<std::size_t>(w.n_out), row_grain(w.n_in, w.n_out, pool.size(), w.interleaved16),
+  pool.parallel_for(static_cast<std::size_t>(w.n_out),
+                    row_grain(w.n_in, w.n_out, pool.size(), w.interleaved16),
                     [&](std::size_t b, std::size_t e) { plan.rows(b, e); });
 }
 
@@ -316,12 +316,7 @@ void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool, MatmulScratc
       matmul(j.w, j.x, j.n_tokens, j.y, j.ldy, pool, scratch, level);
       continue;
     }
-    Pending p{&j,
-              &tr,
-              row_fns(tr, level, j.w),
-              act_total,
-              act_row_bytes(tr, j.w.n_in),
-              prep_total};
+    Pending p{&j, &tr, row_fns(tr, level, j.w), act_total, act_row_bytes(tr, j.w.n_in), prep_total};
     for (const Pending& q : pending) {
       const MatmulJob& o = *q.job;
       if (o.x != j.x || o.n_tokens != j.n_tokens || o.w.n_in != j.w.n_in ||

@@ -86,9 +86,9 @@ void interleave_matrices(const GgufFile& file, ModelWeights& w) {
   const CpuLevel level = active_cpu_level();
   std::vector<WeightView*> views;
   for (LayerWeights& L : w.layers) {
-    for (WeightView* v : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down,
-                          &L.ple_gate, &L.ple_proj, &L.ffn_gate_shexp, &L.ffn_up_shexp,
-                          &L.ffn_down_shexp})
+    for (WeightView* v :
+         {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down, &L.ple_gate, &L.ple_proj,
+          &L.ffn_gate_shexp, &L.ffn_up_shexp, &L.ffn_down_shexp})
       views.push_back(v);
   }
   if (w.output.data != w.token_embd.data) views.push_back(&w.output);

@@ -65,8 +65,8 @@ TEST_P(Interleave, MatmulEqualsTheRowsAtEveryLevel) {
   const TensorType type = GetParam();
   std::mt19937 rng(6);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (const auto& [n_in, n_out] : {std::pair<std::int64_t, std::int64_t>{32, 16}, {96, 48},
-                                   {2048, 64}}) {
+  for (const auto& [n_in, n_out] :
+       {std::pair<std::int64_t, std::int64_t>{32, 16}, {96, 48}, {2048, 64}}) {
     const Interleaved m = make(type, n_in, n_out, rng);
     std::vector<std::vector<float>> wd(n_out, std::vector<float>(n_in));
     for (std::int64_t r = 0; r < n_out; ++r) get_row(m.w, r, wd[r].data());
@@ -82,10 +82,10 @@ TEST_P(Interleave, MatmulEqualsTheRowsAtEveryLevel) {
           quant::quantize_row(TensorType::Q8_0, x.data() + t * n_in, aq.data(), n_in);
           const std::vector<double> ad = testutil::decode_act(TensorType::Q8_0, aq.data(), n_in);
           for (std::int64_t r = 0; r < n_out; ++r)
-            for (std::int64_t k = 0; k < n_in; ++k) mag[t * n_out + r] += std::fabs(wd[r][k] * ad[k]);
+            for (std::int64_t k = 0; k < n_in; ++k)
+              mag[t * n_out + r] += std::fabs(wd[r][k] * ad[k]);
         }
-        const bool own_kernel =
-            level >= CpuLevel::Avx512 && !(gemm && n_tok >= gemm->min_tokens);
+        const bool own_kernel = level >= CpuLevel::Avx512 && !(gemm && n_tok >= gemm->min_tokens);
         for (int threads : {1, 3}) {
           ThreadPool pool(threads);
           MatmulScratch scratch;
@@ -101,8 +101,8 @@ TEST_P(Interleave, MatmulEqualsTheRowsAtEveryLevel) {
                                 << " r " << r << " t " << t;
               } else {
                 ASSERT_NEAR(a, b, 1e-5 * mag[t * n_out + r] + 1e-30)
-                    << cpu_level_name(level) << " n_in " << n_in << " n_tok " << n_tok << " r "
-                    << r << " t " << t;
+                    << cpu_level_name(level) << " n_in " << n_in << " n_tok " << n_tok << " r " << r
+                    << " t " << t;
               }
             }
           }
@@ -164,8 +164,7 @@ TEST_P(Interleave, ViewsItCannotDescribeAreRefused) {
   EXPECT_THROW(matmul(q4_k, x.data(), 1, y.data(), 32, pool, scratch), Error);
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, Interleave,
-                         ::testing::Values(TensorType::Q4_0, TensorType::Q8_0),
+INSTANTIATE_TEST_SUITE_P(Types, Interleave, ::testing::Values(TensorType::Q4_0, TensorType::Q8_0),
                          [](const auto& info) { return quant::type_name(info.param); });
 
 }  // namespace
