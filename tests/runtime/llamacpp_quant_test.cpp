@@ -46,6 +46,16 @@ Diff diff(std::span<const float> a, std::span<const float> b) {
   return d;
 }
 
+// The prompt in one decode call; the logits of its last token.
+std::vector<float> prefill(Session& s, const std::vector<Token>& prompt) {
+  std::vector<Decode> batch;
+  for (std::size_t i = 0; i < prompt.size(); ++i)
+    batch.push_back({prompt[i], static_cast<std::int32_t>(i), 0, i + 1 == prompt.size()});
+  s.decode(batch);
+  const auto row = s.logits(prompt.size() - 1);
+  return {row.begin(), row.end()};
+}
+
 class LlamaCppQuant : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(LlamaCppQuant, GreedyIdsAndLogitsMatch) {
@@ -59,11 +69,7 @@ TEST_P(LlamaCppQuant, GreedyIdsAndLogitsMatch) {
   EXPECT_EQ(model->tokenize(all["prompt"]["text"].get<std::string>(), true, false), prompt);
 
   auto s = model->session(exact_config(64, 512));
-  std::vector<Decode> batch;
-  for (std::size_t i = 0; i < prompt.size(); ++i)
-    batch.push_back({prompt[i], static_cast<std::int32_t>(i), 0, i + 1 == prompt.size()});
-  s->decode(batch);
-  const auto row = s->logits(prompt.size() - 1);
+  const std::vector<float> row = prefill(*s, prompt);
   const std::vector<float> own = read_f32_file(kQuantDir + e["logits"].get<std::string>());
   const std::vector<float> twin = read_f32_file(kQuantDir + e["twin_logits"].get<std::string>());
   ASSERT_EQ(own.size(), row.size());
@@ -115,12 +121,7 @@ TEST(LlamaCppQuantLayouts, InterleavedQ4_0GivesTheMappedFilesLogits) {
     lo.mmap = mmap;
     auto model = Model::load(path, lo);
     auto s = model->session(exact_config(64, 512));
-    std::vector<Decode> batch;
-    for (std::size_t i = 0; i < prompt.size(); ++i)
-      batch.push_back({prompt[i], static_cast<std::int32_t>(i), 0, i + 1 == prompt.size()});
-    s->decode(batch);
-    const auto row = s->logits(prompt.size() - 1);
-    logits[mmap].emplace_back(row.begin(), row.end());
+    logits[mmap].push_back(prefill(*s, prompt));
     for (std::int32_t i = 0; i < 8; ++i) {
       const std::vector<float>& last = logits[mmap].back();
       const Token t = static_cast<Token>(std::max_element(last.begin(), last.end()) - last.begin());
