@@ -398,27 +398,52 @@ constexpr auto kFifthBits = [] {
   return t;
 }();
 
-template <class D>
-void pack_gather(std::int64_t n, const void* w, std::size_t row_stride, int n_rows, void* panel) {
+// The values and scales of block b of a panel's 16 rows, 4 bytes per row at
+// a time: gathered from rows in the file's layout, or loaded from a group of
+// interleaved rows (interleave.h), which holds them side by side already.
+template <class Block>
+struct RowsSource {
+  PanelGather g;
+  const std::byte* w;
+  const std::byte* block(std::int64_t b) const { return w + b * sizeof(Block); }
+  __m512i values(std::int64_t b, int m) const {
+    return g.dword(block(b) + offsetof(Block, qs) + 4 * m);
+  }
+  __m512 scales(std::int64_t b) const { return f16_lanes(g.dword(block(b))); }
+  __m512i high_bits(std::int64_t b) const { return g.dword(block(b) + offsetof(BlockQ5_0, qh)); }
+  __mmask64 live_bytes() const { return g.live_bytes; }
+};
+template <class Block>
+struct GroupSource {
+  static constexpr std::size_t kBlock = kRows * sizeof(Block);
+  const std::byte* w;
+  __m512i values(std::int64_t b, int m) const {
+    return _mm512_loadu_si512(w + b * kBlock + 32 + 64 * m);
+  }
+  __m512 scales(std::int64_t b) const {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + b * kBlock)));
+  }
+  static __mmask64 live_bytes() { return ~__mmask64{0}; }
+};
+
+template <class D, class Source>
+void pack_dwords(std::int64_t n, const Source& src, void* panel) {
   constexpr bool kQ8 = std::is_same_v<D, DecQ8_0>, kQ5 = std::is_same_v<D, DecQ5_0>;
   static_assert(std::is_same_v<D, DecQ4_0> || kQ5 || kQ8);
-  using Block = std::conditional_t<kQ8, BlockQ8_0, std::conditional_t<kQ5, BlockQ5_0, BlockQ4_0>>;
   constexpr std::size_t ub = unit_bytes<D>();
-  const PanelGather g(row_stride, n_rows, panel);
   const __m512i m4 = _mm512_set1_epi8(0x0F), off = _mm512_set1_epi8(kQ5 ? 16 : 8);
   const __m512i fifth = _mm512_load_si512(kFifthBits.v), low4 = _mm512_set1_epi32(0xF);
   for (std::int64_t b = 0; b < n / 32; ++b) {
-    const std::byte* blk = static_cast<const std::byte*>(w) + b * sizeof(Block);
-    std::byte* u = g.out + b * ub;
+    std::byte* u = static_cast<std::byte*>(panel) + b * ub;
     __m512i sum = _mm512_setzero_si512();
     __m512i qh = _mm512_setzero_si512();
-    if constexpr (kQ5) qh = g.dword(blk + offsetof(BlockQ5_0, qh));
+    if constexpr (kQ5) qh = src.high_bits(b);
     // Group k's fifth bits (elements 4k..4k+3 are bits 4k..4k+3 of qh).
     auto high = [&](int k) {
       return _mm512_permutexvar_epi32(_mm512_and_si512(_mm512_srli_epi32(qh, 4 * k), low4), fifth);
     };
     for (int m = 0; m < (kQ8 ? 8 : 4); ++m) {
-      const __m512i v = g.dword(blk + offsetof(Block, qs) + 4 * m);
+      const __m512i v = src.values(b, m);
       if constexpr (kQ8) {
         PanelGather::put(u, m, v, sum);
       } else {
@@ -427,42 +452,34 @@ void pack_gather(std::int64_t n, const void* w, std::size_t row_stride, int n_ro
           lo = _mm512_or_si512(lo, high(m));
           hi = _mm512_or_si512(hi, high(m + 4));
         }
-        PanelGather::put(u, m, _mm512_maskz_sub_epi8(g.live_bytes, lo, off), sum);
-        PanelGather::put(u, m + 4, _mm512_maskz_sub_epi8(g.live_bytes, hi, off), sum);
+        PanelGather::put(u, m, _mm512_maskz_sub_epi8(src.live_bytes(), lo, off), sum);
+        PanelGather::put(u, m + 4, _mm512_maskz_sub_epi8(src.live_bytes(), hi, off), sum);
       }
     }
     PanelGather::put_correction(u, 32, sum);
-    _mm512_storeu_ps(u + 32 * kRows + 64, f16_lanes(g.dword(blk)));
+    _mm512_storeu_ps(u + 32 * kRows + 64, src.scales(b));
   }
 }
 
-// pack_gather's panel from a group of 16 interleaved rows (interleave.h),
-// where each of its dword gathers is one 64-byte load.
+template <class D>
+using BlockOf =
+    std::conditional_t<std::is_same_v<D, DecQ8_0>, BlockQ8_0,
+                       std::conditional_t<std::is_same_v<D, DecQ5_0>, BlockQ5_0, BlockQ4_0>>;
+
+template <class D>
+void pack_gather(std::int64_t n, const void* w, std::size_t row_stride, int n_rows, void* panel) {
+  const RowsSource<BlockOf<D>> src{PanelGather(row_stride, n_rows, panel),
+                                   static_cast<const std::byte*>(w)};
+  pack_dwords<D>(n, src, panel);
+}
+
+// pack_gather's panel from a group of 16 interleaved rows.
 template <class D>
 void pack16(std::int64_t n, const void* group, void* panel) {
-  constexpr bool kQ8 = std::is_same_v<D, DecQ8_0>;
-  static_assert(std::is_same_v<D, DecQ4_0> || kQ8);
-  constexpr std::size_t ub = unit_bytes<D>();
-  constexpr std::size_t kBlock = interleave::block_bytes(kQ8 ? TensorType::Q8_0 : TensorType::Q4_0);
-  const __m512i m4 = _mm512_set1_epi8(0x0F), off = _mm512_set1_epi8(8);
-  for (std::int64_t b = 0; b < n / 32; ++b) {
-    const std::byte* blk = static_cast<const std::byte*>(group) + b * kBlock;
-    std::byte* u = static_cast<std::byte*>(panel) + b * ub;
-    __m512i sum = _mm512_setzero_si512();
-    for (int m = 0; m < (kQ8 ? 8 : 4); ++m) {
-      const __m512i v = _mm512_loadu_si512(blk + 32 + 64 * m);
-      if constexpr (kQ8) {
-        PanelGather::put(u, m, v, sum);
-      } else {
-        PanelGather::put(u, m, _mm512_sub_epi8(_mm512_and_si512(v, m4), off), sum);
-        PanelGather::put(u, m + 4,
-                         _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), off), sum);
-      }
-    }
-    PanelGather::put_correction(u, 32, sum);
-    _mm512_storeu_ps(u + 32 * kRows + 64,
-                     _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk))));
-  }
+  static_assert(
+      GroupSource<BlockOf<D>>::kBlock ==
+      interleave::block_bytes(std::is_same_v<D, DecQ8_0> ? TensorType::Q8_0 : TensorType::Q4_0));
+  pack_dwords<D>(n, GroupSource<BlockOf<D>>{static_cast<const std::byte*>(group)}, panel);
 }
 
 // Q4_K: 32 gathers per super-block give both nibble halves of its four
