@@ -503,14 +503,6 @@ void q4_0_i16_tile(std::int64_t n, const std::byte* group, const void* act, std:
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + t * os, acc[t]);
 }
 
-void q4_0_i16(std::int64_t n, const void* group, const void* act, std::size_t as, int n_act,
-              float* out, std::size_t os) {
-  // Four tokens at most per pass: 16 nibble vectors and 4 accumulators live.
-  for_each_tile<4>(act, as, n_act, out, os, [&](auto nt, const void* a, float* o) {
-    q4_0_i16_tile<nt>(n, static_cast<const std::byte*>(group), a, as, o, os);
-  });
-}
-
 // Q8_0 on the same layout, eight 64-byte loads per block. vpdpbusd's
 // unsigned operand is the token's int8 values + 128 (prepared), so each row
 // gets 128 * its block's sum of weights too, taken out by a vpdpbusd of the
@@ -571,10 +563,17 @@ void q8_0_i16_tile(std::int64_t n, const std::byte* group, const void* act, std:
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + t * os, acc[t]);
 }
 
-void q8_0_i16(std::int64_t n, const void* group, const void* act, std::size_t as, int n_act,
-              float* out, std::size_t os) {
+// The interleaved kernels' GroupFn: four tokens at most per pass (Q4_0: 8
+// nibble vectors, Q8_0: 8 weight vectors, and 4 accumulators live).
+template <bool kQ8>
+void i16_dot(std::int64_t n, const void* group, const void* act, std::size_t as, int n_act,
+             float* out, std::size_t os) {
   for_each_tile<4>(act, as, n_act, out, os, [&](auto nt, const void* a, float* o) {
-    q8_0_i16_tile<nt>(n, static_cast<const std::byte*>(group), a, as, o, os);
+    const auto* g = static_cast<const std::byte*>(group);
+    if constexpr (kQ8)
+      q8_0_i16_tile<nt>(n, g, a, as, o, os);
+    else
+      q4_0_i16_tile<nt>(n, g, a, as, o, os);
   });
 }
 
@@ -886,8 +885,9 @@ constinit const RowFns rows_q4_0 = row_fns<PQ4_0>();
 constinit const RowFns rows_q5_0 = row_fns<PQ5_0>();
 constinit const RowFns rows_q8_0 = row_fns<PQ8_0>();
 constinit const RowFns rows_iq4_nl = row_fns<PIQ4_NL>();
-constinit const RowFns rows_q4_0_16 = {i16_act_bytes, i16_prepare, nullptr, nullptr, q4_0_i16};
+constinit const RowFns rows_q4_0_16 = {i16_act_bytes, i16_prepare, nullptr, nullptr,
+                                       i16_dot<false>};
 constinit const RowFns rows_q8_0_16 = {i16_q8_act_bytes, i16_q8_prepare, nullptr, nullptr,
-                                       q8_0_i16};
+                                       i16_dot<true>};
 
 }  // namespace seam::dot::avx512

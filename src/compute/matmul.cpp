@@ -14,6 +14,12 @@
 namespace seam {
 namespace {
 
+// Whether interleave.h can describe w's rows (its shape checked otherwise).
+bool can_interleave(const WeightView& w) {
+  return interleave::has_layout(w.type) && w.n_out % interleave::kRows == 0 &&
+         w.row_stride == quant::row_size(w.type, w.n_in);
+}
+
 const quant::TypeTraits& checked_traits(const WeightView& w, const char* op) {
   const quant::TypeTraits* tr = quant::traits(w.type);
   if (!tr) {
@@ -42,8 +48,7 @@ const quant::TypeTraits& checked_traits(const WeightView& w, const char* op) {
                                            " weight rows must be " + std::to_string(align) +
                                            "-byte aligned");
   }
-  if (w.interleaved16 && (!interleave::has_layout(w.type) || w.n_out % interleave::kRows != 0 ||
-                          w.row_stride != row)) {
+  if (w.interleaved16 && !can_interleave(w)) {
     throw Error(Errc::InvalidArgument, std::string(op) +
                                            " interleaved weights must be Q4_0 or Q8_0 rows" +
                                            " in whole groups of 16, unpadded");
@@ -378,10 +383,8 @@ void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool, MatmulScratc
 }
 
 bool interleave_pays(const WeightView& w, CpuLevel level) {
-  const quant::TypeTraits* tr = quant::traits(w.type);
-  return interleave::has_layout(w.type) && tr && w.n_out > 0 && w.n_out % interleave::kRows == 0 &&
-         w.n_in > 0 && w.n_in % 32 == 0 && w.row_stride == quant::row_size(w.type, w.n_in) &&
-         level >= CpuLevel::Avx512 && tr->dot.rows512_16 != nullptr;
+  return w.n_out > 0 && w.n_in > 0 && w.n_in % 32 == 0 && can_interleave(w) &&
+         level >= CpuLevel::Avx512 && quant::traits(w.type)->dot.rows512_16 != nullptr;
 }
 
 void get_row(const WeightView& w, std::int64_t r, float* out) {
