@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -139,7 +140,10 @@ class HttpServer final : public ServerHandle {
     // again on the bound socket widens the queue to the system's limit.
     if (listen_fd_ < 0 || ::listen(listen_fd_, SOMAXCONN) != 0)
       throw Error(Errc::Io, "cannot listen on " + cfg_.host + ":" + std::to_string(port_));
-    listener_ = std::thread([this] { svr_.listen_after_bind(); });
+    listener_ = std::thread([this] {
+      svr_.listen_after_bind();
+      listener_done_.store(true);
+    });
   }
 
   void stop() override {
@@ -159,7 +163,11 @@ class HttpServer final : public ServerHandle {
     }
     stopping_.store(true);
     // Stop accepting connections; let running requests finish within the
-    // grace period, then cancel them.
+    // grace period, then cancel them. httplib's stop() does nothing before its
+    // accept loop has started, which then never ends: a model refused right
+    // after the bind hung the process under load (seen once under ASan).
+    while (listener_.joinable() && !svr_.is_running() && !listener_done_.load())
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     svr_.stop();
     if (engine_)
       engine_->drain(Clock::now() +
@@ -184,6 +192,7 @@ class HttpServer final : public ServerHandle {
   int port_ = 0;
   int listen_fd_ = -1;  // the bound socket, seen by the socket-options hook
   std::thread listener_;
+  std::atomic<bool> listener_done_{false};  // listen_after_bind returned
 
   std::mutex m_;
   std::condition_variable stop_cv_;
