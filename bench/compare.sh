@@ -12,7 +12,12 @@
 #   bench/compare.sh [--smoke] [--shapes "small 1b"] [--types "F16 Q8_0 Q4_0 Q4_K_M"]
 #                    [-t 1,2] [-d 0,4096] [-p 512] [-n 128] [-r 3] [--cache-type f16]
 #                    [--cache DIR] [--seam BIN] [--peer DIR] [--python PY] [--membw GBPS]
+#                    [--level avx2]
 #
+# --level avx2: both engines at the AVX2 level on a machine that has more
+# (seam by SEAM_CPU=avx2, llama.cpp by loading only its `haswell` CPU backend,
+# the one it picks on an AVX2-only CPU such as Zen 3); without it each engine
+# runs its best level.
 # --smoke: a tiny model, seconds in all (the test suite runs it). Without the
 # peer (../peer, or $LLAMACPP_PEER_DIR) only seam's figures are printed.
 set -euo pipefail
@@ -33,6 +38,7 @@ peer="${LLAMACPP_PEER_DIR:-$root/../peer}"
 tools="$root/../shared/tools"
 python=/usr/bin/python3
 membw=()
+level=""
 smoke=0
 
 die() { echo "compare.sh: $*" >&2; exit 1; }
@@ -53,7 +59,8 @@ while [ $# -gt 0 ]; do
     --tools) tools="$2"; shift 2 ;;
     --python) python="$2"; shift 2 ;;
     --membw) membw=(--membw "$2"); shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --level) level="$2"; shift 2 ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
@@ -70,6 +77,25 @@ if [ ! -x "$cbench" ]; then
   cbench=""
 fi
 mkdir -p "$cache"
+
+# --level: seam's level by SEAM_CPU, llama.cpp's by a folder of its libraries
+# holding only the matching CPU backend (llamacpp-cbench loads from
+# $LLAMACPP_BINS the best backend it finds there).
+bins=""
+if [ -n "$level" ]; then
+  [ "$level" = avx2 ] || die "--level: only avx2 (llama.cpp's haswell backend) can be forced"
+  export SEAM_CPU="$level"
+  if [ -n "$cbench" ]; then
+    variant=$(find "$peer" -name 'libggml-cpu-haswell.so' | head -n 1)
+    [ -n "$variant" ] || die "no libggml-cpu-haswell.so under $peer"
+    bins=$(mktemp -d)
+    for f in "$(dirname "$variant")"/*; do
+      case "$(basename "$f")" in libggml-cpu-*) ;; *) ln -s "$f" "$bins/" ;; esac
+    done
+    ln -s "$variant" "$bins/"
+    export LLAMACPP_BINS="$bins"
+  fi
+fi
 
 # mkgguf.py shape per name; the context is raised so depth + pp fits.
 shape_args() {
@@ -100,7 +126,7 @@ model_file() {
 }
 
 results=$(mktemp)
-trap 'rm -f "$results"' EXIT
+trap 'rm -rf "$results" ${bins:+"$bins"}' EXIT
 for shape in $shapes; do
   for type in $types; do
     file=$(model_file "$shape" "$type")
