@@ -71,11 +71,12 @@ using MultiRowFn = void (*)(std::int64_t n, const void* w, std::size_t row_strid
 using GroupFn = void (*)(std::int64_t n, const void* group, const void* act, std::size_t act_stride,
                          int n_act, float* out, std::size_t out_stride);
 
-// Decode (few tokens) at the AVX-512 level for the 32-element block types: the
-// activation rows, quantized as usual, are put once per matmul into a layout
-// from which the kernel reads each weight row's partner values with plain
-// loads (int8 values contiguous, each 4-value group's offset correction and
-// each block's scale precomputed), so a weight row costs only its own unpacking.
+// Decode (few tokens) on prepared activations: the activation rows, quantized
+// as usual, are put once per matmul into a layout from which the kernel reads
+// each weight row's partner values with plain loads (int8 values contiguous,
+// each 4-value group's offset correction and each block's scale precomputed),
+// so a weight row costs only its own unpacking. At the AVX-512 level for the
+// 32-element block types, and at both SIMD levels for interleaved weights.
 struct RowFns {
   // Bytes of one token's prepared activations for rows of n (a multiple of 64).
   std::size_t (*act_bytes)(std::int64_t n);
@@ -100,6 +101,7 @@ struct Kernels {
   const GemmFns* gemm2 = nullptr;      // prefill at the AVX2 level, or null
   const GemmFns* gemm_amx = nullptr;   // prefill at the AMX level, or null
   MultiRowFn rows2 = nullptr;          // decode beside the avx2 kernel, on its activations, or null
+  const RowFns* rows2_16 = nullptr;    // decode at the AVX2 level on interleaved weights, or null
 
   // The kernel for `level`: the highest one present at or below it.
   DotFn at(CpuLevel level) const {
@@ -112,6 +114,13 @@ struct Kernels {
     if (level >= CpuLevel::Amx && gemm_amx) return gemm_amx;
     if (level >= CpuLevel::Avx512 && gemm512) return gemm512;
     if (level >= CpuLevel::Avx2 && gemm2) return gemm2;
+    return nullptr;
+  }
+  // The decode kernels on interleaved weights for `level`, or null (the type
+  // is then not worth interleaving there).
+  const RowFns* rows16_at(CpuLevel level) const {
+    if (level >= CpuLevel::Avx512 && rows512_16) return rows512_16;
+    if (level >= CpuLevel::Avx2) return rows2_16;
     return nullptr;
   }
 };
@@ -156,6 +165,8 @@ void rows_q4_0(std::int64_t, const void*, std::size_t, const void*, float*);
 void rows_q5_0(std::int64_t, const void*, std::size_t, const void*, float*);
 void rows_q8_0(std::int64_t, const void*, std::size_t, const void*, float*);
 void rows_iq4_nl(std::int64_t, const void*, std::size_t, const void*, float*);
+// Decode on interleaved Q4_0 / Q8_0 weights at the AVX2 level (gemm_avx2.cpp).
+extern const RowFns rows_q4_0_16, rows_q8_0_16;
 // Prefill GEMM at the AVX2 level (gemm_avx2.cpp).
 extern const GemmFns gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_q4_k, gemm_q6_k, gemm_f32, gemm_f16,
     gemm_bf16;

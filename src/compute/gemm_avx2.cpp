@@ -36,6 +36,8 @@
 #include <utility>
 
 #include "compute/dot.h"
+#include "compute/interleave.h"
+#include "compute/prefetch.h"
 #include "compute/quant_blocks.h"
 
 namespace seam::dot::avx2 {
@@ -470,64 +472,124 @@ inline void store_rows(const __m256* acc, int nt, int n_valid, float* out, std::
   for (int t = 0; t < nt; ++t) _mm256_maskstore_ps(out + t * ldy, mask, acc[t]);
 }
 
-// Rows 8h..8h+7 of a panel x NT tokens: out[t * ldy + r - 8h] for the
-// n_valid (1..8) rows present. Live registers: NT f32 accumulators, NT int32
-// unit sums, NT int16 partial sums, the weights, ones and one broadcast.
-template <class D, int NT>
-void tile(std::int64_t n, const std::byte* panel, int h, const std::byte* act, std::size_t as,
+// Where tile() reads the weights: step k (elements 4k..4k+3 of each row) of
+// unit u for rows 8h..8h+7, as the panel holds it, and the unit's scales (and
+// mins) of those rows.
+template <class D>
+struct PanelSource {  // a panel of pack()
+  const std::byte* panel;
+  const std::byte* unit(std::int64_t u) const { return panel + u * unit_bytes<D>(); }
+  __m256i step(std::int64_t u, int k, int h) const {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit(u) + 64 * k + 32 * h));
+  }
+  __m256 scale(std::int64_t u, int h) const {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(unit(u) + D::kUnit * kRows + 32 * h));
+  }
+  __m256 min(std::int64_t u, int h) const {
+    return _mm256_loadu_ps(
+        reinterpret_cast<const float*>(unit(u) + D::kUnit * kRows + 64 + 32 * h));
+  }
+  void prefetch(std::int64_t) const {}  // packed into the thread's L2 just before
+};
+
+// interleave.h's groups of 16 rows, read in place: a block's 16 fp16 scales,
+// then 4-byte steps of the 16 rows' values. A Q4_0 step holds two of the
+// panel's (low nibbles: elements 4m..4m+3; high: 16 + 4m..). Decode streams
+// them from DRAM, hence the prefetch (prefetch.h).
+inline __m256 group_scale(const std::byte* block, int h) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 16 * h)));
+}
+struct GroupQ4_0 {
+  static constexpr std::size_t kBlock = interleave::block_bytes(TensorType::Q4_0);
+  const std::byte* group;
+  __m256i step(std::int64_t u, int k, int h) const {
+    const __m256i v = _mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(group + u * kBlock + 32 + 64 * (k & 3) + 32 * h));
+    return _mm256_and_si256(k < 4 ? v : _mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0F));
+  }
+  __m256 scale(std::int64_t u, int h) const { return group_scale(group + u * kBlock, h); }
+  void prefetch(std::int64_t u) const { prefetch_ahead(group + u * kBlock, kBlock); }
+};
+struct GroupQ8_0 {
+  static constexpr std::size_t kBlock = interleave::block_bytes(TensorType::Q8_0);
+  const std::byte* group;
+  __m256i step(std::int64_t u, int k, int h) const {
+    return _mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(group + u * kBlock + 32 + 64 * k + 32 * h));
+  }
+  __m256 scale(std::int64_t u, int h) const { return group_scale(group + u * kBlock, h); }
+  void prefetch(std::int64_t u) const { prefetch_ahead(group + u * kBlock, kBlock); }
+};
+
+// H halves of 8 rows (from half h0) x NT tokens: out[t * ldy + r] for the
+// n_valid rows present (8 per half at most), weights from `src`. Live
+// registers: H * NT f32 accumulators, int32 unit sums and int16 partial sums,
+// the H weight vectors, ones and one broadcast; the halves share each
+// broadcast.
+template <class D, int H, int NT, class Src>
+void tile(std::int64_t n, const Src& src, int h0, const std::byte* act, std::size_t as,
           int n_valid, float* out, std::size_t ldy) {
   constexpr int U = D::kUnit, SB = D::kActBlock, S = D::kSteps;
-  constexpr std::size_t ub = unit_bytes<D>();
   const ActLayout<D> L(n);
   const std::int8_t* aq[NT];
   const float* ad[NT];
   const std::int32_t* acorr[NT];
   const float* adsum[NT];
-  __m256 facc[NT];
+  __m256 facc[H][NT];
   for (int t = 0; t < NT; ++t) {
     const std::byte* a = act + t * as;
     aq[t] = reinterpret_cast<const std::int8_t*>(a);
     ad[t] = reinterpret_cast<const float*>(a + L.d);
     acorr[t] = reinterpret_cast<const std::int32_t*>(a + L.corr);
     adsum[t] = reinterpret_cast<const float*>(a + L.dsum);
-    facc[t] = _mm256_setzero_ps();
+    for (int h = 0; h < H; ++h) facc[h][t] = _mm256_setzero_ps();
   }
   const __m256i ones = _mm256_set1_epi16(1);
   for (std::int64_t u = 0; u < n / U; ++u) {
-    const std::byte* pu = panel + u * ub + 32 * h;
-    __m256i iacc[NT];
+    src.prefetch(u);
+    __m256i iacc[H][NT];
     for (int k0 = 0; k0 < U / 4; k0 += S) {
-      __m256i s16[NT];
+      __m256i s16[H][NT];
       for (int k = k0; k < k0 + S; ++k) {
-        const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pu + 64 * k));
-        const __m256i wu = D::kSigned ? _mm256_sign_epi8(wv, wv) : wv;  // |w| for signed weights
+        __m256i wv[H], wu[H];
+        for (int h = 0; h < H; ++h) {
+          wv[h] = src.step(u, k, h0 + h);
+          wu[h] = D::kSigned ? _mm256_sign_epi8(wv[h], wv[h]) : wv[h];  // |w| for signed weights
+        }
         for (int t = 0; t < NT; ++t) {
-          __m256i a = bcast4(aq[t] + u * U + 4 * k);
-          if constexpr (D::kSigned) a = _mm256_sign_epi8(a, wv);
-          const __m256i p = _mm256_maddubs_epi16(wu, a);
-          s16[t] = k == k0 ? p : _mm256_add_epi16(s16[t], p);
+          const __m256i a = bcast4(aq[t] + u * U + 4 * k);
+          for (int h = 0; h < H; ++h) {
+            const __m256i p =
+                _mm256_maddubs_epi16(wu[h], D::kSigned ? _mm256_sign_epi8(a, wv[h]) : a);
+            s16[h][t] = k == k0 ? p : _mm256_add_epi16(s16[h][t], p);
+          }
         }
       }
-      for (int t = 0; t < NT; ++t) {
-        const __m256i w32 = _mm256_madd_epi16(s16[t], ones);
-        iacc[t] = k0 == 0 ? w32 : _mm256_add_epi32(iacc[t], w32);
+      for (int h = 0; h < H; ++h) {
+        for (int t = 0; t < NT; ++t) {
+          const __m256i w32 = _mm256_madd_epi16(s16[h][t], ones);
+          iacc[h][t] = k0 == 0 ? w32 : _mm256_add_epi32(iacc[h][t], w32);
+        }
       }
     }
-    const __m256 sc = _mm256_loadu_ps(reinterpret_cast<const float*>(pu + U * kRows));
-    for (int t = 0; t < NT; ++t) {
-      __m256i i = iacc[t];
-      if constexpr (D::kOffset != 0) i = _mm256_add_epi32(i, _mm256_set1_epi32(acorr[t][u]));
-      const __m256 s = _mm256_mul_ps(sc, _mm256_set1_ps(ad[t][u * U / SB]));
-      facc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), s, facc[t]);
-    }
-    if constexpr (D::kMin) {
-      const __m256 mn = _mm256_loadu_ps(reinterpret_cast<const float*>(pu + U * kRows + 64));
+    for (int h = 0; h < H; ++h) {
+      const __m256 sc = src.scale(u, h0 + h);
       for (int t = 0; t < NT; ++t) {
-        facc[t] = _mm256_fmadd_ps(mn, _mm256_set1_ps(adsum[t][u]), facc[t]);
+        __m256i i = iacc[h][t];
+        if constexpr (D::kOffset != 0) i = _mm256_add_epi32(i, _mm256_set1_epi32(acorr[t][u]));
+        const __m256 s = _mm256_mul_ps(sc, _mm256_set1_ps(ad[t][u * U / SB]));
+        facc[h][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), s, facc[h][t]);
+      }
+      if constexpr (D::kMin) {
+        const __m256 mn = src.min(u, h0 + h);
+        for (int t = 0; t < NT; ++t)
+          facc[h][t] = _mm256_fmadd_ps(mn, _mm256_set1_ps(adsum[t][u]), facc[h][t]);
       }
     }
   }
-  store_rows(facc, NT, n_valid, out, ldy);
+  for (int h = 0; h < H && h * kHalf < n_valid; ++h)
+    store_rows(facc[h], NT, n_valid - h * kHalf < kHalf ? n_valid - h * kHalf : kHalf,
+               out + h * kHalf, ldy);
 }
 
 // Runs Tile<NT>::go for every full group of Max tokens, then once for the rest.
@@ -550,7 +612,7 @@ struct IntTile {
   struct T {
     static void go(const std::byte* act, float* out, std::int64_t n, const std::byte* panel, int h,
                    std::size_t as, int n_valid, std::size_t ldy) {
-      tile<D, NT>(n, panel, h, act, as, n_valid, out, ldy);
+      tile<D, 1, NT>(n, PanelSource<D>{panel}, h, act, as, n_valid, out, ldy);
     }
   };
 };
@@ -565,6 +627,45 @@ void run(std::int64_t n, const void* panel, const void* act, std::int64_t n_tok,
     const int n_valid = n_rows - h * kHalf < kHalf ? n_rows - h * kHalf : kHalf;
     over_tokens<IntTile<D>::template T, kIntTokens>(n_tok, as, ldy, a, out + h * kHalf, n, p, h, as,
                                                     n_valid, ldy);
+  }
+}
+
+// Decode on interleaved weights (dot.h GroupFn): both halves of the group
+// share each activation broadcast; two tokens per pass keep the accumulators
+// in registers.
+constexpr int kGroupTokens = 2;
+
+template <class D, class Src>
+struct GroupTile {
+  template <int NT>
+  struct T {
+    static void go(const std::byte* act, float* out, std::int64_t n, const std::byte* group,
+                   std::size_t as, std::size_t ldy) {
+      tile<D, 2, NT>(n, Src{group}, 0, act, as, kRows, out, ldy);
+    }
+  };
+};
+
+template <class D, class Src>
+void group_dot(std::int64_t n, const void* group, const void* act, std::size_t as, int n_act,
+               float* out, std::size_t os) {
+  over_tokens<GroupTile<D, Src>::template T, kGroupTokens>(
+      n_act, as, os, static_cast<const std::byte*>(act), out, n,
+      static_cast<const std::byte*>(group), as, os);
+}
+
+// One interleaved group -> the panel pack() makes of its 16 rows (GemmFns::pack16).
+template <class D, class Src>
+void pack_group(std::int64_t n, const void* group, void* panel) {
+  static_assert(D::kUnit == 32 && !D::kMin);
+  const Src src{static_cast<const std::byte*>(group)};
+  for (std::int64_t u = 0; u < n / 32; ++u) {
+    std::byte* pu = static_cast<std::byte*>(panel) + u * unit_bytes<D>();
+    for (int h = 0; h < 2; ++h) {
+      for (int k = 0; k < 8; ++k)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(pu + 64 * k + 32 * h), src.step(u, k, h));
+      _mm256_storeu_ps(reinterpret_cast<float*>(pu + 32 * kRows + 32 * h), src.scale(u, h));
+    }
   }
 }
 
@@ -694,8 +795,9 @@ constexpr int kIntMinTokens = 12;
 constexpr int kFloatMinTokens = 12;
 
 // Constant-initialized: no start-up code runs in this unit.
-constinit const GemmFns gemm_q4_0 = {kIntMinTokens,    act_bytes<DecQ4_0>, panel_bytes<DecQ4_0>,
-                                     prepare<DecQ4_0>, pack<DecQ4_0>,      run<DecQ4_0>};
+constinit const GemmFns gemm_q4_0 = {
+    kIntMinTokens, act_bytes<DecQ4_0>, panel_bytes<DecQ4_0>, prepare<DecQ4_0>, pack<DecQ4_0>,
+    run<DecQ4_0>,  0,                  pack_group<DecQ4_0, GroupQ4_0>};
 constinit const GemmFns gemm_q4_1 = {kIntMinTokens,    act_bytes<DecQ4_1>, panel_bytes<DecQ4_1>,
                                      prepare<DecQ4_1>, pack<DecQ4_1>,      run<DecQ4_1>};
 constinit const GemmFns gemm_q5_1 = {kIntMinTokens,    act_bytes<DecQ5_1>, panel_bytes<DecQ5_1>,
@@ -716,8 +818,9 @@ constinit const GemmFns gemm_q5_k = {kIntMinTokens,    act_bytes<DecQ5_K>, panel
                                      prepare<DecQ5_K>, pack<DecQ5_K>,      run<DecQ5_K>};
 constinit const GemmFns gemm_q5_0 = {kIntMinTokens,    act_bytes<DecQ5_0>, panel_bytes<DecQ5_0>,
                                      prepare<DecQ5_0>, pack<DecQ5_0>,      run<DecQ5_0>};
-constinit const GemmFns gemm_q8_0 = {kIntMinTokens,    act_bytes<DecQ8_0>, panel_bytes<DecQ8_0>,
-                                     prepare<DecQ8_0>, pack<DecQ8_0>,      run<DecQ8_0>};
+constinit const GemmFns gemm_q8_0 = {
+    kIntMinTokens, act_bytes<DecQ8_0>, panel_bytes<DecQ8_0>, prepare<DecQ8_0>, pack<DecQ8_0>,
+    run<DecQ8_0>,  0,                  pack_group<DecQ8_0, GroupQ8_0>};
 constinit const GemmFns gemm_q4_k = {kIntMinTokens,    act_bytes<DecQ4_K>, panel_bytes<DecQ4_K>,
                                      prepare<DecQ4_K>, pack<DecQ4_K>,      run<DecQ4_K>};
 constinit const GemmFns gemm_q6_k = {kIntMinTokens,    act_bytes<DecQ6_K>, panel_bytes<DecQ6_K>,
@@ -728,5 +831,11 @@ constinit const GemmFns gemm_f16 = {kFloatMinTokens, float_act_bytes,    float_p
                                     float_prepare,   float_pack<CvtF16>, float_run};
 constinit const GemmFns gemm_bf16 = {kFloatMinTokens, float_act_bytes,     float_panel_bytes,
                                      float_prepare,   float_pack<CvtBF16>, float_run};
+
+// Decode on interleaved Q4_0 / Q8_0 weights: the GEMM's prepared activations.
+constinit const RowFns rows_q4_0_16 = {act_bytes<DecQ4_0>, prepare<DecQ4_0>, nullptr, nullptr,
+                                       group_dot<DecQ4_0, GroupQ4_0>};
+constinit const RowFns rows_q8_0_16 = {act_bytes<DecQ8_0>, prepare<DecQ8_0>, nullptr, nullptr,
+                                       group_dot<DecQ8_0, GroupQ8_0>};
 
 }  // namespace seam::dot::avx2

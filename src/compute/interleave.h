@@ -1,6 +1,7 @@
 // Q4_0 and Q8_0 weights stored 16 rows at a time (WeightView::interleaved16):
 // the layout from which the AVX-512 decode kernels read 16 rows' values with
-// one 64-byte load and their scales with one more, where the file's row-major
+// one 64-byte load and their scales with one more (AVX2: two 32-byte loads,
+// one per 8 rows), where the file's row-major
 // layout needs a stream per row and a gather for the scales (one-row Q4_0
 // decode ran at a quarter of this layout's rate on cached weights, too close
 // to DRAM's to keep up with it). GEMM panels are the same interleave, so they

@@ -176,8 +176,10 @@ std::size_t row_grain(std::int64_t n_in, std::int64_t total_rows, int n_threads,
 
 // The prepared-row kernels for w at `level`, or null (dot.h RowFns).
 const dot::RowFns* row_fns(const quant::TypeTraits& tr, CpuLevel level, const WeightView& w) {
-  if (level < CpuLevel::Avx512) return nullptr;
-  return w.interleaved16 && tr.dot.rows512_16 ? tr.dot.rows512_16 : tr.dot.rows512;
+  if (w.interleaved16) {
+    if (const dot::RowFns* group = tr.dot.rows16_at(level)) return group;
+  }
+  return level >= CpuLevel::Avx512 ? tr.dot.rows512 : nullptr;
 }
 
 // Bytes of a job's activations in the weight's dot type.
@@ -384,7 +386,7 @@ void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool, MatmulScratc
 
 bool interleave_pays(const WeightView& w, CpuLevel level) {
   return w.n_out > 0 && w.n_in > 0 && w.n_in % 32 == 0 && can_interleave(w) &&
-         level >= CpuLevel::Avx512 && quant::traits(w.type)->dot.rows512_16 != nullptr;
+         quant::traits(w.type)->dot.rows16_at(level) != nullptr;
 }
 
 void get_row(const WeightView& w, std::int64_t r, float* out) {

@@ -57,10 +57,10 @@ TEST_P(Interleave, RoundTripsAndGetRowReadsIt) {
 
 // Levels without an interleaved kernel unpack a group and run their own
 // kernels, and the GEMM panels are the same bytes from either layout: those
-// outputs are equal. The AVX-512 decode kernel sums each block's 16 rows in
-// its own order: within 1e-5 of sum |w * a| of the rows' result (the integer
-// sums are exact in both; only f32 scaling and accumulation round, as in
-// matmul_test's bound (a)).
+// outputs are equal. The AVX2 and AVX-512 decode kernels on the groups sum
+// each block's 16 rows in their own order: within 1e-5 of sum |w * a| of the
+// rows' result (the integer sums are exact in both; only f32 scaling and
+// accumulation round, as in matmul_test's bound (a)).
 TEST_P(Interleave, MatmulEqualsTheRowsAtEveryLevel) {
   const TensorType type = GetParam();
   std::mt19937 rng(6);
@@ -85,7 +85,8 @@ TEST_P(Interleave, MatmulEqualsTheRowsAtEveryLevel) {
             for (std::int64_t k = 0; k < n_in; ++k)
               mag[t * n_out + r] += std::fabs(wd[r][k] * ad[k]);
         }
-        const bool own_kernel = level >= CpuLevel::Avx512 && !(gemm && n_tok >= gemm->min_tokens);
+        const bool own_kernel = quant::traits(type)->dot.rows16_at(level) != nullptr &&
+                                !(gemm && n_tok >= gemm->min_tokens);
         for (int threads : {1, 3}) {
           ThreadPool pool(threads);
           MatmulScratch scratch;
