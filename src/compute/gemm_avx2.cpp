@@ -3,8 +3,11 @@
 // and for F32, F16 and BF16 weights (f32 FMA, at the end): the machines
 // without AVX-512 (Zen 3) multiply a panel of kPanelRows weight rows, unpacked
 // once per matmul, by every token, instead of re-decoding each weight block
-// for every 4-token dot tile. Compiled with the AVX2 flags (CMakeLists.txt);
-// see dot.h on keeping this unit's code out of baseline callers.
+// for every 4-token dot tile. The same micro-kernel decodes Q4_0 and Q8_0
+// weights interleaved at load (interleave.h), whose 16-row groups are already
+// the panel's order: it reads them in place (rows_q4_0_16, rows_q8_0_16).
+// Compiled with the AVX2 flags (CMakeLists.txt); see dot.h on keeping this
+// unit's code out of baseline callers.
 //
 // AVX2 has no vpdpbusd. vpmaddubsw multiplies unsigned bytes by signed bytes
 // and adds adjacent pairs into saturating int16; vpmaddwd by ones then widens
