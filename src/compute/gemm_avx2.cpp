@@ -495,34 +495,29 @@ struct PanelSource {  // a panel of pack()
   void prefetch(std::int64_t) const {}  // packed into the thread's L2 just before
 };
 
-// interleave.h's groups of 16 rows, read in place: a block's 16 fp16 scales,
-// then 4-byte steps of the 16 rows' values. A Q4_0 step holds two of the
-// panel's (low nibbles: elements 4m..4m+3; high: 16 + 4m..). Decode streams
-// them from DRAM, hence the prefetch (prefetch.h).
-inline __m256 group_scale(const std::byte* block, int h) {
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 16 * h)));
-}
-struct GroupQ4_0 {
-  static constexpr std::size_t kBlock = interleave::block_bytes(TensorType::Q4_0);
+// interleave.h's groups of 16 rows (Q4_0 or Q8_0), read in place: a block's
+// 16 fp16 scales, then 4-byte steps of the 16 rows' values. A Q4_0 step holds
+// two of the panel's (low nibbles: elements 4m..4m+3; high: 16 + 4m..).
+// Decode streams them from DRAM, hence the prefetch (prefetch.h).
+template <TensorType T>
+struct GroupSource {
+  static constexpr std::size_t kBlock = interleave::block_bytes(T);
   const std::byte* group;
   __m256i step(std::int64_t u, int k, int h) const {
-    const __m256i v = _mm256_loadu_si256(
-        reinterpret_cast<const __m256i*>(group + u * kBlock + 32 + 64 * (k & 3) + 32 * h));
+    const std::byte* values = group + u * kBlock + 32 + 32 * h;
+    if constexpr (T == TensorType::Q8_0)
+      return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(values + 64 * k));
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(values + 64 * (k & 3)));
     return _mm256_and_si256(k < 4 ? v : _mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0F));
   }
-  __m256 scale(std::int64_t u, int h) const { return group_scale(group + u * kBlock, h); }
-  void prefetch(std::int64_t u) const { prefetch_ahead(group + u * kBlock, kBlock); }
-};
-struct GroupQ8_0 {
-  static constexpr std::size_t kBlock = interleave::block_bytes(TensorType::Q8_0);
-  const std::byte* group;
-  __m256i step(std::int64_t u, int k, int h) const {
-    return _mm256_loadu_si256(
-        reinterpret_cast<const __m256i*>(group + u * kBlock + 32 + 64 * k + 32 * h));
+  __m256 scale(std::int64_t u, int h) const {
+    return _mm256_cvtph_ps(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(group + u * kBlock + 16 * h)));
   }
-  __m256 scale(std::int64_t u, int h) const { return group_scale(group + u * kBlock, h); }
   void prefetch(std::int64_t u) const { prefetch_ahead(group + u * kBlock, kBlock); }
 };
+using GroupQ4_0 = GroupSource<TensorType::Q4_0>;
+using GroupQ8_0 = GroupSource<TensorType::Q8_0>;
 
 // H halves of 8 rows (from half h0) x NT tokens: out[t * ldy + r] for the
 // n_valid rows present (8 per half at most), weights from `src`. Live
@@ -530,8 +525,8 @@ struct GroupQ8_0 {
 // the H weight vectors, ones and one broadcast; the halves share each
 // broadcast.
 template <class D, int H, int NT, class Src>
-void tile(std::int64_t n, const Src& src, int h0, const std::byte* act, std::size_t as,
-          int n_valid, float* out, std::size_t ldy) {
+void tile(std::int64_t n, const Src& src, int h0, const std::byte* act, std::size_t as, int n_valid,
+          float* out, std::size_t ldy) {
   constexpr int U = D::kUnit, SB = D::kActBlock, S = D::kSteps;
   const ActLayout<D> L(n);
   const std::int8_t* aq[NT];
@@ -797,37 +792,28 @@ void float_run(std::int64_t n, const void* panel, const void* act, std::int64_t 
 constexpr int kIntMinTokens = 12;
 constexpr int kFloatMinTokens = 12;
 
+namespace {
+// The int8 GEMM of decoder D; pack16 where D's weights can be interleaved.
+template <class D>
+constexpr GemmFns int_gemm(void (*pack16)(std::int64_t, const void*, void*) = nullptr) {
+  return {kIntMinTokens, act_bytes<D>, panel_bytes<D>, prepare<D>, pack<D>, run<D>, 0, pack16};
+}
+}  // namespace
+
 // Constant-initialized: no start-up code runs in this unit.
-constinit const GemmFns gemm_q4_0 = {
-    kIntMinTokens, act_bytes<DecQ4_0>, panel_bytes<DecQ4_0>, prepare<DecQ4_0>, pack<DecQ4_0>,
-    run<DecQ4_0>,  0,                  pack_group<DecQ4_0, GroupQ4_0>};
-constinit const GemmFns gemm_q4_1 = {kIntMinTokens,    act_bytes<DecQ4_1>, panel_bytes<DecQ4_1>,
-                                     prepare<DecQ4_1>, pack<DecQ4_1>,      run<DecQ4_1>};
-constinit const GemmFns gemm_q5_1 = {kIntMinTokens,    act_bytes<DecQ5_1>, panel_bytes<DecQ5_1>,
-                                     prepare<DecQ5_1>, pack<DecQ5_1>,      run<DecQ5_1>};
-constinit const GemmFns gemm_mxfp4 = {kIntMinTokens,     act_bytes<DecMXFP4>, panel_bytes<DecMXFP4>,
-                                      prepare<DecMXFP4>, pack<DecMXFP4>,      run<DecMXFP4>};
-constinit const GemmFns gemm_iq4_nl = {kIntMinTokens,          act_bytes<DecIQ4_NL>,
-                                       panel_bytes<DecIQ4_NL>, prepare<DecIQ4_NL>,
-                                       pack<DecIQ4_NL>,        run<DecIQ4_NL>};
-constinit const GemmFns gemm_iq4_xs = {kIntMinTokens,          act_bytes<DecIQ4_XS>,
-                                       panel_bytes<DecIQ4_XS>, prepare<DecIQ4_XS>,
-                                       pack<DecIQ4_XS>,        run<DecIQ4_XS>};
-constinit const GemmFns gemm_q2_k = {kIntMinTokens,    act_bytes<DecQ2_K>, panel_bytes<DecQ2_K>,
-                                     prepare<DecQ2_K>, pack<DecQ2_K>,      run<DecQ2_K>};
-constinit const GemmFns gemm_q3_k = {kIntMinTokens,    act_bytes<DecQ3_K>, panel_bytes<DecQ3_K>,
-                                     prepare<DecQ3_K>, pack<DecQ3_K>,      run<DecQ3_K>};
-constinit const GemmFns gemm_q5_k = {kIntMinTokens,    act_bytes<DecQ5_K>, panel_bytes<DecQ5_K>,
-                                     prepare<DecQ5_K>, pack<DecQ5_K>,      run<DecQ5_K>};
-constinit const GemmFns gemm_q5_0 = {kIntMinTokens,    act_bytes<DecQ5_0>, panel_bytes<DecQ5_0>,
-                                     prepare<DecQ5_0>, pack<DecQ5_0>,      run<DecQ5_0>};
-constinit const GemmFns gemm_q8_0 = {
-    kIntMinTokens, act_bytes<DecQ8_0>, panel_bytes<DecQ8_0>, prepare<DecQ8_0>, pack<DecQ8_0>,
-    run<DecQ8_0>,  0,                  pack_group<DecQ8_0, GroupQ8_0>};
-constinit const GemmFns gemm_q4_k = {kIntMinTokens,    act_bytes<DecQ4_K>, panel_bytes<DecQ4_K>,
-                                     prepare<DecQ4_K>, pack<DecQ4_K>,      run<DecQ4_K>};
-constinit const GemmFns gemm_q6_k = {kIntMinTokens,    act_bytes<DecQ6_K>, panel_bytes<DecQ6_K>,
-                                     prepare<DecQ6_K>, pack<DecQ6_K>,      run<DecQ6_K>};
+constinit const GemmFns gemm_q4_0 = int_gemm<DecQ4_0>(pack_group<DecQ4_0, GroupQ4_0>);
+constinit const GemmFns gemm_q4_1 = int_gemm<DecQ4_1>();
+constinit const GemmFns gemm_q5_1 = int_gemm<DecQ5_1>();
+constinit const GemmFns gemm_mxfp4 = int_gemm<DecMXFP4>();
+constinit const GemmFns gemm_iq4_nl = int_gemm<DecIQ4_NL>();
+constinit const GemmFns gemm_iq4_xs = int_gemm<DecIQ4_XS>();
+constinit const GemmFns gemm_q2_k = int_gemm<DecQ2_K>();
+constinit const GemmFns gemm_q3_k = int_gemm<DecQ3_K>();
+constinit const GemmFns gemm_q5_k = int_gemm<DecQ5_K>();
+constinit const GemmFns gemm_q5_0 = int_gemm<DecQ5_0>();
+constinit const GemmFns gemm_q8_0 = int_gemm<DecQ8_0>(pack_group<DecQ8_0, GroupQ8_0>);
+constinit const GemmFns gemm_q4_k = int_gemm<DecQ4_K>();
+constinit const GemmFns gemm_q6_k = int_gemm<DecQ6_K>();
 constinit const GemmFns gemm_f32 = {kFloatMinTokens, float_act_bytes,    float_panel_bytes,
                                     float_prepare,   float_pack<CvtF32>, float_run};
 constinit const GemmFns gemm_f16 = {kFloatMinTokens, float_act_bytes,    float_panel_bytes,
