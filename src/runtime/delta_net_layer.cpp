@@ -77,7 +77,7 @@ void delta_net_layer(const DeltaNetParams& p, const DeltaNetWeights& w, float ep
   }
   // beta = sigmoid(b); g = a_h * softplus(alpha + dt_bias) <= 0.
   be.sigmoid(s.b.data(), T * Hv, s.b.data());
-  for (std::int64_t t = 0; t < T; ++t) be.add(s.a.data() + t * Hv, w.dt_bias, Hv);
+  be.add_bias(s.a.data(), w.dt_bias, T, Hv);
   be.softplus(s.a.data(), T * Hv, s.a.data());
   for (std::int64_t t = 0; t < T; ++t) be.mul(s.a.data() + t * Hv, w.a, Hv);
 
