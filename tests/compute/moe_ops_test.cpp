@@ -4,6 +4,8 @@
 // compared with float64 ones within n_in * 2^-22 * sum |w x|, a few times the
 // worst-case rounding of a length-n_in float32 dot product.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -113,6 +115,51 @@ TEST(MatmulExperts, PerSlotAndWeightedSumMatchScalarReference) {
   std::vector<float> y(T * k * n_out);
   const std::vector<float> x = random_vec(static_cast<std::size_t>(T * n_in), 4);
   EXPECT_THROW(be.matmul_experts(ev, x.data(), 1, T, ids.data(), k, nullptr, y.data()), Error);
+}
+
+// Decode reads only the chosen experts' bytes: the one expert no token chose
+// lies in pages with no access, so a single read of it (a row of the matmul,
+// a packing pass) ends the test with a fault. The results equal those from an
+// ordinary buffer holding the same weights.
+TEST(MatmulExperts, NeverReadsAnExpertNoTokenChose) {
+  CpuBackend be(2);
+  const std::int64_t n_in = 64, n_out = 48, T = 5;
+  const std::int32_t n_exp = 4, k = 2, unchosen = 2;
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t bytes = static_cast<std::size_t>(n_out * n_in) * sizeof(float);
+  const std::size_t stride = (bytes + page - 1) / page * page;
+  void* region =
+      ::mmap(nullptr, stride * n_exp, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(region, MAP_FAILED);
+  auto* base = static_cast<std::byte*>(region);
+  const std::vector<float> w = random_vec(static_cast<std::size_t>(n_exp * n_out * n_in), 5);
+  for (std::int32_t e = 0; e < n_exp; ++e)
+    std::memcpy(base + e * stride, w.data() + e * n_out * n_in, bytes);
+  ASSERT_EQ(::mprotect(base + unchosen * stride, stride, PROT_NONE), 0);
+
+  ExpertsView guarded;
+  guarded.w = f32_view(w, n_in, n_out);
+  guarded.w.data = base;
+  guarded.n_expert = n_exp;
+  guarded.expert_stride = stride;
+  ExpertsView plain = guarded;
+  plain.w.data = reinterpret_cast<const std::byte*>(w.data());
+  plain.expert_stride = bytes;
+
+  std::vector<std::int32_t> ids(T * k);
+  for (std::int64_t t = 0; t < T; ++t) {
+    ids[t * k] = 3;
+    ids[t * k + 1] = t % 2 == 0 ? 0 : 1;
+  }
+  const std::vector<float> x = random_vec(static_cast<std::size_t>(T * n_in), 6);
+  const std::vector<float> wts = random_vec(T * k, 7);
+  for (std::int64_t n_tokens : {std::int64_t{1}, T}) {
+    std::vector<float> got(n_tokens * n_out), want(n_tokens * n_out);
+    be.matmul_experts(guarded, x.data(), 1, n_tokens, ids.data(), k, wts.data(), got.data());
+    be.matmul_experts(plain, x.data(), 1, n_tokens, ids.data(), k, wts.data(), want.data());
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << n_tokens;
+  }
+  ::munmap(region, stride * n_exp);
 }
 
 // gpt-oss's expert biases: per slot, and weighted into the token's sum, with
