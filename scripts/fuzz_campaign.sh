@@ -2,7 +2,8 @@
 # A fuzzing campaign: builds the libFuzzer targets with clang (ASan + UBSan,
 # coverage-guided) into build-fuzz/, makes the Hugging Face fixtures
 # (fuzz/make_hf_fixtures.sh), seeds each corpus from the target's own seeds,
-# and runs every target for SECONDS (default 600), one at a time. Each
+# and runs every target for SECONDS (default 600), one at a time unless
+# FUZZ_PARALLEL says otherwise. Each
 # target's log and any crash, leak or timeout input are in
 # build-fuzz/campaign/; summary.md holds one table row per target for
 # docs/reliability.md. Add each crash as a regression test. A corpus left by
