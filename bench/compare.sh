@@ -4,12 +4,14 @@
 #
 # It makes the benchmark files once into a cache folder (random weights in real
 # shapes, by ../shared/tools/mkgguf.py; Q4_K_M by `seam quantize --mix q4_k_m`
-# from the F16 file), then for every file, thread count and depth runs
+# from the F16 file; the per-layer shapes moe, moe-dense and hybrid in F32 by
+# tools/families.py or tools/reference.py, every other type by `seam quantize`
+# from that), then for every file, thread count and depth runs
 # `seam bench` and the peer's `llamacpp-cbench` with the same method
 # (llama-bench's: pp = one decode of P random tokens, tg = N one-token
 # decodes, D tokens already cached, R timed runs after a warm-up).
 #
-#   bench/compare.sh [--smoke] [--shapes "small 1b"] [--types "F16 Q8_0 Q4_0 Q4_K_M"]
+#   bench/compare.sh [--smoke] [--shapes "small 1b moe moe-dense hybrid"] [--types "F16 Q8_0 Q4_0 Q4_K_M"]
 #                    [-t 1,2] [-d 0,4096] [-p 512] [-n 128] [-r 3] [--cache-type f16]
 #                    [--cache DIR] [--seam BIN] [--peer DIR] [--python PY] [--membw GBPS]
 #                    [--level avx2]
@@ -18,7 +20,9 @@
 # (seam by SEAM_CPU=avx2, llama.cpp by loading only its `haswell` CPU backend,
 # the one it picks on an AVX2-only CPU such as Zen 3); without it each engine
 # runs its best level.
-# --smoke: a tiny model, seconds in all (the test suite runs it). Without the
+# --smoke: tiny models, seconds in all (the test suite runs it): the llama
+# shape "smoke" unless --shapes names others (hybrid-smoke: a tiny hybrid,
+# timed on the llama.cpp side by our own harness). Without the
 # peer (../peer, or $LLAMACPP_PEER_DIR) only seam's figures are printed.
 set -euo pipefail
 
@@ -40,13 +44,15 @@ python=/usr/bin/python3
 membw=()
 level=""
 smoke=0
+shapes_given=0
+types_given=0
 
 die() { echo "compare.sh: $*" >&2; exit 1; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --smoke) smoke=1; shift ;;
-    --shapes) shapes="$2"; shift 2 ;;
-    --types) types="$2"; shift 2 ;;
+    --shapes) shapes="$2"; shapes_given=1; shift 2 ;;
+    --types) types="$2"; types_given=1; shift 2 ;;
     -t) threads="$2"; shift 2 ;;
     -d) depths="$2"; shift 2 ;;
     -p) pp="$2"; shift 2 ;;
@@ -60,12 +66,14 @@ while [ $# -gt 0 ]; do
     --python) python="$2"; shift 2 ;;
     --membw) membw=(--membw "$2"); shift 2 ;;
     --level) level="$2"; shift 2 ;;
-    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
 if [ "$smoke" = 1 ]; then
-  shapes="smoke"; types="F16 Q4_0 Q4_K_M"; threads="1"; depths="0,16"; pp=16; tg=4; reps=1
+  [ "$shapes_given" = 1 ] || shapes="smoke"
+  [ "$types_given" = 1 ] || types="F16 Q4_0 Q4_K_M"
+  threads="1"; depths="0,16"; pp=16; tg=4; reps=1
   [ ${#membw[@]} -gt 0 ] || membw=(--membw 10)
 fi
 
@@ -103,15 +111,53 @@ shape_args() {
     smoke) echo "--arch llama --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 512 --ctx 256 --tied" ;;
     small) echo "--preset small --ctx 8192" ;;  # SmolLM-135M
     1b) echo "--preset 1b --ctx 8192" ;;        # Llama-3.2-1B
-    *) die "unknown shape '$1' (smoke, small, 1b)" ;;
+    *) die "unknown shape '$1' (smoke, small, 1b, moe, moe-dense, hybrid, hybrid-smoke)" ;;
   esac
 }
+
+# The per-layer shapes, made in F32 by our own generators (tools/) and then
+# quantized by seam. moe: Qwen3-30B-A3B's layer (E = 2048, 32 heads of 128, 4
+# KV heads, experts of width 768, 8 used) with 8 layers, 32 experts and a
+# 32,000-token vocabulary; moe-dense: a qwen3 of the same active size (FFN
+# 8 x 768); hybrid: a Qwen3.5-0.8B-shaped gated-delta-net hybrid (24 layers,
+# every 4th full attention, S = 128, 8 key / 16 value heads).
+family_gen() {
+  local out=$1
+  case "$2" in
+    moe) "$python" -c "import sys; sys.path.insert(0, '$root/tools'); import families
+families._gen_family('$out', 'qwen3moe', experts=32, experts_used=8, dim=2048, layers=8,
+    heads=32, kv_heads=4, head_dim=128, ffn_exp=768, vocab=32000, ctx=8192, seed=1)" ;;
+    moe-dense) "$python" "$root/tools/reference.py" gen --arch qwen3 --dim 2048 --layers 8 \
+      --heads 32 --kv-heads 4 --head-dim 128 --ffn 6144 --vocab 32000 --ctx 8192 --seed 1 \
+      --out "$out" 2>/dev/null ;;
+    hybrid) "$python" -c "import sys; sys.path.insert(0, '$root/tools'); import families
+families._gen_family('$out', 'qwen35', dim=1024, layers=24, heads=8, kv_heads=2, ffn=3072,
+    vocab=32000, ctx=8192, seed=1, hybrid_head_dim=256, ssm_state=128, ssm_groups=8,
+    ssm_heads=16)" ;;
+    hybrid-smoke) "$python" -c "import sys; sys.path.insert(0, '$root/tools'); import families
+families._gen_family('$out', 'qwen35', ctx=256, seed=1)" ;;
+    *) return 1 ;;
+  esac
+}
+is_family() { case "$1" in moe | moe-dense | hybrid | hybrid-smoke) return 0 ;; *) return 1 ;; esac; }
+is_recurrent() { case "$1" in hybrid | hybrid-smoke) return 0 ;; *) return 1 ;; esac; }
 
 # Makes $cache/<shape>-<type>.gguf unless it is there; prints its path.
 model_file() {
   local shape=$1 type=$2 out="$cache/$1-$2.gguf"
   if [ ! -f "$out" ]; then
-    if [ "$type" = Q4_K_M ]; then
+    if is_family "$shape" && [ "$type" = F32 ]; then
+      echo "compare.sh: generating $out" >&2
+      family_gen "$out.tmp" "$shape" >/dev/null
+    elif is_family "$shape"; then
+      local src; src=$(model_file "$shape" F32)
+      echo "compare.sh: quantizing $out" >&2
+      if [ "$type" = Q4_K_M ]; then
+        "$seam" quantize "$src" "$out.tmp" --mix q4_k_m --no-eval >&2
+      else
+        "$seam" quantize "$src" "$out.tmp" --type "$type" --no-eval >&2
+      fi
+    elif [ "$type" = Q4_K_M ]; then
       local src; src=$(model_file "$shape" F16)
       echo "compare.sh: quantizing $out" >&2
       "$seam" quantize "$src" "$out.tmp" --mix q4_k_m --no-eval >&2
@@ -126,7 +172,26 @@ model_file() {
 }
 
 results=$(mktemp)
-trap 'rm -rf "$results" ${bins:+"$bins"}' EXIT
+work=$(mktemp -d)
+trap 'rm -rf "$results" "$work" ${bins:+"$bins"}' EXIT
+
+# llamacpp-cbench empties its context with llama_memory_seq_rm(mem, -1, -1,
+# -1), which llama.cpp's recurrent memory refuses; hybrid files are timed by
+# our own harness of the same method (bench/llamacpp_bench.c), built here
+# against the peer's headers and libraries.
+hybrid_bench=""
+needs_harness=0
+for shape in $shapes; do is_recurrent "$shape" && needs_harness=1; done
+if [ -n "$cbench" ] && [ "$needs_harness" = 1 ]; then
+  libllama=$(find "$peer" -name 'libllama.*.so' | head -n 1)
+  [ -n "$libllama" ] || die "no libllama under $peer"
+  libs=$(dirname "$libllama")
+  hybrid_bench="$work/llamacpp_bench"
+  gcc -O2 -I"$peer/llama.cpp-src/include" -I"$peer/llama.cpp-src/ggml/include" \
+    "$here/llamacpp_bench.c" -o "$hybrid_bench" "$libllama" "$libs"/libggml.*.so \
+    "$libs/libggml-base.so" -lm -Wl,-rpath,"$libs" || die "could not build $here/llamacpp_bench.c"
+  hybrid_bench="env LLAMACPP_BINS=${LLAMACPP_BINS:-$libs} $hybrid_bench"
+fi
 for shape in $shapes; do
   for type in $types; do
     file=$(model_file "$shape" "$type")
@@ -136,9 +201,12 @@ for shape in $shapes; do
         --cache-type "$cache_type" "${membw[@]}" --json |
         jq -c --arg f "$shape-$type" '{engine: "seam", file: $f, bench: .}' >>"$results"
       if [ -n "$cbench" ]; then
+        peer_bench=$cbench
+        is_recurrent "$shape" && peer_bench=$hybrid_bench
         for d in ${depths//,/ }; do
           echo "compare.sh: $shape $type, $t thread(s), depth $d: llama.cpp" >&2
-          "$cbench" "$file" --threads "$t" --pp "$pp" --tg "$tg" --reps "$reps" --depth "$d" |
+          # shellcheck disable=SC2086
+          $peer_bench "$file" --threads "$t" --pp "$pp" --tg "$tg" --reps "$reps" --depth "$d" |
             tail -n 1 | jq -c --arg f "$shape-$type" '{engine: "llama.cpp", file: $f, bench: .}' >>"$results"
         done
       fi
