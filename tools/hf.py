@@ -1,7 +1,6 @@
 #!/usr/bin/python3
-"""Random-weight Hugging Face directories (llama, mistral, qwen2, qwen3, phi3, gemma2, gemma3,
-gemma4)
-and their GGUF conversion (numpy only).
+"""Random-weight Hugging Face directories (llama, mistral, mixtral, qwen2, qwen3, qwen3moe, phi3,
+gemma2, gemma3, gemma4) and their GGUF conversion (numpy only).
 
     hf.py gen --out DIR [--gguf FILE.gguf] [reference.py gen options]
               [--st-dtype F32|F16|BF16] [--shards N] [--hf-arch LlamaForCausalLM]
@@ -26,6 +25,13 @@ gemma2/gemma3 (--arch, --hf-arch Gemma3ForConditionalGeneration) store their nor
 output, and take --window/--swa-pattern/--attn-softcap/--final-softcap/--rope-base-swa/
 --rope-linear as reference.py does; --pad-vocab adds embedding rows past the tokenizer
 (trimmed by `convert`), --rope-parameters writes gemma3's RoPE in newer transformers' form.
+
+Mixture of experts: --arch qwen3moe or --arch llama (MixtralForCausalLM) with --experts N
+--experts-used K draws tools/families.py's fixed-shape model (only the counts and --seed vary)
+and writes one matrix per expert (mlp.experts.E.{gate,up,down}_proj, or Mixtral's
+block_sparse_moe.experts.E.w1/w3/w2) and the router (mlp.gate, block_sparse_moe.gate);
+--fused-experts writes qwen3moe's experts as transformers 5 saves them (mlp.experts.gate_up_proj
+[E, 2 n_ff, dim], mlp.experts.down_proj). `convert` stacks them as llama.cpp's converters do.
 
 gemma4 (--arch, --hf-arch Gemma4ForConditionalGeneration) is reference.py gen --arch gemma4's
 fixed-shape model (only --seed varies; --drop TENSOR leaves a GGUF tensor out, e.g.
@@ -324,11 +330,13 @@ def rope_factors(rs, base, dim):
 
 
 HF_ARCHS = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
-            "qwen3": "Qwen3ForCausalLM", "phi3": "Phi3ForCausalLM",
+            "qwen3": "Qwen3ForCausalLM", "qwen3moe": "Qwen3MoeForCausalLM",
+            "phi3": "Phi3ForCausalLM",
             "mistral3": "Ministral3ForCausalLM", "gemma2": "Gemma2ForCausalLM",
             "gemma3": "Gemma3ForCausalLM", "gemma4": "Gemma4ForCausalLM"}
 GGUF_ARCH = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "llama",
-             "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3",
+             "MixtralForCausalLM": "llama", "Qwen2ForCausalLM": "qwen2",
+             "Qwen3ForCausalLM": "qwen3", "Qwen3MoeForCausalLM": "qwen3moe",
              "Phi3ForCausalLM": "phi3", "Ministral3ForCausalLM": "mistral3",
              "Gemma2ForCausalLM": "gemma2", "Gemma3ForCausalLM": "gemma3",
              "Gemma3ForConditionalGeneration": "gemma3", "Gemma4ForCausalLM": "gemma4",
@@ -340,13 +348,43 @@ PER_LAYER = {"attn_norm": "input_layernorm", "attn_q": "self_attn.q_proj",
              "attn_output": "self_attn.o_proj", "attn_q_norm": "self_attn.q_norm",
              "attn_k_norm": "self_attn.k_norm", "ffn_norm": "post_attention_layernorm",
              "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj"}
+# Mixture of experts: the router and each expert's matrices, per checkpoint class. GGUF stacks
+# the experts of a layer into one [n_expert, rows, cols] tensor (the converters' torch.stack).
+MOE_ROUTER = {"Qwen3MoeForCausalLM": "mlp.gate", "MixtralForCausalLM": "block_sparse_moe.gate"}
+MOE_EXPERTS = {"Qwen3MoeForCausalLM": ("mlp.experts", {"ffn_gate_exps": "gate_proj",
+                                                       "ffn_up_exps": "up_proj",
+                                                       "ffn_down_exps": "down_proj"}),
+               "MixtralForCausalLM": ("block_sparse_moe.experts", {"ffn_gate_exps": "w1",
+                                                                   "ffn_up_exps": "w3",
+                                                                   "ffn_down_exps": "w2"})}
+
+
+def moe_tensors(name, w, hf_arch, fused):
+    """HF tensors of a GGUF router or stacked expert tensor blk.L.<kind>.weight; None for
+    any other. fused: transformers 5's per-layer form (mlp.experts.gate_up_proj
+    [E, 2 n_ff, dim], mlp.experts.down_proj [E, dim, n_ff]) instead of one per expert."""
+    _, layer, kind, _ = name.split(".")
+    base = f"model.layers.{layer}."
+    if kind == "ffn_gate_inp":
+        return [(base + MOE_ROUTER[hf_arch] + ".weight", w)]
+    if not kind.endswith("_exps"):
+        return None
+    prefix, names = MOE_EXPERTS[hf_arch]
+    if fused:
+        if kind == "ffn_down_exps":
+            return [(base + prefix + ".down_proj", w)]
+        return []  # gate and up are written together by fused_gate_up
+    return [(f"{base}{prefix}.{e}.{names[kind]}.weight", w[e]) for e in range(w.shape[0])]
 
 
 def gen(out, gguf_out=None, st_dtype="F32", shards=1, hf_arch=None,
         metaspace=False, template="{% for m in messages %}{{ m['content'] }}{% endfor %}",
         template_list=False, add_bos_flag=True, pad_vocab=0, rope_parameters=False,
-        drop=(), **model_args):
+        drop=(), experts=None, experts_used=None, fused_experts=False, **model_args):
     st_dtype = st_dtype.upper()
+    moe = bool(experts) or model_args.get("arch") == "qwen3moe"
+    if fused_experts and model_args.get("arch") != "qwen3moe":
+        raise reference.RefError("--fused-experts: qwen3moe only")
     if model_args.get("arch") in GEMMA_ARCHS:
         model_args["tied"] = True   # gemma's output is always its embedding
     if drop and model_args.get("arch") != "gemma4":
@@ -361,12 +399,19 @@ def gen(out, gguf_out=None, st_dtype="F32", shards=1, hf_arch=None,
             # dropped tensors vary.
             families.gen_family(src, "gemma4", seed=model_args.get("seed", 0),
                                 drop=tuple(drop))
+        elif moe:
+            # The per-layer family's fixed shape with the given expert counts.
+            families.gen_family(src, model_args.get("arch", "llama"), experts=experts,
+                                experts_used=experts_used, seed=model_args.get("seed", 0))
         else:
             reference.gen_model(src, dtype="F32", **model_args)
         r = gguf.GGUFReader(src)
         m = r.metadata
         a = m["general.architecture"]
-        hf_arch = hf_arch or HF_ARCHS[a]
+        hf_arch = hf_arch or ("MixtralForCausalLM" if moe and a == "llama" else HF_ARCHS[a])
+        if moe != (hf_arch in MOE_ROUTER):
+            raise reference.RefError(f"--hf-arch {hf_arch} with experts: use "
+                                     "MixtralForCausalLM or Qwen3MoeForCausalLM")
         if GGUF_ARCH.get(hf_arch) != a:
             raise reference.RefError(f"--hf-arch {hf_arch} does not hold a {a} model")
         if a == "gemma4":
@@ -381,7 +426,8 @@ def gen(out, gguf_out=None, st_dtype="F32", shards=1, hf_arch=None,
             tied = "output.weight" not in r.tensors
             config = {
                 "architectures": [hf_arch],
-                "model_type": "mistral" if hf_arch.startswith("Mistral") else a,
+                "model_type": {"MistralForCausalLM": "mistral", "MixtralForCausalLM": "mixtral",
+                               "Qwen3MoeForCausalLM": "qwen3_moe"}.get(hf_arch, a),
                 "hidden_size": dim,
                 "num_hidden_layers": layers,
                 "num_attention_heads": heads,
@@ -399,6 +445,15 @@ def gen(out, gguf_out=None, st_dtype="F32", shards=1, hf_arch=None,
             }
             if f"{a}.attention.key_length" in m:
                 config["head_dim"] = head_dim
+            if moe:
+                n_exp, n_used = int(m[f"{a}.expert_count"]), int(m[f"{a}.expert_used_count"])
+                config["num_experts_per_tok"] = n_used
+                if hf_arch == "MixtralForCausalLM":
+                    config["num_local_experts"] = n_exp
+                else:
+                    config.update(num_experts=n_exp, norm_topk_prob=True, decoder_sparse_step=1,
+                                  mlp_only_layers=[], moe_intermediate_size=int(
+                                      m[f"{a}.expert_feed_forward_length"]))
             n_rot = int(m[f"{a}.rope.dimension_count"])
             if n_rot != head_dim:
                 config["partial_rotary_factor"] = n_rot / head_dim
@@ -454,6 +509,17 @@ def gen(out, gguf_out=None, st_dtype="F32", shards=1, hf_arch=None,
                             "rope_factors_short.weight"):
                     continue  # HF recomputes them from rope_scaling
                 w = r.tensor(name)
+                parts = moe_tensors(name, w, hf_arch, fused_experts) \
+                    if moe and name.startswith("blk.") else None
+                if parts is not None:
+                    tensors += [(n, t.shape, st_dtype, _encode(t, st_dtype)) for n, t in parts]
+                    if fused_experts and name.endswith("ffn_gate_exps.weight"):
+                        gate_up = np.concatenate(
+                            [w, r.tensor(name.replace("ffn_gate_exps", "ffn_up_exps"))], axis=1)
+                        n = name.split(".")[1]
+                        tensors.append((f"model.layers.{n}.mlp.experts.gate_up_proj",
+                                        gate_up.shape, st_dtype, _encode(gate_up, st_dtype)))
+                    continue
                 if name.startswith("blk."):
                     _, layer, kind, suffix = name.split(".")
                     hf_kind = PHI3_LAYER[kind] if a == "phi3" and kind in PHI3_LAYER \
@@ -995,6 +1061,12 @@ def convert(d, out, vocab):
         n_rot = int(c["partial_rotary_factor"] * c["hidden_size"]) // heads
     w.add(f"{a}.rope.dimension_count", n_rot)
     w.add(f"{a}.vocab_size", c["vocab_size"])
+    moe = c["architectures"][0] if c["architectures"][0] in MOE_ROUTER else None
+    if moe:
+        w.add(f"{a}.expert_count", c.get("num_experts", c.get("num_local_experts")), "uint32")
+        w.add(f"{a}.expert_used_count", c["num_experts_per_tok"], "uint32")
+        if "moe_intermediate_size" in c:
+            w.add(f"{a}.expert_feed_forward_length", c["moe_intermediate_size"], "uint32")
     rs = c.get("rope_scaling") or c.get("rope_parameters") or {}
     rtype = rs.get("rope_type", rs.get("type"))
     if a == "phi3":
@@ -1035,6 +1107,11 @@ def convert(d, out, vocab):
     per_layer = {v: k for k, v in PER_LAYER.items()}
     if a == "phi3":
         per_layer.update({v: k for k, v in PHI3_LAYER.items()})
+    stacks = {}  # (layer, GGUF kind) -> {expert: raw 2-D array}, or the fused 3-D array
+    if moe:
+        per_layer[MOE_ROUTER[moe]] = "ffn_gate_inp"
+        expert_prefix, expert_names = MOE_EXPERTS[moe]
+        expert_kind = {v: k for k, v in expert_names.items()}
     if rtype == "llama3":
         w.add_tensor("rope_freqs.weight",
                      rope_factors(rs, float(c.get("rope_theta", 10000.0)), head_dim), "F32")
@@ -1046,6 +1123,20 @@ def convert(d, out, vocab):
                 continue
         else:
             parts = hf_name.split(".")
+            rest = ".".join(parts[3:])
+            if moe and rest.startswith(expert_prefix + "."):
+                raw = np.frombuffer(data, dtype="<f4" if dtype == "F32" else "<u2").reshape(shape)
+                tail = rest[len(expert_prefix) + 1:].removesuffix(".weight").split(".")
+                if tail == ["gate_up_proj"]:  # transformers 5: [E, 2 n_ff, dim], split on rows
+                    half = shape[1] // 2
+                    stacks[(parts[2], "ffn_gate_exps")] = (dtype, raw[:, :half, :])
+                    stacks[(parts[2], "ffn_up_exps")] = (dtype, raw[:, half:, :])
+                elif tail == ["down_proj"]:
+                    stacks[(parts[2], "ffn_down_exps")] = (dtype, raw)
+                else:
+                    e, kind = int(tail[0]), expert_kind[tail[1]]
+                    stacks.setdefault((parts[2], kind), (dtype, {}))[1][e] = raw
+                continue
             name = f"blk.{parts[2]}.{per_layer['.'.join(parts[3:-1])]}.{parts[-1]}"
         # Only per-layer names (blk.N.attn_q.weight) have a third part.
         permute = a in ("llama", "mistral3") and name.split(".")[2:3] in (["attn_q"], ["attn_k"])
@@ -1061,6 +1152,10 @@ def convert(d, out, vocab):
         if permute:
             raw = halves_to_pairs(raw, heads if ".attn_q." in name else kv_heads)
         w.add_tensor_raw(name, list(reversed(shape)), ggml[dtype], np.ascontiguousarray(raw).tobytes())
+    for (layer, kind), (dtype, parts) in sorted(stacks.items()):
+        stacked = np.stack([parts[e] for e in sorted(parts)]) if isinstance(parts, dict) else parts
+        w.add_tensor_raw(f"blk.{layer}.{kind}.weight", list(reversed(stacked.shape)), ggml[dtype],
+                         np.ascontiguousarray(stacked).tobytes())
     w.write()
 
 
@@ -1110,6 +1205,11 @@ def main(argv=None):
                    help="gemma3: RoPE as rope_parameters.{full,sliding}_attention")
     g.add_argument("--drop", action="append", default=[], metavar="TENSOR",
                    help="gemma4: leave this GGUF tensor out (blk.N.attn_v.weight, output.weight)")
+    g.add_argument("--experts", type=int,
+                   help="experts per layer: llama (MixtralForCausalLM) or qwen3moe")
+    g.add_argument("--experts-used", type=int, help="num_experts_per_tok")
+    g.add_argument("--fused-experts", action="store_true",
+                   help="qwen3moe: experts as transformers 5 saves them (gate_up_proj, down_proj)")
     g.add_argument("--pad-vocab", type=int, default=0,
                    help="gemma: embedding rows past the tokenizer (trimmed by the converter)")
     t = sub.add_parser("tokenizer", help="tokenizer.json + tokenizer_config.json from a GGUF")
@@ -1135,7 +1235,8 @@ def main(argv=None):
                 swa_pattern=a.swa_pattern, attn_softcap=a.attn_softcap,
                 final_softcap=a.final_softcap, rope_base_swa=a.rope_base_swa,
                 rope_linear=a.rope_linear, pad_vocab=a.pad_vocab,
-                rope_parameters=a.rope_parameters, drop=a.drop)
+                rope_parameters=a.rope_parameters, drop=a.drop, experts=a.experts,
+                experts_used=a.experts_used, fused_experts=a.fused_experts)
         elif a.cmd == "tokenizer":
             write_tokenizer(a.gguf, a.out)
         else:

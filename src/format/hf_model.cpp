@@ -4,8 +4,11 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <numbers>
 #include <optional>
+#include <span>
 #include <string_view>
 
 #include "core/half.h"
@@ -25,17 +28,27 @@ namespace fs = std::filesystem;
   throw Error(Errc::BadFormat, "[hf] " + file + ": " + what);
 }
 
+// How a class names its mixture-of-experts tensors and keys.
+enum class Moe {
+  kNone,
+  kQwen,     // mlp.gate, mlp.experts.E.{gate,up,down}_proj; num_experts
+  kMixtral,  // block_sparse_moe.gate, block_sparse_moe.experts.E.w{1,3,2}; num_local_experts
+};
+
 struct HfArch {
   std::string_view hf_name;  // config.json "architectures"[0]
   std::string_view arch;     // general.architecture
   bool permute_qk;           // HF "halves" rows -> GGUF adjacent pairs (llama only)
+  Moe moe = Moe::kNone;
 };
 
 constexpr HfArch kArchs[] = {
     {"LlamaForCausalLM", "llama", true},
     {"MistralForCausalLM", "llama", true},
+    {"MixtralForCausalLM", "llama", true, Moe::kMixtral},
     {"Qwen2ForCausalLM", "qwen2", false},
     {"Qwen3ForCausalLM", "qwen3", false},
+    {"Qwen3MoeForCausalLM", "qwen3moe", false, Moe::kQwen},
     {"Phi3ForCausalLM", "phi3", false},
     {"Ministral3ForCausalLM", "mistral3", true},
     {"Gemma2ForCausalLM", "gemma2", false},
@@ -50,11 +63,14 @@ constexpr std::uint64_t kMaxHeadDim = 1u << 16;
 // Per-layer tables are sized by num_hidden_layers before the weights are read:
 // far above any published model (a few hundred), far below a hostile value.
 constexpr std::uint64_t kMaxLayers = 1u << 14;
+// As the GGUF loader's bound (model/hparams.cpp): far above real models (512).
+constexpr std::uint64_t kMaxExperts = 4096;
 
 // The hyperparameters the mapping itself needs (the rest are copied as keys).
 struct Config {
   const HfArch* arch = nullptr;
   std::uint64_t n_embd = 0, n_layer = 0, n_head = 0, n_head_kv = 0, head_dim = 0;
+  std::uint64_t n_expert = 0;  // 0: a dense model
   bool tied = false;
 };
 
@@ -120,6 +136,56 @@ std::vector<float> longrope_factors(const json& rs, std::string_view key, std::u
   return out;
 }
 
+GgufValue u32_value(std::uint64_t v) { return GgufValue::u32(static_cast<std::uint32_t>(v)); }
+
+// The mixture-of-experts keys, as llama.cpp's converters write them. Both
+// engines renormalise the chosen experts' weights to sum 1 (llama.cpp's
+// qwen3moe graph does so unconditionally) and put experts in every layer, so
+// a Qwen3-MoE config that asks otherwise is refused rather than run
+// differently from how it was trained.
+void read_expert_config(const json& cfg, const std::string& file, Config& c,
+                        std::vector<std::pair<std::string, GgufValue>>& kv) {
+  const bool qwen = c.arch->moe == Moe::kQwen;
+  const std::string a(c.arch->arch);
+  const char* count_key = qwen ? "num_experts" : "num_local_experts";
+  c.n_expert = require_positive(cfg, count_key, file);
+  if (c.n_expert > kMaxExperts) {
+    bad(file, "'" + std::string(count_key) + "' = " + std::to_string(c.n_expert) +
+                  " is out of range (at most " + std::to_string(kMaxExperts) + ")");
+  }
+  const std::uint64_t used = require_positive(cfg, "num_experts_per_tok", file);
+  if (used > c.n_expert) {
+    bad(file, "'num_experts_per_tok' = " + std::to_string(used) + " exceeds '" + count_key +
+                  "' = " + std::to_string(c.n_expert));
+  }
+  kv.emplace_back(a + ".expert_count", u32_value(c.n_expert));
+  kv.emplace_back(a + ".expert_used_count", u32_value(used));
+  if (!qwen) return;
+  kv.emplace_back(a + ".expert_feed_forward_length",
+                  u32_value(require_positive(cfg, "moe_intermediate_size", file)));
+  if (!hf::get_bool(cfg, "norm_topk_prob", file).value_or(false)) {
+    throw Error(Errc::Unsupported,
+                "[hf] " + file +
+                    ": 'norm_topk_prob' is false (transformers' default when the key is absent); "
+                    "seam, like llama.cpp, runs Qwen3-MoE with the chosen experts' weights "
+                    "renormalised to sum 1");
+  }
+  if (const auto step = hf::get_uint(cfg, "decoder_sparse_step", file); step && *step != 1) {
+    throw Error(Errc::Unsupported, "[hf] " + file +
+                                       ": 'decoder_sparse_step' = " + std::to_string(*step) +
+                                       "; seam's qwen3moe recipe has experts in every layer");
+  }
+  if (const auto it = cfg.find("mlp_only_layers"); it != cfg.end() && !it->is_null()) {
+    if (!it->is_array()) bad(file, "'mlp_only_layers' must be a list of layer numbers");
+    if (!it->empty()) {
+      throw Error(Errc::Unsupported,
+                  "[hf] " + file +
+                      ": 'mlp_only_layers' names dense layers; seam's qwen3moe recipe has experts "
+                      "in every layer");
+    }
+  }
+}
+
 Config read_config(const json& cfg, const std::string& file,
                    std::vector<std::pair<std::string, GgufValue>>& kv,
                    std::vector<std::pair<std::string, std::vector<float>>>& extra) {
@@ -172,7 +238,7 @@ Config read_config(const json& cfg, const std::string& file,
   const double theta = theta_opt.value_or(10000.0);
   c.tied = hf::get_bool(cfg, "tie_word_embeddings", file).value_or(false);
 
-  const auto u32 = [](std::uint64_t v) { return GgufValue::u32(static_cast<std::uint32_t>(v)); };
+  const auto u32 = u32_value;
   kv.emplace_back(a + ".block_count", u32(c.n_layer));
   if (auto ctx = hf::get_uint(cfg, "max_position_embeddings", file)) {
     kv.emplace_back(a + ".context_length", u32(std::min<std::uint64_t>(*ctx, UINT32_MAX / 4)));
@@ -210,9 +276,11 @@ Config read_config(const json& cfg, const std::string& file,
     kv.emplace_back(a + ".attention.sliding_window",
                     u32(std::min<std::uint64_t>(window.value_or(0), UINT32_MAX)));
   }
-  if (c.arch->hf_name == "MistralForCausalLM") {
-    // HF applies Mistral's window to every layer; llama.cpp's converter drops
-    // it, seam keeps it (the llama recipe applies a window the file states).
+  if (c.arch->moe != Moe::kNone) read_expert_config(cfg, file, c, kv);
+  if (c.arch->hf_name == "MistralForCausalLM" || c.arch->hf_name == "MixtralForCausalLM") {
+    // HF applies Mistral's and Mixtral's window to every layer; llama.cpp's
+    // converter drops it, seam keeps it (the llama recipe applies a window the
+    // file states).
     if (const auto window = hf::get_uint(cfg, "sliding_window", file); window && *window > 0) {
       if (*window > UINT32_MAX / 4) bad(file, "'sliding_window' is out of range");
       kv.emplace_back(a + ".attention.sliding_window", u32(*window));
@@ -297,8 +365,25 @@ Config read_config(const json& cfg, const std::string& file,
   return c;
 }
 
+// "model.layers.<N>.<suffix>" with N below the layer count: {N, suffix}.
+std::optional<std::pair<std::uint64_t, std::string_view>> layer_tensor(std::string_view name,
+                                                                       const Config& c) {
+  constexpr std::string_view prefix = "model.layers.";
+  if (!name.starts_with(prefix)) return std::nullopt;
+  const std::string_view rest = name.substr(prefix.size());
+  std::size_t n = 0;
+  std::uint64_t layer = 0;
+  while (n < rest.size() && n < 9 && rest[n] >= '0' && rest[n] <= '9') {
+    layer = layer * 10 + static_cast<std::uint64_t>(rest[n] - '0');
+    ++n;
+  }
+  if (n == 0 || n >= rest.size() || rest[n] != '.' || layer >= c.n_layer) return std::nullopt;
+  return std::pair{layer, rest.substr(n + 1)};
+}
+
 // HF tensor name -> GGUF tensor name; nullopt for tensors the converters drop.
-// Throws Error(Unsupported) for a name with no counterpart.
+// Throws Error(Unsupported) for a name with no counterpart. (Expert matrices
+// are expert_part's.)
 std::optional<std::string> gguf_name(std::string_view name, const Config& c) {
   if (name == "model.embed_tokens.weight") return "token_embd.weight";
   if (name == "model.norm.weight") return "output_norm.weight";
@@ -306,45 +391,185 @@ std::optional<std::string> gguf_name(std::string_view name, const Config& c) {
     if (c.tied) return std::nullopt;  // the embedding matrix serves as output
     return "output.weight";
   }
-  constexpr std::string_view prefix = "model.layers.";
-  if (name.starts_with(prefix)) {
-    std::string_view rest = name.substr(prefix.size());
-    std::size_t n = 0;
-    std::uint64_t layer = 0;
-    while (n < rest.size() && n < 9 && rest[n] >= '0' && rest[n] <= '9') {
-      layer = layer * 10 + static_cast<std::uint64_t>(rest[n] - '0');
-      ++n;
+  if (const auto lt = layer_tensor(name, c)) {
+    const auto [layer, suffix] = *lt;
+    static constexpr std::pair<std::string_view, std::string_view> kLayerNames[] = {
+        {"input_layernorm.weight", "attn_norm.weight"},
+        {"self_attn.q_proj.weight", "attn_q.weight"},
+        {"self_attn.k_proj.weight", "attn_k.weight"},
+        {"self_attn.v_proj.weight", "attn_v.weight"},
+        {"self_attn.q_proj.bias", "attn_q.bias"},
+        {"self_attn.k_proj.bias", "attn_k.bias"},
+        {"self_attn.v_proj.bias", "attn_v.bias"},
+        {"self_attn.qkv_proj.weight", "attn_qkv.weight"},  // phi3: rows [q; k; v]
+        {"self_attn.o_proj.weight", "attn_output.weight"},
+        {"self_attn.q_norm.weight", "attn_q_norm.weight"},
+        {"self_attn.k_norm.weight", "attn_k_norm.weight"},
+        {"post_attention_layernorm.weight", "ffn_norm.weight"},
+        {"mlp.gate_proj.weight", "ffn_gate.weight"},
+        {"mlp.up_proj.weight", "ffn_up.weight"},
+        {"mlp.gate_up_proj.weight", "ffn_up.weight"},  // phi3: rows [gate; up]
+        {"mlp.down_proj.weight", "ffn_down.weight"},
+    };
+    const std::string blk = "blk." + std::to_string(layer) + ".";
+    // Rotary caches some exporters save are recomputed from the config.
+    if (suffix == "self_attn.rotary_emb.inv_freq") return std::nullopt;
+    for (const auto& [hf, gg] : kLayerNames) {
+      if (suffix == hf) return blk + std::string(gg);
     }
-    if (n > 0 && n < rest.size() && rest[n] == '.' && layer < c.n_layer) {
-      const std::string_view suffix = rest.substr(n + 1);
-      static constexpr std::pair<std::string_view, std::string_view> kLayerNames[] = {
-          {"input_layernorm.weight", "attn_norm.weight"},
-          {"self_attn.q_proj.weight", "attn_q.weight"},
-          {"self_attn.k_proj.weight", "attn_k.weight"},
-          {"self_attn.v_proj.weight", "attn_v.weight"},
-          {"self_attn.q_proj.bias", "attn_q.bias"},
-          {"self_attn.k_proj.bias", "attn_k.bias"},
-          {"self_attn.v_proj.bias", "attn_v.bias"},
-          {"self_attn.qkv_proj.weight", "attn_qkv.weight"},  // phi3: rows [q; k; v]
-          {"self_attn.o_proj.weight", "attn_output.weight"},
-          {"self_attn.q_norm.weight", "attn_q_norm.weight"},
-          {"self_attn.k_norm.weight", "attn_k_norm.weight"},
-          {"post_attention_layernorm.weight", "ffn_norm.weight"},
-          {"mlp.gate_proj.weight", "ffn_gate.weight"},
-          {"mlp.up_proj.weight", "ffn_up.weight"},
-          {"mlp.gate_up_proj.weight", "ffn_up.weight"},  // phi3: rows [gate; up]
-          {"mlp.down_proj.weight", "ffn_down.weight"},
-      };
-      // Rotary caches some exporters save are recomputed from the config.
-      if (suffix == "self_attn.rotary_emb.inv_freq") return std::nullopt;
-      for (const auto& [hf, gg] : kLayerNames) {
-        if (suffix == hf) return "blk." + std::to_string(layer) + "." + std::string(gg);
-      }
-    }
+    const std::string_view router = c.arch->moe == Moe::kQwen      ? "mlp.gate.weight"
+                                    : c.arch->moe == Moe::kMixtral ? "block_sparse_moe.gate.weight"
+                                                                   : "";
+    if (!router.empty() && suffix == router) return blk + "ffn_gate_inp.weight";
   }
   throw Error(Errc::Unsupported, "[hf] tensor '" + std::string(name) +
                                      "' has no counterpart in seam's " + std::string(c.arch->arch) +
                                      " layout");
+}
+
+// ---- Mixture of experts -----------------------------------------------------
+// Checkpoints hold one matrix per expert (transformers' fused 3-D form holds
+// one per layer); GGUF holds one [n_expert, rows, cols] tensor per layer and
+// matrix, which the converters stack. The stacks are owned copies.
+
+enum class ExpertMatrix { kGate, kUp, kDown, kGateUp /* fused 3-D: rows [gate; up] */ };
+
+struct ExpertPart {
+  std::uint64_t layer = 0;
+  ExpertMatrix matrix = ExpertMatrix::kGate;
+  std::optional<std::uint64_t> expert;  // nullopt: the fused 3-D tensor of every expert
+};
+
+// Where an expert weight goes; nullopt for any other tensor.
+std::optional<ExpertPart> expert_part(std::string_view name, const Config& c) {
+  if (c.arch->moe == Moe::kNone) return std::nullopt;
+  const auto lt = layer_tensor(name, c);
+  if (!lt) return std::nullopt;
+  const auto [layer, suffix] = *lt;
+  const std::string_view prefix =
+      c.arch->moe == Moe::kQwen ? "mlp.experts." : "block_sparse_moe.experts.";
+  if (!suffix.starts_with(prefix)) return std::nullopt;
+  std::string_view rest = suffix.substr(prefix.size());
+  if (c.arch->moe == Moe::kQwen) {
+    // transformers >= 5 saves the experts of a layer fused (llama.cpp reads both forms).
+    if (rest == "gate_up_proj" || rest == "gate_up_proj.weight")
+      return ExpertPart{layer, ExpertMatrix::kGateUp, std::nullopt};
+    if (rest == "down_proj" || rest == "down_proj.weight")
+      return ExpertPart{layer, ExpertMatrix::kDown, std::nullopt};
+  }
+  std::uint64_t expert = 0;
+  std::size_t n = 0;
+  while (n < rest.size() && n < 6 && rest[n] >= '0' && rest[n] <= '9') {
+    expert = expert * 10 + static_cast<std::uint64_t>(rest[n] - '0');
+    ++n;
+  }
+  if (n == 0 || n >= rest.size() || rest[n] != '.' || expert >= c.n_expert) return std::nullopt;
+  rest = rest.substr(n + 1);
+  static constexpr std::pair<std::string_view, ExpertMatrix> kQwen[] = {
+      {"gate_proj.weight", ExpertMatrix::kGate},
+      {"up_proj.weight", ExpertMatrix::kUp},
+      {"down_proj.weight", ExpertMatrix::kDown}};
+  static constexpr std::pair<std::string_view, ExpertMatrix> kMixtral[] = {
+      {"w1.weight", ExpertMatrix::kGate},
+      {"w3.weight", ExpertMatrix::kUp},
+      {"w2.weight", ExpertMatrix::kDown}};
+  for (const auto& [hf, matrix] :
+       c.arch->moe == Moe::kQwen ? std::span(kQwen) : std::span(kMixtral)) {
+    if (rest == hf) return ExpertPart{layer, matrix, expert};
+  }
+  return std::nullopt;
+}
+
+// One layer's experts of one matrix: one tensor per expert, or the fused one.
+struct ExpertStack {
+  std::vector<const SafetensorsTensor*> per_expert;
+  const SafetensorsTensor* fused = nullptr;
+};
+using ExpertStacks = std::map<std::pair<std::uint64_t, ExpertMatrix>, ExpertStack>;
+
+void collect_expert(const SafetensorsTensor& st, const ExpertPart& part, const Config& c,
+                    ExpertStacks& stacks) {
+  const ExpertMatrix key = part.matrix == ExpertMatrix::kGateUp ? ExpertMatrix::kGate : part.matrix;
+  ExpertStack& s = stacks[{part.layer, key}];
+  if (!part.expert) {
+    const bool fused_gate_up = part.matrix == ExpertMatrix::kGateUp;
+    if (st.shape.size() != 3 || st.shape[0] != c.n_expert ||
+        (fused_gate_up && st.shape[1] % 2 != 0)) {
+      bad(st.name, "a fused expert tensor must be [" + std::to_string(c.n_expert) + ", " +
+                       (fused_gate_up ? "2 x n_ff" : "rows") + ", cols]");
+    }
+    if (fused_gate_up) stacks[{part.layer, ExpertMatrix::kUp}].fused = &st;
+    s.fused = &st;
+    return;
+  }
+  if (st.shape.size() != 2) bad(st.name, "an expert matrix must be 2-D");
+  s.per_expert.resize(c.n_expert, nullptr);
+  s.per_expert[*part.expert] = &st;
+}
+
+std::string_view expert_tensor_name(ExpertMatrix m) {
+  switch (m) {
+    case ExpertMatrix::kGate:
+      return "ffn_gate_exps.weight";
+    case ExpertMatrix::kUp:
+      return "ffn_up_exps.weight";
+    default:
+      return "ffn_down_exps.weight";
+  }
+}
+
+// The stacked GGUF tensor of one layer and matrix.
+GgufTensor stack_experts(std::uint64_t layer, ExpertMatrix matrix, const ExpertStack& s,
+                         const Config& c, std::vector<std::shared_ptr<const void>>& keepalive) {
+  GgufTensor t;
+  t.name = "blk." + std::to_string(layer) + "." + std::string(expert_tensor_name(matrix));
+  const std::uint64_t n_expert = c.n_expert;
+  if (s.fused) {
+    if (!s.per_expert.empty()) bad(s.fused->name, "experts stored both fused and one by one");
+    const SafetensorsTensor& st = *s.fused;
+    t.type = st.type;
+    const bool half = st.name.find("gate_up_proj") != std::string::npos;
+    const std::uint64_t rows = half ? st.shape[1] / 2 : st.shape[1], cols = st.shape[2];
+    t.ne = {cols, rows, n_expert};
+    t.nbytes = st.data.size() / (half ? 2 : 1);
+    if (!half) {
+      t.data = st.data.data();
+      return t;
+    }
+    // Each expert's rows are [gate; up]: its gate half, then its up half.
+    const std::size_t part = st.data.size() / (2 * n_expert);
+    const std::size_t skip = matrix == ExpertMatrix::kUp ? part : 0;
+    auto owned = std::make_shared<std::vector<std::byte>>(t.nbytes);
+    for (std::uint64_t e = 0; e < n_expert; ++e) {
+      std::memcpy(owned->data() + e * part, st.data.data() + e * 2 * part + skip, part);
+    }
+    t.data = owned->data();
+    keepalive.push_back(std::move(owned));
+    return t;
+  }
+  const SafetensorsTensor* first = s.per_expert.empty() ? nullptr : s.per_expert[0];
+  for (std::uint64_t e = 0; e < n_expert; ++e) {
+    const SafetensorsTensor* st = e < s.per_expert.size() ? s.per_expert[e] : nullptr;
+    if (!st) {
+      bad("model.layers." + std::to_string(layer),
+          "lacks expert " + std::to_string(e) + " of " + std::string(expert_tensor_name(matrix)) +
+              " (" + std::to_string(n_expert) + " experts are configured)");
+    }
+    if (st->type != first->type || st->shape != first->shape) {
+      bad(st->name, "differs in type or shape from " + first->name);
+    }
+  }
+  t.type = first->type;
+  t.ne = {first->shape[1], first->shape[0], n_expert};
+  const std::size_t part = first->data.size();
+  t.nbytes = part * n_expert;
+  auto owned = std::make_shared<std::vector<std::byte>>(t.nbytes);
+  for (std::uint64_t e = 0; e < n_expert; ++e) {
+    std::memcpy(owned->data() + e * part, s.per_expert[e]->data.data(), part);
+  }
+  t.data = owned->data();
+  keepalive.push_back(std::move(owned));
+  return t;
 }
 
 // Q/K rows of each head from the "halves" order [x_0..x_{d/2-1}, y_0..y_{d/2-1}]
@@ -991,7 +1216,12 @@ GgufFile open_hf_model(const std::string& dir, Residency residency) {
   std::vector<std::shared_ptr<const void>> keepalive;
   for (auto& m : weights.mappings()) keepalive.push_back(m);
   std::vector<GgufTensor> tensors;
+  ExpertStacks experts;
   for (const SafetensorsTensor* st : weights.tensors()) {
+    if (const auto part = expert_part(st->name, c)) {
+      collect_expert(*st, *part, c, experts);
+      continue;
+    }
     const auto gname = is_gemma(*c.arch) ? gemma_gguf_name(st->name, c) : gguf_name(st->name, c);
     if (!gname) continue;
     GgufTensor t;
@@ -1011,6 +1241,9 @@ GgufFile open_hf_model(const std::string& dir, Residency residency) {
     }
     if (is_gemma(*c.arch)) gemma_adjust(*st, c, n_tokens, t, keepalive);
     tensors.push_back(std::move(t));
+  }
+  for (const auto& [key, stack] : experts) {
+    tensors.push_back(stack_experts(key.first, key.second, stack, c, keepalive));
   }
   for (auto& [tname, values] : extra) {
     auto owned = std::make_shared<std::vector<float>>(std::move(values));

@@ -5,8 +5,11 @@
 //
 // Architectures (config.json "architectures"[0]): LlamaForCausalLM and
 // MistralForCausalLM -> llama (Mistral's sliding_window is kept as
-// llama.attention.sliding_window), Qwen2ForCausalLM -> qwen2,
-// Qwen3ForCausalLM -> qwen3, Phi3ForCausalLM -> phi3 (fused qkv_proj and
+// llama.attention.sliding_window), MixtralForCausalLM -> llama with experts,
+// Qwen2ForCausalLM -> qwen2, Qwen3ForCausalLM -> qwen3, Qwen3MoeForCausalLM ->
+// qwen3moe (each layer's experts, one matrix per expert or transformers 5's
+// fused gate_up_proj/down_proj, stacked into ffn_*_exps as an owned copy, as
+// the converters stack them), Phi3ForCausalLM -> phi3 (fused qkv_proj and
 // gate_up_proj, partial rotary, LongRoPE factors as rope_factors_long/short
 // tensors), Ministral3ForCausalLM -> mistral3 (YaRN rope_parameters with
 // mscale_all_dim and llama_4_scaling_beta), Gemma2ForCausalLM -> gemma2,

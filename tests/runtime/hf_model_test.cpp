@@ -80,6 +80,10 @@ constexpr const char* kGemma4 = "--arch gemma4 --seed 40";
 constexpr const char* kGemma4DropV =
     "--arch gemma4 --seed 41 --drop blk.0.attn_v.weight --drop blk.2.attn_v.weight";
 constexpr const char* kGemma4Tied = "--arch gemma4 --seed 43 --drop output.weight";
+// Mixture of experts (tools/families.py's fixed shape, 4 layers): one matrix per expert
+// in the checkpoint, stacked at load as the converters stack them.
+constexpr const char* kQwen3Moe = "--arch qwen3moe --experts 8 --experts-used 2 --seed 50";
+constexpr const char* kMixtral = "--arch llama --experts 4 --experts-used 2 --seed 51";
 constexpr const char* kPhi3 =
     "--arch phi3 --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 96 --rope-dim 8 --seed 25";
 
@@ -201,6 +205,14 @@ std::vector<Case> hf_cases() {
       Case{"gemma4_conditional_generation_bf16_tied",
            "--arch gemma4 --hf-arch Gemma4ForConditionalGeneration --pad-vocab 20 "
            "--st-dtype BF16 --shards 2 --drop output.weight --seed 42"},
+      // Mixture of experts: qwen3moe (mlp.gate, mlp.experts.E.*_proj) and Mixtral
+      // (block_sparse_moe.gate, block_sparse_moe.experts.E.w1/w3/w2, Q/K permuted).
+      Case{"qwen3moe", kQwen3Moe, kQwen3Moe}, Case{"mixtral", kMixtral, kMixtral},
+      // transformers 5's per-layer form: mlp.experts.gate_up_proj [E, 2 n_ff, dim] (split
+      // at load) and mlp.experts.down_proj [E, dim, n_ff]; F16, sharded.
+      Case{"qwen3moe_fused_experts_f16",
+           "--arch qwen3moe --experts 6 --experts-used 3 --seed 53 --fused-experts "
+           "--st-dtype F16 --shards 2"},
       // Phi-3: fused qkv_proj and gate_up_proj, partial rotary (8 of 16 dims).
       Case{"phi3_partial_rotary", kPhi3, kPhi3},
       Case{"phi3_tied_bf16",
@@ -608,6 +620,47 @@ TEST_F(HfBroken, Gemma4WithExpertsIsRefusedByName) {
   replace_in("config.json", "\"use_double_wide_mlp\": true,",
              "\"use_double_wide_mlp\": true, \"enable_moe_block\": true, \"num_experts\": 128,");
   expect_refused(Errc::Unsupported, "Gemma 4 with experts ('num_experts' = 128) is not supported");
+}
+
+TEST_F(HfBroken, MissingExpertIsNamed) {
+  use("qwen3moe", kQwen3Moe);
+  replace_in("model.safetensors", "model.layers.2.mlp.experts.5.up_proj.weight",
+             "model.layers.2.mlp.experts.5.up_proj.weighx");
+  expect_refused(Errc::Unsupported, "model.layers.2.mlp.experts.5.up_proj.weighx");
+  use("qwen3moe", kQwen3Moe);
+  // Expert 9 of 8 is no expert: the name is refused, and expert 1 is then missing.
+  replace_in("model.safetensors", "model.layers.1.mlp.experts.1.down_proj.weight",
+             "model.layers.1.mlp.experts.9.down_proj.weight");
+  expect_refused(Errc::Unsupported, "model.layers.1.mlp.experts.9.down_proj.weight");
+  use("mixtral", kMixtral);
+  replace_in("config.json", "\"num_local_experts\": 4", "\"num_local_experts\": 5");
+  expect_refused(Errc::BadFormat, "model.layers.0: lacks expert 4 of ffn_gate_exps.weight");
+}
+
+TEST_F(HfBroken, ExpertCountsOutOfRange) {
+  use("mixtral", kMixtral);
+  replace_in("config.json", "\"num_experts_per_tok\": 2", "\"num_experts_per_tok\": 5");
+  expect_refused(Errc::BadFormat, "'num_experts_per_tok' = 5 exceeds 'num_local_experts' = 4");
+  use("qwen3moe", kQwen3Moe);
+  replace_in("config.json", "\"num_experts\": 8", "\"num_experts\": 100000");
+  expect_refused(Errc::BadFormat, "'num_experts' = 100000 is out of range");
+}
+
+// transformers' Qwen3-MoE options that neither seam nor llama.cpp runs as
+// asked are refused by name rather than run differently.
+TEST_F(HfBroken, Qwen3MoeOptionsTheRecipeCannotRunAreNamed) {
+  use("qwen3moe", kQwen3Moe);
+  replace_in("config.json", "\"norm_topk_prob\": true", "\"norm_topk_prob\": false");
+  expect_refused(Errc::Unsupported, "'norm_topk_prob' is false");
+  use("qwen3moe", kQwen3Moe);
+  replace_in("config.json", "\"norm_topk_prob\": true,", "");
+  expect_refused(Errc::Unsupported, "transformers' default when the key is absent");
+  use("qwen3moe", kQwen3Moe);
+  replace_in("config.json", "\"mlp_only_layers\": []", "\"mlp_only_layers\": [1]");
+  expect_refused(Errc::Unsupported, "'mlp_only_layers' names dense layers");
+  use("qwen3moe", kQwen3Moe);
+  replace_in("config.json", "\"decoder_sparse_step\": 1", "\"decoder_sparse_step\": 2");
+  expect_refused(Errc::Unsupported, "'decoder_sparse_step' = 2");
 }
 
 TEST_F(HfBroken, Gemma4GlobalRopeOtherThanProportionalIsRefused) {
