@@ -287,14 +287,17 @@ void k4(std::int64_t n, const void* w, const void* act, std::size_t as, float* o
     u[1] = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);
     u[2] = mins_lo;
     u[0] &= 0x3f3f3f3fu;
-    std::uint8_t sc[16];  // [8 scales][8 mins]
-    std::memcpy(sc, u, 16);
-    const __m128i mins16 =
-        _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 8)));
+    // [8 scales][8 mins] as 16-bit words; each sub-block's scale is then one
+    // byte shuffle of `scales` away, not a scalar extract and broadcast.
+    const __m128i sm = _mm_set_epi32(static_cast<int>(u[3]), static_cast<int>(u[2]),
+                                     static_cast<int>(u[1]), static_cast<int>(u[0]));
+    const __m128i mins16 = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
+    const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
     __m256i hbits = _mm256_setzero_si256();
     if constexpr (kHigh) hbits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qh));
     __m256i sumi[NT];
     for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
     for (int p = 0; p < 4; ++p) {
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs + 32 * p));
       __m256i lo = _mm256_and_si256(q, m4);                        // elements 64p + 0..31
@@ -306,8 +309,9 @@ void k4(std::int64_t n, const void* w, const void* act, std::size_t as, float* o
         lo = _mm256_or_si256(lo, _mm256_slli_epi16(b0, 4));
         hi = _mm256_or_si256(hi, _mm256_slli_epi16(b1, 4));
       }
-      const __m256i s_lo = _mm256_set1_epi16(sc[2 * p]);
-      const __m256i s_hi = _mm256_set1_epi16(sc[2 * p + 1]);
+      // Word j of `scales` in every lane: the byte pair (2j, 2j + 1) repeated.
+      const __m256i s_lo = _mm256_shuffle_epi8(scales, _mm256_set1_epi16(0x0100 + 0x0404 * p));
+      const __m256i s_hi = _mm256_shuffle_epi8(scales, _mm256_set1_epi16(0x0302 + 0x0404 * p));
       for (int t = 0; t < NT; ++t) {
         const __m256i y_lo =
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][i].qs + 64 * p));
@@ -414,11 +418,21 @@ void q6_k(std::int64_t n, const void* w, const void* act, std::size_t as, float*
   }
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i m2 = _mm256_set1_epi8(0x03);
-  const __m256i k32 = _mm256_set1_epi8(32);
   for (std::int64_t i = 0; i < nb; ++i) {
     prefetch_ahead(x + i, sizeof(BlockQ6_K));
+    // The 16 sub-block scales as 16-bit words, and each half's 8 in both lanes.
+    const __m256i scales =
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales)));
+    const __m256i half_scales[2] = {_mm256_permute2x128_si256(scales, scales, 0x00),
+                                    _mm256_permute2x128_si256(scales, scales, 0x11)};
+    // sum (q - 32) s y = sum q s y - 32 sum_j s_j bsums_j: the offset comes from
+    // the activations' 16-element sums, not from a second product per group.
     __m256i sumi[NT];
-    for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
+    for (int t = 0; t < NT; ++t) {
+      const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][i].bsums));
+      sumi[t] = _mm256_slli_epi32(_mm256_madd_epi16(scales, bsums), 5);
+      sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(), sumi[t]);
+    }
     for (int h = 0; h < 2; ++h) {
       const std::uint8_t* ql = x[i].ql + 64 * h;
       const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
@@ -434,18 +448,20 @@ void q6_k(std::int64_t n, const void* w, const void* act, std::size_t as, float*
                              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4));
       q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
                              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
+#pragma GCC unroll 4
       for (int g = 0; g < 4; ++g) {
-        // Scales of elements 0..15 and 16..31 of the group: the two 128-bit lanes.
-        const int s = 8 * h + 2 * g;
-        const __m256i scv =
-            _mm256_set_m128i(_mm_set1_epi16(x[i].scales[s + 1]), _mm_set1_epi16(x[i].scales[s]));
+        // Scales of elements 0..15 and 16..31 of the group (sub-blocks 2g, 2g + 1
+        // of the half) in the two 128-bit lanes: one byte shuffle per lane.
+        const __m256i scv = _mm256_shuffle_epi8(
+            half_scales[h],
+            _mm256_set_m128i(_mm_set1_epi16(static_cast<short>(0x0302 + 0x0404 * g)),
+                             _mm_set1_epi16(static_cast<short>(0x0100 + 0x0404 * g))));
         for (int t = 0; t < NT; ++t) {
           const __m256i yq =
               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][i].qs + 128 * h + 32 * g));
-          // (q - 32) . y = q . y - 32 . y; both maddubs stay far from int16 saturation.
-          const __m256i p =
-              _mm256_sub_epi16(_mm256_maddubs_epi16(q[g], yq), _mm256_maddubs_epi16(k32, yq));
-          sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(p, scv));
+          // q in 0..63: pair sums of q . y stay far from int16 saturation.
+          sumi[t] =
+              _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q[g], yq), scv));
         }
       }
     }
