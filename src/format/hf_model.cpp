@@ -365,20 +365,25 @@ Config read_config(const json& cfg, const std::string& file,
   return c;
 }
 
+// "<N>.<rest>" with N below `limit`: {N, rest}.
+std::optional<std::pair<std::uint64_t, std::string_view>> numbered(std::string_view s,
+                                                                   std::uint64_t limit) {
+  std::size_t n = 0;
+  std::uint64_t value = 0;
+  while (n < s.size() && n < 9 && s[n] >= '0' && s[n] <= '9') {
+    value = value * 10 + static_cast<std::uint64_t>(s[n] - '0');
+    ++n;
+  }
+  if (n == 0 || n >= s.size() || s[n] != '.' || value >= limit) return std::nullopt;
+  return std::pair{value, s.substr(n + 1)};
+}
+
 // "model.layers.<N>.<suffix>" with N below the layer count: {N, suffix}.
 std::optional<std::pair<std::uint64_t, std::string_view>> layer_tensor(std::string_view name,
                                                                        const Config& c) {
   constexpr std::string_view prefix = "model.layers.";
   if (!name.starts_with(prefix)) return std::nullopt;
-  const std::string_view rest = name.substr(prefix.size());
-  std::size_t n = 0;
-  std::uint64_t layer = 0;
-  while (n < rest.size() && n < 9 && rest[n] >= '0' && rest[n] <= '9') {
-    layer = layer * 10 + static_cast<std::uint64_t>(rest[n] - '0');
-    ++n;
-  }
-  if (n == 0 || n >= rest.size() || rest[n] != '.' || layer >= c.n_layer) return std::nullopt;
-  return std::pair{layer, rest.substr(n + 1)};
+  return numbered(name.substr(prefix.size()), c.n_layer);
 }
 
 // HF tensor name -> GGUF tensor name; nullopt for tensors the converters drop.
@@ -457,14 +462,10 @@ std::optional<ExpertPart> expert_part(std::string_view name, const Config& c) {
     if (rest == "down_proj" || rest == "down_proj.weight")
       return ExpertPart{layer, ExpertMatrix::kDown, std::nullopt};
   }
-  std::uint64_t expert = 0;
-  std::size_t n = 0;
-  while (n < rest.size() && n < 6 && rest[n] >= '0' && rest[n] <= '9') {
-    expert = expert * 10 + static_cast<std::uint64_t>(rest[n] - '0');
-    ++n;
-  }
-  if (n == 0 || n >= rest.size() || rest[n] != '.' || expert >= c.n_expert) return std::nullopt;
-  rest = rest.substr(n + 1);
+  const auto numbered_expert = numbered(rest, c.n_expert);
+  if (!numbered_expert) return std::nullopt;
+  const std::uint64_t expert = numbered_expert->first;
+  rest = numbered_expert->second;
   static constexpr std::pair<std::string_view, ExpertMatrix> kQwen[] = {
       {"gate_proj.weight", ExpertMatrix::kGate},
       {"up_proj.weight", ExpertMatrix::kUp},
