@@ -121,21 +121,21 @@ shape_args() {
 # 32,000-token vocabulary; moe-dense: a qwen3 of the same active size (FFN
 # 8 x 768); hybrid: a Qwen3.5-0.8B-shaped gated-delta-net hybrid (24 layers,
 # every 4th full attention, S = 128, 8 key / 16 value heads).
+families_gen() {  # OUT ARCH, then tools/families.py _gen_family keyword arguments
+  "$python" -c "import sys; sys.path.insert(0, '$root/tools'); import families
+families._gen_family('$1', '$2', seed=1, $3)"
+}
 family_gen() {
   local out=$1
   case "$2" in
-    moe) "$python" -c "import sys; sys.path.insert(0, '$root/tools'); import families
-families._gen_family('$out', 'qwen3moe', experts=32, experts_used=8, dim=2048, layers=8,
-    heads=32, kv_heads=4, head_dim=128, ffn_exp=768, vocab=32000, ctx=8192, seed=1)" ;;
+    moe) families_gen "$out" qwen3moe "ctx=8192, experts=32, experts_used=8, dim=2048, layers=8,
+      heads=32, kv_heads=4, head_dim=128, ffn_exp=768, vocab=32000" ;;
     moe-dense) "$python" "$root/tools/reference.py" gen --arch qwen3 --dim 2048 --layers 8 \
       --heads 32 --kv-heads 4 --head-dim 128 --ffn 6144 --vocab 32000 --ctx 8192 --seed 1 \
       --out "$out" 2>/dev/null ;;
-    hybrid) "$python" -c "import sys; sys.path.insert(0, '$root/tools'); import families
-families._gen_family('$out', 'qwen35', dim=1024, layers=24, heads=8, kv_heads=2, ffn=3072,
-    vocab=32000, ctx=8192, seed=1, hybrid_head_dim=256, ssm_state=128, ssm_groups=8,
-    ssm_heads=16)" ;;
-    hybrid-smoke) "$python" -c "import sys; sys.path.insert(0, '$root/tools'); import families
-families._gen_family('$out', 'qwen35', ctx=256, seed=1)" ;;
+    hybrid) families_gen "$out" qwen35 "ctx=8192, dim=1024, layers=24, heads=8, kv_heads=2,
+      ffn=3072, vocab=32000, hybrid_head_dim=256, ssm_state=128, ssm_groups=8, ssm_heads=16" ;;
+    hybrid-smoke) families_gen "$out" qwen35 "ctx=256" ;;
     *) return 1 ;;
   esac
 }

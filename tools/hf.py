@@ -359,10 +359,11 @@ MOE_EXPERTS = {"Qwen3MoeForCausalLM": ("mlp.experts", {"ffn_gate_exps": "gate_pr
                                                                    "ffn_down_exps": "w2"})}
 
 
-def moe_tensors(name, w, hf_arch, fused):
+def moe_tensors(name, w, hf_arch, fused, tensor):
     """HF tensors of a GGUF router or stacked expert tensor blk.L.<kind>.weight; None for
     any other. fused: transformers 5's per-layer form (mlp.experts.gate_up_proj
-    [E, 2 n_ff, dim], mlp.experts.down_proj [E, dim, n_ff]) instead of one per expert."""
+    [E, 2 n_ff, dim], mlp.experts.down_proj [E, dim, n_ff]) instead of one per expert;
+    `tensor(name)` reads another GGUF tensor (the up half of gate_up_proj)."""
     _, layer, kind, _ = name.split(".")
     base = f"model.layers.{layer}."
     if kind == "ffn_gate_inp":
@@ -373,7 +374,10 @@ def moe_tensors(name, w, hf_arch, fused):
     if fused:
         if kind == "ffn_down_exps":
             return [(base + prefix + ".down_proj", w)]
-        return []  # gate and up are written together by fused_gate_up
+        if kind == "ffn_gate_exps":
+            up = tensor(name.replace("ffn_gate_exps", "ffn_up_exps"))
+            return [(base + prefix + ".gate_up_proj", np.concatenate([w, up], axis=1))]
+        return []  # ffn_up_exps: written with the gate as gate_up_proj
     return [(f"{base}{prefix}.{e}.{names[kind]}.weight", w[e]) for e in range(w.shape[0])]
 
 
@@ -509,16 +513,10 @@ def gen(out, gguf_out=None, st_dtype="F32", shards=1, hf_arch=None,
                             "rope_factors_short.weight"):
                     continue  # HF recomputes them from rope_scaling
                 w = r.tensor(name)
-                parts = moe_tensors(name, w, hf_arch, fused_experts) \
+                parts = moe_tensors(name, w, hf_arch, fused_experts, r.tensor) \
                     if moe and name.startswith("blk.") else None
                 if parts is not None:
                     tensors += [(n, t.shape, st_dtype, _encode(t, st_dtype)) for n, t in parts]
-                    if fused_experts and name.endswith("ffn_gate_exps.weight"):
-                        gate_up = np.concatenate(
-                            [w, r.tensor(name.replace("ffn_gate_exps", "ffn_up_exps"))], axis=1)
-                        n = name.split(".")[1]
-                        tensors.append((f"model.layers.{n}.mlp.experts.gate_up_proj",
-                                        gate_up.shape, st_dtype, _encode(gate_up, st_dtype)))
                     continue
                 if name.startswith("blk."):
                     _, layer, kind, suffix = name.split(".")

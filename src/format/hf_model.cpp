@@ -238,7 +238,7 @@ Config read_config(const json& cfg, const std::string& file,
   const double theta = theta_opt.value_or(10000.0);
   c.tied = hf::get_bool(cfg, "tie_word_embeddings", file).value_or(false);
 
-  const auto u32 = u32_value;
+  const auto& u32 = u32_value;
   kv.emplace_back(a + ".block_count", u32(c.n_layer));
   if (auto ctx = hf::get_uint(cfg, "max_position_embeddings", file)) {
     kv.emplace_back(a + ".context_length", u32(std::min<std::uint64_t>(*ctx, UINT32_MAX / 4)));
@@ -481,10 +481,12 @@ std::optional<ExpertPart> expert_part(std::string_view name, const Config& c) {
   return std::nullopt;
 }
 
-// One layer's experts of one matrix: one tensor per expert, or the fused one.
+// One layer's experts of one matrix: one tensor per expert, or the fused one
+// (for gate and up: which half of each expert's rows of gate_up_proj).
 struct ExpertStack {
   std::vector<const SafetensorsTensor*> per_expert;
   const SafetensorsTensor* fused = nullptr;
+  std::optional<int> fused_half;  // 0: gate rows, 1: up rows; nullopt: all rows
 };
 using ExpertStacks = std::map<std::pair<std::uint64_t, ExpertMatrix>, ExpertStack>;
 
@@ -499,8 +501,13 @@ void collect_expert(const SafetensorsTensor& st, const ExpertPart& part, const C
       bad(st.name, "a fused expert tensor must be [" + std::to_string(c.n_expert) + ", " +
                        (fused_gate_up ? "2 x n_ff" : "rows") + ", cols]");
     }
-    if (fused_gate_up) stacks[{part.layer, ExpertMatrix::kUp}].fused = &st;
     s.fused = &st;
+    if (fused_gate_up) {
+      s.fused_half = 0;
+      ExpertStack& up = stacks[{part.layer, ExpertMatrix::kUp}];
+      up.fused = &st;
+      up.fused_half = 1;
+    }
     return;
   }
   if (st.shape.size() != 2) bad(st.name, "an expert matrix must be 2-D");
@@ -529,17 +536,16 @@ GgufTensor stack_experts(std::uint64_t layer, ExpertMatrix matrix, const ExpertS
     if (!s.per_expert.empty()) bad(s.fused->name, "experts stored both fused and one by one");
     const SafetensorsTensor& st = *s.fused;
     t.type = st.type;
-    const bool half = st.name.find("gate_up_proj") != std::string::npos;
-    const std::uint64_t rows = half ? st.shape[1] / 2 : st.shape[1], cols = st.shape[2];
+    const std::uint64_t rows = s.fused_half ? st.shape[1] / 2 : st.shape[1], cols = st.shape[2];
     t.ne = {cols, rows, n_expert};
-    t.nbytes = st.data.size() / (half ? 2 : 1);
-    if (!half) {
+    t.nbytes = st.data.size() / (s.fused_half ? 2 : 1);
+    if (!s.fused_half) {
       t.data = st.data.data();
       return t;
     }
     // Each expert's rows are [gate; up]: its gate half, then its up half.
     const std::size_t part = st.data.size() / (2 * n_expert);
-    const std::size_t skip = matrix == ExpertMatrix::kUp ? part : 0;
+    const std::size_t skip = static_cast<std::size_t>(*s.fused_half) * part;
     auto owned = std::make_shared<std::vector<std::byte>>(t.nbytes);
     for (std::uint64_t e = 0; e < n_expert; ++e) {
       std::memcpy(owned->data() + e * part, st.data.data() + e * 2 * part + skip, part);
