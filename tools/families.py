@@ -340,7 +340,9 @@ class FamilyModel:
         if rc["shared_exp"]:
             sh = (silu(h @ self.t(L, "ffn_gate_shexp.weight").T) *
                   (h @ self.t(L, "ffn_up_shexp.weight").T)) @ self.t(L, "ffn_down_shexp.weight").T
-            out = out + sigmoid(h @ self.t(L, "ffn_gate_inp_shexp.weight"))[:, None] * sh
+            # [dim], or [1, dim] as llama.cpp's converters write it.
+            gate = self.t(L, "ffn_gate_inp_shexp.weight").reshape(-1)
+            out = out + sigmoid(h @ gate)[:, None] * sh
         return out
 
     # --- gemma4
@@ -551,7 +553,10 @@ def _gen_family(path, arch, experts=None, experts_used=None, dim=64, layers=4, h
     w.add(f"{a}.context_length", ctx)
     w.add(f"{a}.embedding_length", dim)
     w.add(f"{a}.block_count", layers)
-    w.add(f"{a}.feed_forward_length", ffn_exp if arch == "llama" else ffn)
+    # As llama.cpp's converters write it: gpt-oss's intermediate_size is the experts' width,
+    # and Qwen3.5-MoE configs have no dense width (the key is left out).
+    if arch != "qwen35moe":
+        w.add(f"{a}.feed_forward_length", ffn_exp if arch in ("llama", "gpt-oss") else ffn)
     w.add(f"{a}.attention.head_count", heads)
     w.add(f"{a}.attention.head_count_kv", kv_heads)
     w.add(f"{a}.attention.key_length", head_dim)
@@ -574,6 +579,8 @@ def _gen_family(path, arch, experts=None, experts_used=None, dim=64, layers=4, h
         w.add(f"{a}.rope.scaling.type", "yarn")
         w.add(f"{a}.rope.scaling.factor", 32.0, "float32")
         w.add(f"{a}.rope.scaling.original_context_length", 256, "uint32")
+        w.add(f"{a}.rope.scaling.yarn_beta_fast", 32.0, "float32")
+        w.add(f"{a}.rope.scaling.yarn_beta_slow", 1.0, "float32")
     S, Hk, Hv = ssm_state, ssm_groups, ssm_heads
     if rc["hybrid"]:
         w.add(f"{a}.ssm.conv_kernel", 4, "uint32")
@@ -582,8 +589,9 @@ def _gen_family(path, arch, experts=None, experts_used=None, dim=64, layers=4, h
         w.add(f"{a}.ssm.time_step_rank", Hv, "uint32")
         w.add(f"{a}.ssm.inner_size", Hv * S, "uint32")
         w.add(f"{a}.full_attention_interval", 4, "uint32")
-        w.add(f"{a}.rope.dimension_sections", [n_rot // 4, n_rot // 8, n_rot // 8, 0],
-              "array<int32>")
+        if arch != "qwen3next":   # Qwen3.5's interleaved M-RoPE; Qwen3-Next rotates plainly
+            w.add(f"{a}.rope.dimension_sections", [n_rot // 4, n_rot // 8, n_rot // 8, 0],
+                  "array<int32>")
     w.add("tokenizer.ggml.model", "llama")
     w.add("tokenizer.ggml.tokens", tokens)
     w.add("tokenizer.ggml.scores", np.asarray(scores, dtype=np.float32))

@@ -40,7 +40,10 @@ void read_common_hparams(const GgufFile& f, std::string_view arch_sv, std::strin
   hp.n_layer = require_u32(f, arch + ".block_count");
   hp.n_head = require_u32(f, arch + ".attention.head_count");
   hp.n_head_kv = optional_u32(f, arch + ".attention.head_count_kv", hp.n_head);
-  hp.n_ff = require_u32(f, arch + ".feed_forward_length");
+  // Optional as in llama.cpp: a mixture-of-experts file may state only the
+  // experts' width (Qwen3.5-MoE's converter writes none); a layer left
+  // without a width is refused by name (model/layers.cpp).
+  hp.n_ff = optional_u32(f, arch + ".feed_forward_length", 0);
   hp.n_ctx_train = optional_u32(f, arch + ".context_length", 2048);
   if (hp.n_embd % hp.n_head != 0 && !f.find(arch + ".attention.key_length")) {
     throw Error(Errc::BadFormat, "head count " + std::to_string(hp.n_head) +

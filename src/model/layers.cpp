@@ -98,7 +98,11 @@ void check_layers(const ModelSpec& spec) {
                          std::to_string(p.n_head_v) + ") cannot be run");
       }
     }
-    if (L.n_ff == 0) bad_layer(l, "feed-forward width is 0");
+    if (L.n_ff == 0) {
+      bad_layer(l, L.ffn == FfnKind::Moe
+                       ? "has no expert feed-forward width (expert_feed_forward_length)"
+                       : "has no feed-forward width (feed_forward_length)");
+    }
     if (L.ffn == FfnKind::Moe && (L.n_expert_used == 0 || L.n_expert_used > L.n_expert)) {
       bad_layer(l, "uses " + std::to_string(L.n_expert_used) + " of " + std::to_string(L.n_expert) +
                        " experts; it must use 1 to all of them");

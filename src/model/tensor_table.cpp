@@ -1,5 +1,6 @@
 #include "model/tensor_table.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -122,8 +123,19 @@ std::string shape_str(const std::vector<std::uint64_t>& ne) {
   return s + "]";
 }
 
+// Shapes equal up to trailing dimensions of 1: llama.cpp's converters write
+// some vectors 2-D (Qwen3-Next's ffn_gate_inp_shexp is [n_embd, 1]), and its
+// loader accepts them as the vectors they are.
+bool same_shape(const std::vector<std::uint64_t>& a, const std::vector<std::uint64_t>& b) {
+  const std::size_t n = std::max(a.size(), b.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    if ((i < a.size() ? a[i] : 1) != (i < b.size() ? b[i] : 1)) return false;
+  }
+  return true;
+}
+
 void check_tensor(const GgufTensor& t, const TensorRow& x) {
-  if (t.ne != x.ne) {
+  if (!same_shape(t.ne, x.ne)) {
     throw Error(Errc::BadFormat, "tensor " + t.name + " has shape " + shape_str(t.ne) +
                                      ", expected " + shape_str(x.ne));
   }
@@ -166,18 +178,19 @@ std::vector<float> to_f32(const GgufTensor& t) {
   return out;
 }
 
+// By the expected shape x.ne: t may carry trailing dimensions of 1 beyond it.
 void bind(const GgufTensor& t, const TensorRow& x, ModelWeights& w) {
   if (x.vec) {
     w.owned.push_back(to_f32(t));
     *x.vec = w.owned.back().data();
   } else if (x.matrix) {
-    *x.matrix = view_of(t, t.ne[1]);
+    *x.matrix = view_of(t, x.ne[1]);
   } else if (x.experts) {
-    x.experts->w = view_of(t, t.ne[1]);
-    x.experts->n_expert = static_cast<std::int32_t>(t.ne[2]);
-    x.experts->expert_stride = x.experts->w.row_stride * t.ne[1];
+    x.experts->w = view_of(t, x.ne[1]);
+    x.experts->n_expert = static_cast<std::int32_t>(x.ne[2]);
+    x.experts->expert_stride = x.experts->w.row_stride * x.ne[1];
   } else {
-    const WeightView all = view_of(t, t.ne[1]);
+    const WeightView all = view_of(t, x.ne[1]);
     std::int64_t first = 0;
     for (const auto& [dst, n] : x.parts) {
       *dst = all;
