@@ -30,3 +30,9 @@ gen gemma2 --arch gemma2 --dim 32 --layers 2 --heads 2 --kv-heads 1 --head-dim 1
   --window 5 --attn-softcap 8 --final-softcap 6 --seed 7
 gen gemma3 --arch gemma3 --hf-arch Gemma3ForConditionalGeneration --dim 32 --layers 2 --heads 2 \
   --kv-heads 1 --head-dim 16 --ffn 48 --window 4 --seed 8
+# The per-layer families (tools/families.py's fixed shape): gpt-oss's U8 MXFP4 blocks, the
+# hybrids' linear-attention keys and tensors, a multimodal class with text_config.
+gen gpt_oss --arch gpt-oss --seed 9
+gen qwen3next --arch qwen3next --seed 10
+gen qwen35moe_cg --arch qwen35moe --hf-arch Qwen3_5MoeForConditionalGeneration --seed 11 \
+  --st-dtype BF16

@@ -55,6 +55,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import families  # noqa: E402
 import gguf  # noqa: E402
+import hf_families  # noqa: E402
 import reference  # noqa: E402
 
 SPACE = "\u2581"
@@ -83,7 +84,7 @@ def write_safetensors(path, tensors, metadata=None):
     off = 0
     for name, shape, dtype, data in tensors:
         n = int(np.prod(shape)) if shape else 1
-        assert len(data) == n * ST_DTYPES[dtype], name
+        assert len(data) == n * {**ST_DTYPES, "U8": 1}[dtype], name
         header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [off, off + len(data)]}
         off += len(data)
     h = json.dumps(header, separators=(",", ":")).encode()
@@ -333,14 +334,15 @@ HF_ARCHS = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
             "qwen3": "Qwen3ForCausalLM", "qwen3moe": "Qwen3MoeForCausalLM",
             "phi3": "Phi3ForCausalLM",
             "mistral3": "Ministral3ForCausalLM", "gemma2": "Gemma2ForCausalLM",
-            "gemma3": "Gemma3ForCausalLM", "gemma4": "Gemma4ForCausalLM"}
+            "gemma3": "Gemma3ForCausalLM", "gemma4": "Gemma4ForCausalLM",
+            **hf_families.DEFAULT_CLASS}
 GGUF_ARCH = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "llama",
              "MixtralForCausalLM": "llama", "Qwen2ForCausalLM": "qwen2",
              "Qwen3ForCausalLM": "qwen3", "Qwen3MoeForCausalLM": "qwen3moe",
              "Phi3ForCausalLM": "phi3", "Ministral3ForCausalLM": "mistral3",
              "Gemma2ForCausalLM": "gemma2", "Gemma3ForCausalLM": "gemma3",
              "Gemma3ForConditionalGeneration": "gemma3", "Gemma4ForCausalLM": "gemma4",
-             "Gemma4ForConditionalGeneration": "gemma4"}
+             "Gemma4ForConditionalGeneration": "gemma4", **hf_families.GGUF_ARCH}
 # phi3 checkpoints keep q, k, v and gate, up fused, as its GGUF does.
 PHI3_LAYER = {"attn_qkv": "self_attn.qkv_proj", "ffn_up": "mlp.gate_up_proj"}
 PER_LAYER = {"attn_norm": "input_layernorm", "attn_q": "self_attn.q_proj",
@@ -384,9 +386,11 @@ def moe_tensors(name, w, hf_arch, fused, tensor):
 def gen(out, gguf_out=None, st_dtype="F32", shards=1, hf_arch=None,
         metaspace=False, template="{% for m in messages %}{{ m['content'] }}{% endfor %}",
         template_list=False, add_bos_flag=True, pad_vocab=0, rope_parameters=False,
-        drop=(), experts=None, experts_used=None, fused_experts=False, **model_args):
+        drop=(), experts=None, experts_used=None, fused_experts=False, dense_experts=False,
+        **model_args):
     st_dtype = st_dtype.upper()
-    moe = bool(experts) or model_args.get("arch") == "qwen3moe"
+    family = model_args.get("arch") in hf_families.DEFAULT_CLASS
+    moe = not family and (bool(experts) or model_args.get("arch") == "qwen3moe")
     if fused_experts and model_args.get("arch") != "qwen3moe":
         raise reference.RefError("--fused-experts: qwen3moe only")
     if model_args.get("arch") in GEMMA_ARCHS:
@@ -398,7 +402,11 @@ def gen(out, gguf_out=None, st_dtype="F32", shards=1, hf_arch=None,
     os.makedirs(out, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "src.gguf")
-        if model_args.get("arch") == "gemma4":
+        if family:
+            # The per-layer family's fixed shape (tools/families.py) with the given counts.
+            families.gen_family(src, model_args["arch"], experts=experts,
+                                experts_used=experts_used, seed=model_args.get("seed", 0))
+        elif model_args.get("arch") == "gemma4":
             # The per-layer family's fixed shape (tools/families.py); only the seed and the
             # dropped tensors vary.
             families.gen_family(src, "gemma4", seed=model_args.get("seed", 0),
@@ -413,12 +421,14 @@ def gen(out, gguf_out=None, st_dtype="F32", shards=1, hf_arch=None,
         m = r.metadata
         a = m["general.architecture"]
         hf_arch = hf_arch or ("MixtralForCausalLM" if moe and a == "llama" else HF_ARCHS[a])
-        if moe != (hf_arch in MOE_ROUTER):
+        if not family and moe != (hf_arch in MOE_ROUTER):
             raise reference.RefError(f"--hf-arch {hf_arch} with experts: use "
                                      "MixtralForCausalLM or Qwen3MoeForCausalLM")
         if GGUF_ARCH.get(hf_arch) != a:
             raise reference.RefError(f"--hf-arch {hf_arch} does not hold a {a} model")
-        if a == "gemma4":
+        if family:
+            config, tensors = hf_families.files(r, hf_arch, st_dtype, dense_experts)
+        elif a == "gemma4":
             config, tensors = gemma4_files(r, hf_arch, st_dtype, pad_vocab,
                                            model_args.get("seed", 0))
         else:
@@ -1035,6 +1045,8 @@ def convert(d, out, vocab):
         return convert_gemma(d, out, vocab, c)
     if GGUF_ARCH.get(c["architectures"][0]) == "gemma4":
         return convert_gemma4(d, out, vocab, c)
+    if hf_families.is_family(c["architectures"][0]):
+        return hf_families.convert(d, out, vocab, c, read_checkpoint)
     a = GGUF_ARCH[c["architectures"][0]]
     heads = c["num_attention_heads"]
     kv_heads = c.get("num_key_value_heads", heads)
@@ -1208,6 +1220,8 @@ def main(argv=None):
     g.add_argument("--experts-used", type=int, help="num_experts_per_tok")
     g.add_argument("--fused-experts", action="store_true",
                    help="qwen3moe: experts as transformers 5 saves them (gate_up_proj, down_proj)")
+    g.add_argument("--dense-experts", action="store_true",
+                   help="gpt-oss: dequantized experts (gate_up_proj, down_proj), not MXFP4")
     g.add_argument("--pad-vocab", type=int, default=0,
                    help="gemma: embedding rows past the tokenizer (trimmed by the converter)")
     t = sub.add_parser("tokenizer", help="tokenizer.json + tokenizer_config.json from a GGUF")
@@ -1234,7 +1248,8 @@ def main(argv=None):
                 final_softcap=a.final_softcap, rope_base_swa=a.rope_base_swa,
                 rope_linear=a.rope_linear, pad_vocab=a.pad_vocab,
                 rope_parameters=a.rope_parameters, drop=a.drop, experts=a.experts,
-                experts_used=a.experts_used, fused_experts=a.fused_experts)
+                experts_used=a.experts_used, fused_experts=a.fused_experts,
+                dense_experts=a.dense_experts)
         elif a.cmd == "tokenizer":
             write_tokenizer(a.gguf, a.out)
         else:

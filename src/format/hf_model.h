@@ -18,8 +18,13 @@
 // "language_model.", vision tower and projector dropped; absent keys take
 // transformers' config defaults; norms get HF's +1 as an owned F32 copy;
 // gemma3's embedding rows past the tokenizer are trimmed; a
-// query_pre_attn_scalar the recipe cannot reproduce is refused); others are
-// refused by name. rope_scaling (or rope_parameters)
+// query_pre_attn_scalar the recipe cannot reproduce is refused),
+// Gemma4ForCausalLM and Gemma4ForConditionalGeneration -> gemma4,
+// GptOssForCausalLM -> gpt-oss (MXFP4 expert blocks re-packed, gate/up
+// de-interleaved: hf_gpt_oss.cpp), Qwen3NextForCausalLM -> qwen3next and the
+// Qwen3_5[Moe]ForCausalLM / ...ForConditionalGeneration classes -> qwen35 /
+// qwen35moe (norms +1, -exp(A_log), qkvz split, value-head order:
+// hf_hybrid.cpp); others are refused by name. rope_scaling (or rope_parameters)
 // becomes `<arch>.rope.scaling.*` keys: linear, yarn (with beta_fast/slow,
 // attention_factor, mscale_all_dim), llama3 (rope_freqs.weight). For llama, HF stores Q/K rows in
 // the "halves" RoPE layout; they are permuted at load into the adjacent-pair layout the GGUF

@@ -26,14 +26,16 @@ struct DtypeInfo {
 };
 
 // Every dtype the format defines, so that a valid file with a dtype we do not
-// load is refused as unsupported, not as corrupt.
+// load is refused as unsupported, not as corrupt. U8 is loaded as raw bytes
+// (TensorType::I8 by size): gpt-oss keeps its MXFP4 blocks and scales in it,
+// and only that importer reads such tensors (hf_gpt_oss.cpp).
 constexpr DtypeInfo kDtypes[] = {
     {"F32", 4, TensorType::F32},     {"F16", 2, TensorType::F16},
     {"BF16", 2, TensorType::BF16},   {"F64", 0, TensorType::F32},
     {"I64", 0, TensorType::F32},     {"I32", 0, TensorType::F32},
     {"I16", 0, TensorType::F32},     {"I8", 0, TensorType::F32},
     {"U64", 0, TensorType::F32},     {"U32", 0, TensorType::F32},
-    {"U16", 0, TensorType::F32},     {"U8", 0, TensorType::F32},
+    {"U16", 0, TensorType::F32},     {"U8", 1, TensorType::I8},
     {"BOOL", 0, TensorType::F32},    {"F8_E4M3", 0, TensorType::F32},
     {"F8_E5M2", 0, TensorType::F32}, {"F8_E8M0", 0, TensorType::F32},
     {"F4", 0, TensorType::F32},      {"F6_E2M3", 0, TensorType::F32},
