@@ -179,12 +179,22 @@ class ComputeBackend {
   virtual void scale(float* x, std::int64_t n, float s) = 0;
   // x[r][i] *= s[r] for each of n_rows rows of length n (the shared expert's gate).
   virtual void scale_rows(float* x, std::int64_t n_rows, std::int64_t n, const float* s) = 0;
+  // x[r][i] *= v[i] for each of n_rows rows of length n (a per-column factor).
+  virtual void mul_rows(float* x, std::int64_t n_rows, std::int64_t n, const float* v) = 0;
   // x[i] = cap * tanh(x[i] / cap), cap > 0 (Gemma's logit soft-capping).
   virtual void softcap(float* x, std::int64_t n, float cap) = 0;
   // Writes row t of k and v ([n_tokens][width] f32, n_tokens = cells.size())
   // to row cells[t] of the caches ([n_cells][width] of `type`), converted.
   virtual void store_kv(void* k_cache, void* v_cache, KvType type, std::int64_t width,
                         std::span<const std::uint32_t> cells, const float* k, const float* v) = 0;
+  // Rotates the cached keys in rows `cells` of k_cache (n_heads heads of
+  // head_dim, stored as `type`) by `delta` positions with `p` (its
+  // attn_factor ignored: it was applied when the key was stored). A context
+  // shift: a key rotated to position q and then by delta equals one rotated to
+  // q + delta, up to the cache type's rounding.
+  virtual void shift_keys(void* k_cache, KvType type, std::span<const std::uint32_t> cells,
+                          std::int32_t n_heads, std::int32_t head_dim, const RopeParams& p,
+                          std::int32_t delta) = 0;
   // Mixture-of-experts router: for each of n_tokens rows of `logits`
   // ([n_tokens][n_expert]) the k chosen experts, best first (ties: lower id),
   // and their weights as `mode` says; ids, weights [n_tokens][k].
@@ -245,9 +255,13 @@ class CpuBackend : public ComputeBackend {
   void add_bias(float* x, const float* bias, std::int64_t n_rows, std::int64_t n) override;
   void scale(float* x, std::int64_t n, float s) override;
   void scale_rows(float* x, std::int64_t n_rows, std::int64_t n, const float* s) override;
+  void mul_rows(float* x, std::int64_t n_rows, std::int64_t n, const float* v) override;
   void softcap(float* x, std::int64_t n, float cap) override;
   void store_kv(void* k_cache, void* v_cache, KvType type, std::int64_t width,
                 std::span<const std::uint32_t> cells, const float* k, const float* v) override;
+  void shift_keys(void* k_cache, KvType type, std::span<const std::uint32_t> cells,
+                  std::int32_t n_heads, std::int32_t head_dim, const RopeParams& p,
+                  std::int32_t delta) override;
   void route(const float* logits, std::int64_t n_tokens, std::int32_t n_expert, std::int32_t k,
              Routing mode, std::int32_t* ids, float* weights) override;
   void matmul_experts(const ExpertsView& w, const float* x, std::int32_t x_slots,

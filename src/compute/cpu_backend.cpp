@@ -129,6 +129,11 @@ void CpuBackend::scale_rows(float* x, std::int64_t n_rows, std::int64_t n, const
   for (std::int64_t r = 0; r < n_rows; ++r) scale(x + r * n, n, s[r]);
 }
 
+void CpuBackend::mul_rows(float* x, std::int64_t n_rows, std::int64_t n, const float* v) {
+  for (std::int64_t r = 0; r < n_rows; ++r)
+    for (std::int64_t i = 0; i < n; ++i) x[r * n + i] *= v[i];
+}
+
 void CpuBackend::softcap(float* x, std::int64_t n, float cap) {
   for (std::int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
 }
@@ -142,6 +147,26 @@ void CpuBackend::store_kv(void* k_cache, void* v_cache, KvType type, std::int64_
                        static_cast<std::byte*>(k_cache) + at, width);
     ops::f32_to_kv_row(type, v + static_cast<std::int64_t>(t) * width,
                        static_cast<std::byte*>(v_cache) + at, width);
+  }
+}
+
+void CpuBackend::shift_keys(void* k_cache, KvType type, std::span<const std::uint32_t> cells,
+                            std::int32_t n_heads, std::int32_t head_dim, const RopeParams& p,
+                            std::int32_t delta) {
+  RopeParams q = p;
+  q.attn_factor = 1.0f;
+  std::vector<float> cs(static_cast<std::size_t>(q.n_rot));  // [n_rot/2][cos, sin]
+  ops::rope_angles(delta, q, cs.data());
+  const std::int64_t width = std::int64_t{n_heads} * head_dim;
+  const std::size_t row_bytes = kv_row_bytes(type, width);
+  std::vector<float> row(static_cast<std::size_t>(width));
+  for (const std::uint32_t c : cells) {
+    std::byte* k = static_cast<std::byte*>(k_cache) + static_cast<std::size_t>(c) * row_bytes;
+    // Keys are stored in the cache's type: rotate them in f32 and store back.
+    ops::kv_row_to_f32(type, k, row.data(), width);
+    for (std::int32_t h = 0; h < n_heads; ++h)
+      ops::rope_head(row.data() + h * head_dim, q, cs.data());
+    ops::f32_to_kv_row(type, row.data(), k, width);
   }
 }
 

@@ -79,7 +79,7 @@ void delta_net_layer(const DeltaNetParams& p, const DeltaNetWeights& w, float ep
   be.sigmoid(s.b.data(), T * Hv, s.b.data());
   be.add_bias(s.a.data(), w.dt_bias, T, Hv);
   be.softplus(s.a.data(), T * Hv, s.a.data());
-  for (std::int64_t t = 0; t < T; ++t) be.mul(s.a.data() + t * Hv, w.a, Hv);
+  be.mul_rows(s.a.data(), T, Hv, w.a);
 
   // The sequential part, one sequence's consecutive rows at a time.
   store.fold_layer(runs, rl, [&](const SeqRun& run, std::size_t first, std::size_t n_rows) {

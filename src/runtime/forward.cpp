@@ -56,6 +56,7 @@ ForwardScratch::ForwardScratch(const ModelSpec& spec, std::uint32_t n_batch) : p
   if (recurrent_shape(spec).n_layer > 0) delta.emplace(spec.hp.delta_net, n_batch);
   tokens.resize(b);
   pos.resize(b);
+  if (spec.hp.attn_temp_scale > 0.0f) q_temp.resize(b);
   for (const LayerSpec& L : spec.layers) {
     if (L.kind != LayerKind::Attention) continue;
     const bool known = std::any_of(masks.begin(), masks.end(),
@@ -144,6 +145,14 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
     s.pos[t] = batch[t].pos;
   }
   const std::span<const std::int32_t> pos(s.pos.data(), batch.size());
+  if (hp.attn_temp_scale > 0.0f) {
+    // Llama 4 / Mistral 3 attention temperature, one factor per row for every
+    // layer: q *= 1 + beta ln(1 + floor(p / n_orig)).
+    for (std::int64_t t = 0; t < T; ++t) {
+      const double steps = std::floor(static_cast<double>(s.pos[t]) / hp.n_ctx_orig);
+      s.q_temp[t] = static_cast<float>(1.0 + hp.attn_temp_scale * std::log1p(steps));
+    }
+  }
   for (ForwardScratch::Mask& m : s.masks) kv.build_mask(batch, m.offsets, m.cells, m.window);
 
   be.get_rows(w.token_embd, std::span<const std::int32_t>(s.tokens.data(), batch.size()),
@@ -238,14 +247,7 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
       }
       be.rope(s.k.data(), T, att.n_head_kv, att.head_dim, pos, rope);
     }
-    if (hp.attn_temp_scale > 0.0f) {
-      // Llama 4 / Mistral 3 attention temperature: q *= 1 + beta ln(1 + floor(p / n_orig)).
-      for (std::int64_t t = 0; t < T; ++t) {
-        const double steps = std::floor(static_cast<double>(s.pos[t]) / hp.n_ctx_orig);
-        const float m = static_cast<float>(1.0 + hp.attn_temp_scale * std::log1p(steps));
-        be.scale(s.q.data() + t * QW, QW, m);
-      }
-    }
+    if (hp.attn_temp_scale > 0.0f) be.scale_rows(s.q.data(), T, QW, s.q_temp.data());
 
     if (owns_kv) {
       be.store_kv(kv.k_data(l), kv.v_data(l), kv.type(), KW, cells, s.k.data(), s.v.data());

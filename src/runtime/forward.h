@@ -46,6 +46,7 @@ struct ForwardScratch {
   std::optional<DeltaNetScratch> delta;   // gated-delta-net layers
   std::vector<SeqRun> runs;               // the batch's rows by sequence (recurrent models)
   std::vector<std::int32_t> tokens, pos;  // [n_batch]
+  std::vector<float> q_temp;              // [n_batch] attention temperature (attn_temp_scale)
   // One causal mask per distinct window among the layers (0 = no window).
   struct Mask {
     std::uint32_t window = 0;

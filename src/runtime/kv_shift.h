@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 
+#include "compute/backend.h"
 #include "model/loader.h"
 #include "runtime/kv_cache.h"
 
@@ -20,8 +21,9 @@ std::string key_shift_refusal(const ModelSpec& spec);
 // back) with that layer's RoPE (base, scaling, YaRN ramp, frequency factors,
 // neox or adjacent pairs). The attention factor (YaRN, LongRoPE) scaled each
 // key once when it was stored and a rotation keeps lengths, so the shift
-// rotates with factor 1. V rows carry no position and stay as they are.
-void shift_keys(const ModelSpec& spec, const ModelWeights& w, KvCache& kv,
+// rotates with factor 1. V rows carry no position and stay as they are. The
+// rotation is the backend's (ComputeBackend::shift_keys).
+void shift_keys(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, KvCache& kv,
                 std::span<const std::uint32_t> cells, std::int32_t delta);
 
 }  // namespace seam

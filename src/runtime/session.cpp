@@ -128,7 +128,7 @@ class SessionImpl final : public Session {
                       " are free; clear the other sequences first or use a larger n_ctx");
     }
     const std::vector<std::uint32_t> moved = kv_.shift_positions(seq, p0, p1);
-    shift_keys(m_.spec, m_.weights, kv_, moved, p0 - p1);
+    shift_keys(m_.spec, m_.weights, *backend_, kv_, moved, p0 - p1);
   }
 
   std::uint32_t n_ctx() const override { return kv_.n_cells(); }

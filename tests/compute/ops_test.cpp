@@ -230,5 +230,14 @@ TEST(Ops, ScaleRowsUsesEachRowsFactor) {
   for (int i = 0; i < 6; ++i) EXPECT_EQ(x[i], want[i] * s[i / 3]) << i;
 }
 
+// mul_rows multiplies every row by the same per-column factors.
+TEST(Ops, MulRowsUsesEachColumnsFactor) {
+  CpuBackend be(1);
+  std::vector<float> x = {1, 2, 3, 4, 5, 6}, want = x;
+  const float v[] = {0.5f, -3.0f, 7.0f};
+  be.mul_rows(x.data(), 2, 3, v);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(x[i], want[i] * v[i % 3]) << i;
+}
+
 }  // namespace
 }  // namespace seam
