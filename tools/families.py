@@ -162,7 +162,8 @@ class FamilyModel:
                 raise RefError(f"{path}: missing metadata {full}")
             return default
         self.n_embd = int(hp("embedding_length"))
-        self.n_layer = int(hp("block_count"))
+        # llama.cpp appends the MTP blocks (nextn_predict_layers); only a draft model runs them.
+        self.n_layer = int(hp("block_count")) - int(hp("nextn_predict_layers", 0))
         self.n_head = int(hp("attention.head_count"))
         kv = hp("attention.head_count_kv", self.n_head)      # gemma4 may give one per layer
         self.n_head_kv = int(np.max(kv)) if isinstance(kv, (list, np.ndarray)) else int(kv)
@@ -527,11 +528,15 @@ def gen_family(path, arch, experts=None, experts_used=None, seed=0, **kw):
 def _gen_family(path, arch, experts=None, experts_used=None, dim=64, layers=4, heads=4,
                 kv_heads=2, head_dim=16, ffn=96, ffn_exp=32, vocab=320, ctx=4096, seed=0,
                 router_std=6.0, router_seed=0, expert_type=None, hybrid_head_dim=32,
-                ssm_state=16, ssm_groups=2, ssm_heads=4):
+                ssm_state=16, ssm_groups=2, ssm_heads=4, mtp=0):
     """Random-weight GGUF of a per-layer family with the tensor names and keys llama.cpp
     reads (router logits of std `router_std`). Hybrids use `hybrid_head_dim` for their
     attention layers and S = `ssm_state`, H_k = `ssm_groups`, H_v = `ssm_heads` (the
-    defaults are the test files'; benchmarks pass real shapes)."""
+    defaults are the test files'; benchmarks pass real shapes). `mtp` (qwen35) appends that
+    many multi-token-prediction blocks as llama.cpp's converter does (counted in block_count,
+    `nextn_predict_layers`); the main model's weights are those of the file without them."""
+    if mtp and arch != "qwen35":
+        raise RefError("mtp: qwen35 only")
     if arch not in FAMILIES:
         raise RefError(f"unknown family {arch}")
     rc = dict(BASE, **FAMILIES[arch])
@@ -552,7 +557,9 @@ def _gen_family(path, arch, experts=None, experts_used=None, dim=64, layers=4, h
     w.add(f"{a}.vocab_size", vocab)
     w.add(f"{a}.context_length", ctx)
     w.add(f"{a}.embedding_length", dim)
-    w.add(f"{a}.block_count", layers)
+    w.add(f"{a}.block_count", layers + mtp)
+    if mtp:
+        w.add(f"{a}.nextn_predict_layers", mtp, "uint32")
     # As llama.cpp's converters write it: gpt-oss's intermediate_size is the experts' width,
     # and Qwen3.5-MoE configs have no dense width (the key is left out).
     if arch != "qwen35moe":
@@ -621,8 +628,8 @@ def _gen_family(path, arch, experts=None, experts_used=None, dim=64, layers=4, h
 
     emb = normal("token_embd.weight", (vocab, dim), 1.0)
     put("token_embd.weight", emb)
-    recurrent = [rc["hybrid"] and (L + 1) % 4 != 0 for L in range(layers)]
-    for L in range(layers):
+    recurrent = [rc["hybrid"] and L < layers and (L + 1) % 4 != 0 for L in range(layers + mtp)]
+    for L in range(layers + mtp):
         p = f"blk.{L}."
         norm(p + "attn_norm.weight")
         if recurrent[L]:
@@ -655,6 +662,11 @@ def _gen_family(path, arch, experts=None, experts_used=None, dim=64, layers=4, h
             if rc["sinks"]:
                 put(p + "attn_sinks.weight", normal(p + "attn_sinks.weight", (heads,), 1.0))
         norm(p + rc["ffn_norm"] + ".weight")
+        if L >= layers:   # an MTP block: its own input projection and norms
+            mat(p + "nextn.eh_proj.weight", dim, 2 * dim)
+            norm(p + "nextn.enorm.weight")
+            norm(p + "nextn.hnorm.weight")
+            norm(p + "nextn.shared_head_norm.weight")
         if not rc["moe"]:
             mat(p + "ffn_gate.weight", ffn, dim)
             mat(p + "ffn_up.weight", ffn, dim)

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Random-weight Hugging Face directories (llama, mistral, mixtral, qwen2, qwen3, qwen3moe, phi3,
-gemma2, gemma3, gemma4) and their GGUF conversion (numpy only).
+gemma2, gemma3, gemma4, gpt-oss, qwen35, qwen35moe, qwen3next) and their GGUF conversion (numpy
+only).
 
     hf.py gen --out DIR [--gguf FILE.gguf] [reference.py gen options]
               [--st-dtype F32|F16|BF16] [--shards N] [--hf-arch LlamaForCausalLM]
@@ -40,6 +41,10 @@ rope_parameters.{full_attention (proportional), sliding_attention}, global_head_
 use_double_wide_mlp, num_kv_shared_layers, hidden_size_per_layer_input; `convert` writes
 what llama.cpp's Gemma4Model writes (rope_freqs.weight included). --pad-vocab pads both
 embeddings.
+
+gpt-oss (--dense-experts), qwen35, qwen35moe and qwen3next (--hf-arch
+Qwen3_5[Moe]ForConditionalGeneration) are tools/families.py's fixed-shape models (only --seed
+and the expert counts vary), written and converted by tools/hf_families.py.
 """
 
 import argparse

@@ -81,7 +81,10 @@ std::string describe_layer(const ModelSpec& s, std::uint32_t l) {
   const LayerSpec& L = s.layers[l];
   std::string d;
   if (L.kind == LayerKind::GatedDeltaNet) {
-    d = "gated delta net";
+    const DeltaNetParams& p = s.hp.delta_net;
+    d = "gated delta net, " + std::to_string(p.n_head_k) + " k-heads / " +
+        std::to_string(p.n_head_v) + " v-heads of " + std::to_string(p.d_state) + ", conv " +
+        std::to_string(p.d_conv);
   } else {
     d = "attention, " + std::to_string(L.n_head) + " heads (" + std::to_string(L.n_head_kv) +
         " KV) of " + std::to_string(L.head_dim);
@@ -104,6 +107,7 @@ std::string describe_layer(const ModelSpec& s, std::uint32_t l) {
   if (L.ffn == FfnKind::Moe) {
     d += ", experts " + std::to_string(L.n_expert_used) + " of " + std::to_string(L.n_expert) +
          " x " + std::to_string(L.n_ff);
+    if (L.n_ff_shexp > 0) d += " + shared " + std::to_string(L.n_ff_shexp);
   } else {
     d += ", ffn " + std::to_string(L.n_ff);
   }

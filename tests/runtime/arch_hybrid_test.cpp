@@ -6,6 +6,8 @@
 // and against llama.cpp (greedy ids and every step's logits).
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "llamacpp_compare.h"
 #include "python_tools.h"
 #include "test_model.h"
@@ -81,11 +83,33 @@ TEST_P(HybridForward, GreedyIdsMatchLlamaCpp) {
   EXPECT_LT(r.worst_rel, kPeerExactTol) << c.name;
 }
 
+// qwen35_mtp: the qwen35 file with a multi-token-prediction block appended as
+// llama.cpp's converter writes it (block_count 5, nextn_predict_layers 1,
+// blk.4.nextn.*); both engines run only the first four layers.
 INSTANTIATE_TEST_SUITE_P(Families, HybridForward,
                          ::testing::Values(HybridCase{"qwen35", "--arch qwen35"},
                                            HybridCase{"qwen35moe", "--arch qwen35moe"},
-                                           HybridCase{"qwen3next", "--arch qwen3next"}),
+                                           HybridCase{"qwen3next", "--arch qwen3next"},
+                                           HybridCase{"qwen35_mtp", "--arch qwen35 --mtp 1"}),
                          [](const auto& info) { return info.param.name; });
+
+// The MTP block is skipped: the file with it gives the logits of the file
+// without it, bit for bit (the generator draws every weight from its name).
+TEST(HybridMtp, TheAppendedBlockIsNotRun) {
+  const auto with = load_two_threads(generate_model("hybrid_qwen35_mtp", "--arch qwen35 --mtp 1"));
+  const auto without = load_two_threads(generate_model("hybrid_qwen35", "--arch qwen35"));
+  const std::vector<Token> prompt = random_prompt(320, 10, 43);
+  auto a = with->session(exact_config(64, 64));
+  auto b = without->session(exact_config(64, 64));
+  const auto la = decode_all(*a, prompt, 0);
+  const auto lb = decode_all(*b, prompt, 0);
+  ASSERT_EQ(la.size(), lb.size());
+  for (std::size_t t = 0; t < la.size(); ++t) {
+    ASSERT_EQ(la[t].size(), lb[t].size());
+    EXPECT_EQ(std::memcmp(la[t].data(), lb[t].data(), la[t].size() * sizeof(float)), 0)
+        << "position " << t;
+  }
+}
 
 }  // namespace
 }  // namespace seam
