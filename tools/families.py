@@ -388,6 +388,32 @@ class FamilyModel:
         y = gelu_tanh(x.astype(np.float16).astype(np.float64)).astype(np.float16).astype(np.float64)
         return np.where(x <= -10, 0.0, np.where(x >= 10, x, y))
 
+    def _gemma4_experts(self, l, x):
+        """Gemma 4 26B-A4B's routed experts on the residual x (the router reads x through a
+        weightless RMS norm, / sqrt(E), times ffn_gate_inp.scale; the experts read
+        pre_ffw_norm_2(x)); each expert's output is scaled by ffn_down_exps.scale[e]."""
+        r_in = rms_norm(x, 1.0, self.eps) / math.sqrt(self.n_embd) * \
+            self.t(l, "ffn_gate_inp.scale")
+        logits = r_in @ self.t(l, "ffn_gate_inp.weight").T
+        ids, wts = route(logits, self.n_used, "softmax")
+        srt = -np.sort(-logits, axis=-1)
+        if self.n_used < self.n_expert:
+            self.min_gap = min(self.min_gap,
+                               float((srt[:, self.n_used - 1] - srt[:, self.n_used]).min()))
+        h = rms_norm(x, self.t(l, "pre_ffw_norm_2.weight"), self.eps)
+        gate_up = self.t(l, "ffn_gate_up_exps.weight", required=False)
+        if gate_up is None:   # split form
+            gate_up = np.concatenate([self.t(l, "ffn_gate_exps.weight"),
+                                      self.t(l, "ffn_up_exps.weight")], axis=1)
+        down, scale = self.t(l, "ffn_down_exps.weight"), self.t(l, "ffn_down_exps.scale")
+        F = gate_up.shape[1] // 2
+        out = np.zeros_like(x)
+        for t in range(x.shape[0]):
+            for e, wt in zip(ids[t], wts[t]):
+                gu = gate_up[e] @ h[t]
+                out[t] += wt * scale[e] * (down[e] @ (self._gelu(gu[:F]) * gu[F:]))
+        return out
+
     def forward_gemma4(self, tokens, st):
         T, E, L, P = tokens.size, self.n_embd, self.n_layer, self.n_ple
         pos = np.arange(st.n_past, st.n_past + T)
@@ -436,6 +462,10 @@ class FamilyModel:
             h = rms_norm(x, self.t(l, "ffn_norm.weight"), self.eps)
             f = (self._gelu(h @ self.t(l, "ffn_gate.weight").T) *
                  (h @ self.t(l, "ffn_up.weight").T)) @ self.t(l, "ffn_down.weight").T
+            if self.n_expert:
+                f = rms_norm(f, self.t(l, "post_ffw_norm_1.weight"), self.eps) + \
+                    rms_norm(self._gemma4_experts(l, x), self.t(l, "post_ffw_norm_2.weight"),
+                             self.eps)
             x = x + rms_norm(f, self.t(l, "post_ffw_norm.weight"), self.eps)
             if ple is not None:
                 g2 = self._gelu(x @ self.t(l, "inp_gate.weight").T) * ple[:, l]
@@ -511,11 +541,15 @@ def gen_family(path, arch, experts=None, experts_used=None, seed=0, **kw):
     router is redrawn (up to 50 times) until, over PROBE_IDS and its PROBE_STEPS greedy
     continuation, every layer's k-th and (k+1)-th router logits are MIN_ROUTER_GAP apart:
     llama.cpp's F16 rounding moves them by ~1e-3, so its top-k choices are ours."""
-    if arch == "gemma4":
+    if arch == "gemma4" and not experts:
         return _gen_gemma4(path, seed=seed, **kw)
     for router_seed in range(50):
-        info = _gen_family(path, arch, experts, experts_used, seed=seed,
-                           router_seed=router_seed, **kw)
+        if arch == "gemma4":
+            info = _gen_gemma4(path, seed=seed, experts=experts, experts_used=experts_used,
+                               router_seed=router_seed, **kw)
+        else:
+            info = _gen_family(path, arch, experts, experts_used, seed=seed,
+                               router_seed=router_seed, **kw)
         if not info["experts_used"] or info["experts_used"] == info["experts"]:
             return info
         m = FamilyModel(path)
@@ -704,18 +738,33 @@ def _gen_family(path, arch, experts=None, experts_used=None, dim=64, layers=4, h
     return {"path": path, "arch": arch, "experts": n_exp, "experts_used": n_used}
 
 
-def _gen_gemma4(path, dim=64, heads=4, kv_heads=1, vocab=320, ctx=4096, seed=0, drop=()):
+def _gen_gemma4(path, dim=64, heads=4, kv_heads=1, vocab=320, ctx=4096, seed=0, drop=(),
+                experts=0, experts_used=0, router_seed=0, router_std=6.0, split_experts=False):
     """A scaled-down Gemma 4 E model: 6 layers, every third global (E2B: every fifth),
     local head 16 / global head 32, RoPE bases 1e4 / 1e6, proportional RoPE on the global
     layers (a quarter of the pairs rotate, as E2B's rope_freqs), window 4, the last 3
     layers sharing KV, double-wide FFN on them, 8-wide per-layer embeddings,
     layer_output_scale and a final soft-cap of 30. Tensors named in `drop` are left out
     (blk.N.attn_v.weight: that layer's V is its K projection); the other weights keep
-    their values, since each is drawn from its own name."""
-    L, n_shared, P = 6, 3, 8
+    their values, since each is drawn from its own name.
+
+    With `experts`, the 26B-A4B form scaled down: no per-layer embeddings and no shared KV,
+    2 KV heads on local layers and 1 on global ones, whose V is their K projection
+    (attention_k_eq_v), and in every layer a dense GeGLU MLP (width 64) beside `experts`
+    routed GeGLU experts of width 32 (`experts_used` chosen): a router over the weightless
+    RMS norm of the residual scaled by 1/sqrt(dim) and ffn_gate_inp.scale, softmax, top-k,
+    renormalised, each expert's output times ffn_down_exps.scale; experts fused as
+    ffn_gate_up_exps (gate rows first), as the converter writes them, or with
+    `split_experts` (the same values) as ffn_gate_exps and ffn_up_exps."""
+    moe = bool(experts)
+    if moe and not 0 < experts_used <= experts:
+        raise RefError("gemma4 needs 0 < --experts-used <= --experts")
+    L, n_shared, P = (6, 0, 0) if moe else (6, 3, 8)
     swa = [l % 3 != 2 for l in range(L)]
     hd = [16 if s else 32 for s in swa]
     ff = [64 if l < L - n_shared else 128 for l in range(L)]
+    kv_heads = [2 if s else 1 for s in swa] if moe else kv_heads
+    F = 32
     std = 0.5 / math.sqrt(dim)
     tokens, scores, types = sp_vocab(vocab)
     w = gguf.GGUFWriter(path)
@@ -724,9 +773,11 @@ def _gen_gemma4(path, dim=64, heads=4, kv_heads=1, vocab=320, ctx=4096, seed=0, 
                     ("general.file_type", 0, "uint32"), (f"{a}.vocab_size", vocab, "uint32"),
                     (f"{a}.context_length", ctx, "uint32"),
                     (f"{a}.embedding_length", dim, "uint32"), (f"{a}.block_count", L, "uint32"),
-                    (f"{a}.feed_forward_length", ff, "array<int32>"),
+                    (f"{a}.feed_forward_length", ff[0] if moe else ff,
+                     "uint32" if moe else "array<int32>"),
                     (f"{a}.attention.head_count", heads, "uint32"),
-                    (f"{a}.attention.head_count_kv", kv_heads, "uint32"),
+                    (f"{a}.attention.head_count_kv", kv_heads,
+                     "array<int32>" if moe else "uint32"),
                     (f"{a}.attention.key_length", 32, "uint32"),
                     (f"{a}.attention.value_length", 32, "uint32"),
                     (f"{a}.attention.key_length_swa", 16, "uint32"),
@@ -750,6 +801,10 @@ def _gen_gemma4(path, dim=64, heads=4, kv_heads=1, vocab=320, ctx=4096, seed=0, 
                     ("tokenizer.ggml.unknown_token_id", 0, None),
                     ("tokenizer.ggml.add_bos_token", True, None)):
         w.add(k, v, t)
+    if moe:
+        w.add(f"{a}.expert_count", experts, "uint32")
+        w.add(f"{a}.expert_used_count", experts_used, "uint32")
+        w.add(f"{a}.expert_feed_forward_length", F, "uint32")
 
     def normal(name, shape, s):
         return _rng(seed, name).standard_normal(shape) * s
@@ -766,9 +821,11 @@ def _gen_gemma4(path, dim=64, heads=4, kv_heads=1, vocab=320, ctx=4096, seed=0, 
 
     emb = normal("token_embd.weight", (vocab, dim), 1.0)
     put("token_embd.weight", emb)
-    put("per_layer_token_embd.weight", normal("per_layer_token_embd.weight", (vocab, L * P), 1.0))
-    mat("per_layer_model_proj.weight", L * P, dim)
-    norm("per_layer_proj_norm.weight", P)
+    if P:
+        put("per_layer_token_embd.weight",
+            normal("per_layer_token_embd.weight", (vocab, L * P), 1.0))
+        mat("per_layer_model_proj.weight", L * P, dim)
+        norm("per_layer_proj_norm.weight", P)
     put("rope_freqs.weight", np.concatenate([np.ones(4), np.full(12, 1e30)]))
     for l in range(L):
         p, D = f"blk.{l}.", hd[l]
@@ -776,8 +833,10 @@ def _gen_gemma4(path, dim=64, heads=4, kv_heads=1, vocab=320, ctx=4096, seed=0, 
         mat(p + "attn_q.weight", heads * D, dim, 2.0)
         norm(p + "attn_q_norm.weight", D)
         if l < L - n_shared:
-            mat(p + "attn_k.weight", kv_heads * D, dim, 2.0)
-            mat(p + "attn_v.weight", kv_heads * D, dim)
+            kvh = kv_heads[l] if moe else kv_heads
+            mat(p + "attn_k.weight", kvh * D, dim, 2.0)
+            if not (moe and not swa[l]):   # 26B: global layers' V is their K projection
+                mat(p + "attn_v.weight", kvh * D, dim)
             norm(p + "attn_k_norm.weight", D)
         mat(p + "attn_output.weight", dim, heads * D)
         norm(p + "post_attention_norm.weight")
@@ -786,9 +845,29 @@ def _gen_gemma4(path, dim=64, heads=4, kv_heads=1, vocab=320, ctx=4096, seed=0, 
         mat(p + "ffn_up.weight", ff[l], dim)
         mat(p + "ffn_down.weight", dim, ff[l])
         norm(p + "post_ffw_norm.weight")
-        mat(p + "inp_gate.weight", P, dim, 4.0)
-        mat(p + "proj.weight", dim, P)
-        norm(p + "post_norm.weight")
+        if moe:
+            rname = p + "ffn_gate_inp.weight"
+            # Its input has norm ~1 (rms 1/sqrt(dim)): logits of std ~router_std.
+            put(rname, normal(f"{rname}#{router_seed}" if router_seed else rname,
+                              (experts, dim), router_std))
+            put(p + "ffn_gate_inp.scale", 1.0 + normal(p + "ffn_gate_inp.scale", (dim,), 0.2))
+            norm(p + "pre_ffw_norm_2.weight")
+            norm(p + "post_ffw_norm_1.weight")
+            norm(p + "post_ffw_norm_2.weight")
+            gate_up = normal(p + "ffn_gate_up_exps.weight", (experts, 2 * F, dim), 2 * std)
+            if split_experts:
+                put(p + "ffn_gate_exps.weight", gate_up[:, :F])
+                put(p + "ffn_up_exps.weight", gate_up[:, F:])
+            else:
+                put(p + "ffn_gate_up_exps.weight", gate_up)
+            put(p + "ffn_down_exps.weight", normal(p + "ffn_down_exps.weight",
+                                                   (experts, dim, F), 2 * std * math.sqrt(dim / F)))
+            put(p + "ffn_down_exps.scale", 0.5 + np.abs(normal(p + "ffn_down_exps.scale",
+                                                               (experts,), 0.5)))
+        if P:
+            mat(p + "inp_gate.weight", P, dim, 4.0)
+            mat(p + "proj.weight", dim, P)
+            norm(p + "post_norm.weight")
         put(p + "layer_output_scale.weight", np.array([0.6 + 0.15 * l]))
     norm("output_norm.weight")
     out = normal("output.weight", (vocab, dim), 0.02)
@@ -797,7 +876,8 @@ def _gen_gemma4(path, dim=64, heads=4, kv_heads=1, vocab=320, ctx=4096, seed=0, 
     np.add.at(out, succ, 8.0 / dim * emb)
     put("output.weight", out)
     w.write()
-    return {"path": path, "arch": a, "layers": L, "shared_kv_layers": n_shared}
+    return {"path": path, "arch": a, "layers": L, "shared_kv_layers": n_shared,
+            "experts": experts, "experts_used": experts_used}
 
 
 # ----------------------------------------------------------------------------
@@ -854,7 +934,9 @@ def compare_with_peer(path, prompt, n, tmp, q8_experts=False, f16_gelu=False, f1
 PEER_REL_BOUND = {"F32": 3e-3, "MXFP4": 3e-2}
 # (label, arch, gen options). gpt-oss runs twice: as shipped (MXFP4 experts) and with the
 # same expert values stored as F32, which isolates the math from ggml's Q8_0 rounding.
-PEER_CASES = [("gemma4", "gemma4", {}), ("qwen35", "qwen35", {}),
+PEER_CASES = [("gemma4", "gemma4", {}),
+              ("gemma4 experts", "gemma4", {"experts": 8, "experts_used": 2}),
+              ("qwen35", "qwen35", {}),
               ("qwen35moe", "qwen35moe", {}), ("qwen3next", "qwen3next", {}),
               ("qwen3moe", "qwen3moe", {}), ("gpt-oss", "gpt-oss", {}),
               ("gpt-oss F32 experts", "gpt-oss", {"expert_type": "F32"}),

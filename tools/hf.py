@@ -395,7 +395,8 @@ def gen(out, gguf_out=None, st_dtype="F32", shards=1, hf_arch=None,
         **model_args):
     st_dtype = st_dtype.upper()
     family = model_args.get("arch") in hf_families.DEFAULT_CLASS
-    moe = not family and (bool(experts) or model_args.get("arch") == "qwen3moe")
+    moe = not family and model_args.get("arch") != "gemma4" and \
+        (bool(experts) or model_args.get("arch") == "qwen3moe")
     if fused_experts and model_args.get("arch") != "qwen3moe":
         raise reference.RefError("--fused-experts: qwen3moe only")
     if model_args.get("arch") in GEMMA_ARCHS:
@@ -415,7 +416,7 @@ def gen(out, gguf_out=None, st_dtype="F32", shards=1, hf_arch=None,
             # The per-layer family's fixed shape (tools/families.py); only the seed and the
             # dropped tensors vary.
             families.gen_family(src, "gemma4", seed=model_args.get("seed", 0),
-                                drop=tuple(drop))
+                                drop=tuple(drop), experts=experts, experts_used=experts_used)
         elif moe:
             # The per-layer family's fixed shape with the given expert counts.
             families.gen_family(src, model_args.get("arch", "llama"), experts=experts,
@@ -837,6 +838,14 @@ G4_GLOBAL = {"token_embd.weight": "embed_tokens.weight",
              "per_layer_model_proj.weight": "per_layer_model_projection.weight",
              "per_layer_proj_norm.weight": "per_layer_projection_norm.weight",
              "output_norm.weight": "norm.weight"}
+# The mixture-of-experts model's tensors, by GGUF "kind.suffix" (26B-A4B's names).
+G4_MOE = {"ffn_gate_inp.weight": "router.proj.weight", "ffn_gate_inp.scale": "router.scale",
+          "ffn_down_exps.scale": "router.per_expert_scale",
+          "ffn_gate_up_exps.weight": "experts.gate_up_proj",
+          "ffn_down_exps.weight": "experts.down_proj",
+          "pre_ffw_norm_2.weight": "pre_feedforward_layernorm_2.weight",
+          "post_ffw_norm_1.weight": "post_feedforward_layernorm_1.weight",
+          "post_ffw_norm_2.weight": "post_feedforward_layernorm_2.weight"}
 G4_DROPPED = ("vision_tower.", "multi_modal_projector.", "audio_tower.", "embed_vision.",
               "embed_audio.")
 
@@ -908,6 +917,11 @@ def gemma4_files(r, hf_arch, st_dtype, pad_vocab, seed):
     }
     if kv_full != kv_swa:
         text["num_global_key_value_heads"] = kv_full
+    if p + "expert_count" in m:   # 26B-A4B: a dense MLP and routed experts in every layer
+        text.update(enable_moe_block=True, num_experts=int(m[p + "expert_count"]),
+                    top_k_experts=int(m[p + "expert_used_count"]),
+                    moe_intermediate_size=int(m[p + "expert_feed_forward_length"]),
+                    attention_k_eq_v=True)
     n_rot_swa = int(m.get(p + "rope.dimension_count_swa", hd_swa))
     if n_rot_swa != hd_swa:
         text["rope_parameters"]["sliding_attention"]["partial_rotary_factor"] = n_rot_swa / hd_swa
@@ -935,6 +949,8 @@ def gemma4_files(r, hf_arch, st_dtype, pad_vocab, seed):
         elif name.startswith("blk."):
             _, layer, kind, suffix = name.split(".")
             hf_name = (f"{prefix}layers.{layer}.layer_scalar" if kind == "layer_output_scale"
+                       else f"{prefix}layers.{layer}.{G4_MOE[kind + '.' + suffix]}"
+                       if kind + "." + suffix in G4_MOE
                        else f"{prefix}layers.{layer}.{G4_LAYER[kind]}.{suffix}")
         else:
             hf_name = prefix + G4_GLOBAL[name]
@@ -957,8 +973,6 @@ def convert_gemma4(d, out, vocab, raw):
     are, rope_freqs from rope_parameters.full_attention, per-layer FFN widths and KV heads,
     token_embd and per_layer_token_embd trimmed to the tokenizer's token count (as seam)."""
     c = {**raw, **(raw.get("text_config") or {})}
-    if c.get("num_experts") or c.get("enable_moe_block"):
-        raise ValueError("gemma4 with experts is not supported")
     a = "gemma4"
     layers = c["num_hidden_layers"]
     swa = [t == "sliding_attention" for t in c["layer_types"]]
@@ -1003,6 +1017,10 @@ def convert_gemma4(d, out, vocab, raw):
     if c.get("final_logit_softcapping"):
         w.add(f"{a}.final_logit_softcapping", float(c["final_logit_softcapping"]), "float32")
     w.add(f"{a}.vocab_size", c["vocab_size"], "uint32")
+    if c.get("enable_moe_block", bool(c.get("num_experts"))):
+        w.add(f"{a}.expert_count", c["num_experts"], "uint32")
+        w.add(f"{a}.expert_used_count", c["top_k_experts"], "uint32")
+        w.add(f"{a}.expert_feed_forward_length", c["moe_intermediate_size"], "uint32")
     for k, (v, t) in vocab.items():
         w.add(k, v, type=t)
     n_pairs = int(hd_full * full["partial_rotary_factor"] / 2)
@@ -1021,8 +1039,11 @@ def convert_gemma4(d, out, vocab, raw):
             gname = "output.weight"
         elif name.startswith("model.layers."):
             parts = name.split(".")
+            moe_kinds = {v: k for k, v in G4_MOE.items()}
             if parts[3] == "layer_scalar":
                 gname = f"blk.{parts[2]}.layer_output_scale.weight"
+            elif ".".join(parts[3:]) in moe_kinds:
+                gname = f"blk.{parts[2]}.{moe_kinds['.'.join(parts[3:])]}"
             else:
                 gname = f"blk.{parts[2]}.{layer_kinds['.'.join(parts[3:-1])]}.{parts[-1]}"
         else:

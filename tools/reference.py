@@ -22,6 +22,7 @@ Commands
         JSON list of the n greedy next ids (argmax, lowest id on ties).
   reference.py gen --arch gemma4|qwen35|qwen35moe|qwen3next|qwen3moe|gpt-oss --out FILE.gguf
                    [--seed S --experts N --experts-used K] [--mtp N (qwen35)]
+                   [--split-experts (gemma4 with --experts)]
   reference.py gen --arch llama --experts N [--experts-used K] --out FILE.gguf
         the per-layer families (tools/families.py): MoE, Gated DeltaNet hybrids, gemma4.
   reference.py selftest [--quick]
@@ -1196,6 +1197,8 @@ def cmd_gen(a):
             kw["expert_type"] = a.expert_type
         if a.mtp:
             kw["mtp"] = a.mtp
+        if a.split_experts:
+            kw["split_experts"] = True
         info = families.gen_family(a.out, a.arch, experts=a.experts,
                                    experts_used=a.experts_used, seed=a.seed, **kw)
         print(json.dumps(info), file=sys.stderr)
@@ -1288,6 +1291,8 @@ def main(argv=None):
     g.add_argument("--experts-used", type=int, default=None, help="expert_used_count")
     g.add_argument("--expert-type", default=None, type=str.upper, choices=["F32", "MXFP4"],
                    help="gpt-oss expert tensors (default MXFP4; F32 holds the same values)")
+    g.add_argument("--split-experts", action="store_true",
+                   help="gemma4 with --experts: ffn_gate_exps + ffn_up_exps, not ffn_gate_up_exps")
     g.add_argument("--mtp", type=int, default=0,
                    help="qwen35: multi-token-prediction blocks appended (nextn_predict_layers)")
     g.add_argument("--window", type=int, default=None, help="attention.sliding_window")

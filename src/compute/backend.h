@@ -181,6 +181,10 @@ class ComputeBackend {
   virtual void scale_rows(float* x, std::int64_t n_rows, std::int64_t n, const float* s) = 0;
   // x[r][i] *= v[i] for each of n_rows rows of length n (a per-column factor).
   virtual void mul_rows(float* x, std::int64_t n_rows, std::int64_t n, const float* v) = 0;
+  // weights[i] *= per_expert[ids[i]] for i < n: a router's weights scaled by a
+  // factor of each chosen expert (Gemma 4's per-expert output scale).
+  virtual void scale_by_expert(float* weights, const std::int32_t* ids, std::int64_t n,
+                               const float* per_expert) = 0;
   // x[i] = cap * tanh(x[i] / cap), cap > 0 (Gemma's logit soft-capping).
   virtual void softcap(float* x, std::int64_t n, float cap) = 0;
   // Writes row t of k and v ([n_tokens][width] f32, n_tokens = cells.size())
@@ -256,6 +260,8 @@ class CpuBackend : public ComputeBackend {
   void scale(float* x, std::int64_t n, float s) override;
   void scale_rows(float* x, std::int64_t n_rows, std::int64_t n, const float* s) override;
   void mul_rows(float* x, std::int64_t n_rows, std::int64_t n, const float* v) override;
+  void scale_by_expert(float* weights, const std::int32_t* ids, std::int64_t n,
+                       const float* per_expert) override;
   void softcap(float* x, std::int64_t n, float cap) override;
   void store_kv(void* k_cache, void* v_cache, KvType type, std::int64_t width,
                 std::span<const std::uint32_t> cells, const float* k, const float* v) override;

@@ -134,6 +134,11 @@ void CpuBackend::mul_rows(float* x, std::int64_t n_rows, std::int64_t n, const f
     for (std::int64_t i = 0; i < n; ++i) x[r * n + i] *= v[i];
 }
 
+void CpuBackend::scale_by_expert(float* weights, const std::int32_t* ids, std::int64_t n,
+                                 const float* per_expert) {
+  for (std::int64_t i = 0; i < n; ++i) weights[i] *= per_expert[ids[i]];
+}
+
 void CpuBackend::softcap(float* x, std::int64_t n, float cap) {
   for (std::int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
 }

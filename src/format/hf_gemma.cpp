@@ -100,28 +100,8 @@ void gemma_rope_parameters(json& cfg, const std::string& file) {
   }
 }
 
-// Gemma 4's mixture-of-experts models (26B-A4B) are a recipe seam lacks.
-void refuse_gemma4_experts(const json& cfg, const std::string& file) {
-  std::string setting;  // the key that asks for experts, as "'key' = value"
-  for (const char* key : {"num_experts", "num_local_experts"}) {
-    if (const auto n = hf::get_uint(cfg, key, file); n && *n > 0 && setting.empty())
-      setting = "'" + std::string(key) + "' = " + std::to_string(*n);
-  }
-  if (setting.empty() && hf::get_bool(cfg, "enable_moe_block", file).value_or(false))
-    setting = "'enable_moe_block' = true";
-  if (!setting.empty()) {
-    throw Error(Errc::Unsupported, "[hf] " + file + ": Gemma 4 with experts (" + setting +
-                                       ") is not supported; seam's gemma4 recipe runs the "
-                                       "dense models (E2B, E4B)");
-  }
-}
-
 void gemma_text_config(json& cfg, const HfArch& arch, const std::string& file) {
-  if (arch.arch == "gemma4") {
-    refuse_gemma4_experts(cfg, file);
-  } else {
-    gemma_rope_parameters(cfg, file);
-  }
+  if (arch.arch != "gemma4") gemma_rope_parameters(cfg, file);
   for (const auto& item : gemma_defaults(arch.arch).items()) {
     if (!cfg.contains(item.key())) cfg[item.key()] = item.value();
   }
@@ -310,6 +290,24 @@ void read_gemma4_config(const json& cfg, const std::string& file, const Config& 
   require(cfg, "layer_types", "");
   require(cfg, "num_kv_shared_layers", "");
 
+  // The mixture-of-experts model (26B-A4B): a dense MLP and routed experts in
+  // every layer (enable_moe_block), the keys as the converter writes them.
+  const std::uint64_t n_expert = hf::get_uint(cfg, "num_experts", file).value_or(0);
+  if (hf::get_bool(cfg, "enable_moe_block", file).value_or(n_expert > 0)) {
+    const std::uint64_t experts = require_positive(cfg, "num_experts", file);
+    if (experts > kMaxExperts) bad(file, "'num_experts' is out of range");
+    const char* used_key = cfg.contains("top_k_experts") ? "top_k_experts" : "num_experts_per_tok";
+    const std::uint64_t used = require_positive(cfg, used_key, file);
+    if (used > experts) {
+      bad(file, "'" + std::string(used_key) + "' = " + std::to_string(used) +
+                    " exceeds 'num_experts' = " + std::to_string(experts));
+    }
+    kv.emplace_back(a + ".expert_count", u32(experts));
+    kv.emplace_back(a + ".expert_used_count", u32(used));
+    kv.emplace_back(a + ".expert_feed_forward_length",
+                    u32(require_positive(cfg, "moe_intermediate_size", file)));
+  }
+
   if (hf::get_number(cfg, "attn_logit_softcapping", file)) {
     throw Error(Errc::Unsupported,
                 "[hf] " + file + ": 'attn_logit_softcapping' is set, but Gemma 4 has none");
@@ -484,6 +482,15 @@ std::optional<std::string> gemma_gguf_name(std::string_view hf_name, const Confi
         {"per_layer_projection.weight", "proj.weight"},
         {"post_per_layer_input_norm.weight", "post_norm.weight"},
         {"layer_scalar", "layer_output_scale.weight"},
+        // The mixture-of-experts model's router, experts and their norms.
+        {"router.proj.weight", "ffn_gate_inp.weight"},
+        {"router.scale", "ffn_gate_inp.scale"},
+        {"router.per_expert_scale", "ffn_down_exps.scale"},
+        {"experts.gate_up_proj", "ffn_gate_up_exps.weight"},
+        {"experts.down_proj", "ffn_down_exps.weight"},
+        {"pre_feedforward_layernorm_2.weight", "pre_ffw_norm_2.weight"},
+        {"post_feedforward_layernorm_1.weight", "post_ffw_norm_1.weight"},
+        {"post_feedforward_layernorm_2.weight", "post_ffw_norm_2.weight"},
     };
     const std::string_view rest = std::string_view(name).substr(prefix.size());
     const std::size_t dot = rest.find('.');

@@ -86,6 +86,10 @@ struct Recipe {
   // loader binds row ranges of them, so the forward pass is unchanged.
   bool fused_qkv = false;
   bool fused_gate_up = false;
+  // The experts' gate and up as one blk.N.ffn_gate_up_exps.weight (per expert
+  // [gate; up] rows of 2 * n_ff), as llama.cpp's converters may write them
+  // (Gemma 4 always); set at admission when the file holds one.
+  bool fused_gate_up_exps = false;
   // How a MoE layer turns router logits into expert weights (compute/backend.h).
   Routing routing = Routing::Softmax;
   // gemma4: each V head is RMS-normed without a weight after the projection,
@@ -123,6 +127,9 @@ struct LayerSpec {
   std::uint32_t n_expert = 0;
   std::uint32_t n_expert_used = 0;
   std::uint32_t n_ff_shexp = 0;  // shared expert of a MoE FFN (0 = none)
+  // A dense MLP beside the routed experts, each branch with its own norms
+  // (Gemma 4 26B-A4B); 0 = none.
+  std::uint32_t n_ff_dense = 0;
 
   std::uint32_t q_width() const { return n_head * head_dim; }
   std::uint32_t kv_width() const { return n_head_kv * head_dim; }

@@ -116,7 +116,7 @@ LayerMaxima layer_maxima(const std::vector<LayerSpec>& layers) {
     m.q_width = std::max(m.q_width, L.q_width());
     m.kv_width = std::max(m.kv_width, L.kv_width());
     const std::uint32_t slots = L.ffn == FfnKind::Moe ? L.n_expert_used : 1;
-    m.ff_width = std::max({m.ff_width, slots * L.n_ff, L.n_ff_shexp});
+    m.ff_width = std::max({m.ff_width, slots * L.n_ff, L.n_ff_shexp, L.n_ff_dense});
     m.n_expert = std::max(m.n_expert, L.n_expert);
     m.n_expert_used = std::max(m.n_expert_used, L.n_expert_used);
   }

@@ -25,8 +25,8 @@ void check_layers(const ModelSpec& spec);
 struct LayerMaxima {
   std::uint32_t q_width = 0;
   std::uint32_t kv_width = 0;
-  std::uint32_t ff_width =
-      0;  // dense n_ff, or n_expert_used * n_ff for MoE (one row per slot), or n_ff_shexp
+  // dense n_ff, or n_expert_used * n_ff for MoE (one row per slot), or n_ff_shexp / n_ff_dense
+  std::uint32_t ff_width = 0;
   std::uint32_t n_expert = 0;
   std::uint32_t n_expert_used = 0;
 };

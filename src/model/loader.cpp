@@ -1,5 +1,6 @@
 #include "model/loader.h"
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <set>
@@ -42,6 +43,9 @@ ModelSpec admit_model(const GgufFile& file) {
   if (!spec) throw Error(Errc::Unsupported, "unsupported architecture '" + *arch + "'");
   s.arch = *arch;
   spec->configure(file, s.hp, s.recipe);
+  s.recipe.fused_gate_up_exps =
+      std::any_of(file.tensors().begin(), file.tensors().end(),
+                  [](const GgufTensor& t) { return t.name.ends_with(".ffn_gate_up_exps.weight"); });
 
   const GgufTensor* embd = file.find_tensor("token_embd.weight");
   if (!embd) throw Error(Errc::BadFormat, "required tensor token_embd.weight is missing");

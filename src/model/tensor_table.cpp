@@ -52,6 +52,19 @@ void TensorTable::experts(std::string name, std::uint64_t n_in, std::uint64_t n_
   rows_.push_back(std::move(r));
 }
 
+void TensorTable::fused_experts(std::string name, std::uint64_t n_in,
+                                std::vector<std::pair<ExpertsView*, std::int64_t>> parts,
+                                std::uint64_t n_expert, bool required) {
+  TensorRow r;
+  r.name = std::move(name);
+  std::uint64_t n_out = 0;
+  for (const auto& p : parts) n_out += static_cast<std::uint64_t>(p.second);
+  r.ne = {n_in, n_out, n_expert};
+  r.required = required;
+  r.expert_parts = std::move(parts);
+  rows_.push_back(std::move(r));
+}
+
 void standard_rows(const ModelSpec& s, ModelWeights& w, TensorTable& t) {
   const Hparams& hp = s.hp;
   const Recipe& rc = s.recipe;
@@ -100,8 +113,14 @@ void standard_rows(const ModelSpec& s, ModelWeights& w, TensorTable& t) {
     if (ls.ffn == FfnKind::Moe) {
       const std::uint64_t n = ls.n_expert;
       t.matrix(p + "ffn_gate_inp.weight", e, n, true, &L.ffn_gate_inp);
-      t.experts(p + "ffn_gate_exps.weight", e, ff, n, true, &L.ffn_gate_exps);
-      t.experts(p + "ffn_up_exps.weight", e, ff, n, true, &L.ffn_up_exps);
+      if (rc.fused_gate_up_exps) {
+        t.fused_experts(p + "ffn_gate_up_exps.weight", e,
+                        {{&L.ffn_gate_exps, std::int64_t(ff)}, {&L.ffn_up_exps, std::int64_t(ff)}},
+                        n, true);
+      } else {
+        t.experts(p + "ffn_gate_exps.weight", e, ff, n, true, &L.ffn_gate_exps);
+        t.experts(p + "ffn_up_exps.weight", e, ff, n, true, &L.ffn_up_exps);
+      }
       t.experts(p + "ffn_down_exps.weight", ff, e, n, true, &L.ffn_down_exps);
     } else if (rc.fused_gate_up) {
       t.fused(p + "ffn_up.weight", e,
@@ -189,6 +208,17 @@ void bind(const GgufTensor& t, const TensorRow& x, ModelWeights& w) {
     x.experts->w = view_of(t, x.ne[1]);
     x.experts->n_expert = static_cast<std::int32_t>(x.ne[2]);
     x.experts->expert_stride = x.experts->w.row_stride * x.ne[1];
+  } else if (!x.expert_parts.empty()) {
+    const WeightView all = view_of(t, x.ne[1]);
+    std::int64_t first = 0;
+    for (const auto& [dst, n] : x.expert_parts) {
+      dst->w = all;
+      dst->w.data = all.data + static_cast<std::size_t>(first) * all.row_stride;
+      dst->w.n_out = n;
+      dst->n_expert = static_cast<std::int32_t>(x.ne[2]);
+      dst->expert_stride = all.row_stride * x.ne[1];
+      first += n;
+    }
   } else {
     const WeightView all = view_of(t, x.ne[1]);
     std::int64_t first = 0;

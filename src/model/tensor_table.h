@@ -23,6 +23,8 @@ struct TensorRow {
   const float** vec = nullptr;     // any shape, copied to f32 (F32/F16/BF16 only)
   WeightView* matrix = nullptr;    // 2-D, kept in the file's format
   ExpertsView* experts = nullptr;  // 3-D [n_in, n_out, n_expert]
+  // A fused 3-D tensor: each expert's consecutive row ranges, in order.
+  std::vector<std::pair<ExpertsView*, std::int64_t>> expert_parts;
   // A fused 2-D tensor: consecutive row ranges of the given lengths, in order.
   std::vector<std::pair<WeightView*, std::int64_t>> parts;
 };
@@ -36,6 +38,9 @@ class TensorTable {
              std::vector<std::pair<WeightView*, std::int64_t>> parts, bool required);
   void experts(std::string name, std::uint64_t n_in, std::uint64_t n_out, std::uint64_t n_expert,
                bool required, ExpertsView* dst);
+  void fused_experts(std::string name, std::uint64_t n_in,
+                     std::vector<std::pair<ExpertsView*, std::int64_t>> parts,
+                     std::uint64_t n_expert, bool required);
   const std::vector<TensorRow>& rows() const { return rows_; }
 
  private:

@@ -53,6 +53,14 @@ struct LayerWeights {
   const float* ffn_gate_exps_b = nullptr;  // [n_expert][n_ff] per-expert biases
   const float* ffn_up_exps_b = nullptr;    // [n_expert][n_ff]
   const float* ffn_down_exps_b = nullptr;  // [n_expert][n_embd]
+
+  // Gemma 4 26B-A4B (n_ff_dense > 0): the dense MLP (ffn_gate/up/down above)
+  // and the routed experts side by side, each with its own norms.
+  const float* ffn_gate_inp_scale = nullptr;   // [n_embd] the router input's scale
+  const float* ffn_down_exps_scale = nullptr;  // [n_expert] each expert's output scale
+  const float* pre_ffn_norm_2 = nullptr;       // [n_embd] the experts' input norm
+  const float* post_ffn_norm_1 = nullptr;      // [n_embd] the dense MLP's output norm
+  const float* post_ffn_norm_2 = nullptr;      // [n_embd] the experts' output norm
 };
 
 struct ModelWeights {

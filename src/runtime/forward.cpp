@@ -49,9 +49,13 @@ ForwardScratch::ForwardScratch(const ModelSpec& spec, std::uint32_t n_batch) : p
     q_raw.resize(2 * b * m.q_width);
   }
   if (std::any_of(spec.layers.begin(), spec.layers.end(),
-                  [](const LayerSpec& L) { return L.n_ff_shexp > 0; })) {
+                  [](const LayerSpec& L) { return L.n_ff_shexp > 0 || L.n_ff_dense > 0; })) {
     shexp.resize(b * spec.hp.n_embd);
     shexp_gate.resize(b);
+  }
+  if (std::any_of(spec.layers.begin(), spec.layers.end(),
+                  [](const LayerSpec& L) { return L.n_ff_dense > 0; })) {
+    router_in.resize(b * spec.hp.n_embd);
   }
   if (recurrent_shape(spec).n_layer > 0) delta.emplace(spec.hp.delta_net, n_batch);
   tokens.resize(b);
@@ -67,6 +71,65 @@ ForwardScratch::ForwardScratch(const ModelSpec& spec, std::uint32_t n_batch) : p
 
 namespace {
 
+// The routed experts of a MoE layer on h ([T][E]), weighted by the router
+// (whose logits are in s.router), summed into out ([T][E]).
+void routed_experts(const ModelSpec& spec, const LayerSpec& ls, const LayerWeights& L,
+                    ComputeBackend& be, ForwardScratch& s, std::int64_t T, const float* h,
+                    float* out) {
+  const Recipe& r = spec.recipe;
+  const std::int64_t E = spec.hp.n_embd, FF = ls.n_ff;
+  const std::int32_t n_exp = static_cast<std::int32_t>(ls.n_expert);
+  const std::int32_t k = static_cast<std::int32_t>(ls.n_expert_used);
+  be.route(s.router.data(), T, n_exp, k, r.routing, s.expert_ids.data(), s.expert_w.data());
+  if (L.ffn_down_exps_scale) {
+    be.scale_by_expert(s.expert_w.data(), s.expert_ids.data(), T * k, L.ffn_down_exps_scale);
+  }
+  // gate, up: [T][k][FF], one row per (token, chosen expert).
+  be.matmul_experts(L.ffn_gate_exps, h, 1, T, s.expert_ids.data(), k, nullptr, s.gate.data());
+  be.matmul_experts(L.ffn_up_exps, h, 1, T, s.expert_ids.data(), k, nullptr, s.up.data());
+  if (L.ffn_gate_exps_b) {  // gpt-oss: every expert matmul has a bias
+    be.add_expert_bias(s.gate.data(), L.ffn_gate_exps_b, n_exp, FF, T, s.expert_ids.data(), k,
+                       nullptr);
+    be.add_expert_bias(s.up.data(), L.ffn_up_exps_b, n_exp, FF, T, s.expert_ids.data(), k, nullptr);
+  }
+  be.gated_activation(s.gate.data(), s.up.data(), T * k * FF, r.ffn_act, s.gate.data());
+  be.matmul_experts(L.ffn_down_exps, s.gate.data(), k, T, s.expert_ids.data(), k, s.expert_w.data(),
+                    out);
+  if (L.ffn_down_exps_b) {
+    be.add_expert_bias(out, L.ffn_down_exps_b, n_exp, E, T, s.expert_ids.data(), k,
+                       s.expert_w.data());
+  }
+}
+
+// Gemma 4 26B-A4B: x += post_ffw_norm(post_ffw_norm_1(MLP(ffn_norm(x))) +
+// post_ffw_norm_2(experts(pre_ffw_norm_2(x)))), the router reading
+// rms(x) / sqrt(E) * ffn_gate_inp.scale.
+void dense_and_experts_block(const ModelSpec& spec, const LayerSpec& ls, const LayerWeights& L,
+                             ComputeBackend& be, ForwardScratch& s, std::int64_t T) {
+  const Hparams& hp = spec.hp;
+  const Recipe& r = spec.recipe;
+  const std::int64_t E = hp.n_embd, FD = ls.n_ff_dense;
+  const float eps = hp.norm_eps;
+  be.rms_norm(s.x.data(), L.ffn_norm, T, E, eps, s.h.data());
+  const MatmulJob gate_up[2] = {{L.ffn_gate, s.h.data(), T, s.gate.data(), FD},
+                                {L.ffn_up, s.h.data(), T, s.up.data(), FD}};
+  be.matmul_many(gate_up);
+  be.gated_activation(s.gate.data(), s.up.data(), T * FD, r.ffn_act, s.gate.data());
+  be.matmul(L.ffn_down, s.gate.data(), T, s.shexp.data(), E);
+  be.rms_norm(s.shexp.data(), L.post_ffn_norm_1, T, E, eps, s.shexp.data());
+
+  be.rms_norm(s.x.data(), nullptr, T, E, eps, s.router_in.data());
+  be.scale(s.router_in.data(), T * E, 1.0f / std::sqrt(static_cast<float>(E)));
+  be.mul_rows(s.router_in.data(), T, E, L.ffn_gate_inp_scale);
+  be.matmul(L.ffn_gate_inp, s.router_in.data(), T, s.router.data(), ls.n_expert);
+  be.rms_norm(s.x.data(), L.pre_ffn_norm_2, T, E, eps, s.h.data());
+  routed_experts(spec, ls, L, be, s, T, s.h.data(), s.h.data());
+  be.rms_norm(s.h.data(), L.post_ffn_norm_2, T, E, eps, s.h.data());
+  be.add(s.h.data(), s.shexp.data(), T * E);
+  be.rms_norm(s.h.data(), L.post_ffn_norm, T, E, eps, s.h.data());
+  be.add(s.x.data(), s.h.data(), T * E);
+}
+
 // x += FFN(norm(x)): Wdown (act(Wgate h) * Wup h); a MoE layer sums that over
 // its routed experts, weighted by the router, plus its shared expert scaled by
 // sigmoid(w_shexp . h).
@@ -76,6 +139,10 @@ void ffn_block(const ModelSpec& spec, const LayerSpec& ls, const LayerWeights& L
   const Recipe& r = spec.recipe;
   const std::int64_t E = hp.n_embd;
   const std::int64_t FF = ls.n_ff;
+  if (ls.n_ff_dense > 0) {
+    dense_and_experts_block(spec, ls, L, be, s, T);
+    return;
+  }
   be.rms_norm(s.x.data(), L.ffn_norm, T, E, hp.norm_eps, s.h.data());
   if (ls.n_ff_shexp > 0) {
     // Before the routed experts, which reuse gate and up: shexp [T][E].
@@ -96,28 +163,9 @@ void ffn_block(const ModelSpec& spec, const LayerSpec& ls, const LayerWeights& L
   }
   if (ls.ffn == FfnKind::Moe) {
     const std::int32_t n_exp = static_cast<std::int32_t>(ls.n_expert);
-    const std::int32_t k = static_cast<std::int32_t>(ls.n_expert_used);
     be.matmul(L.ffn_gate_inp, s.h.data(), T, s.router.data(), n_exp);
     if (L.ffn_gate_inp_b) be.add_bias(s.router.data(), L.ffn_gate_inp_b, T, n_exp);
-    be.route(s.router.data(), T, n_exp, k, r.routing, s.expert_ids.data(), s.expert_w.data());
-    // gate, up: [T][k][FF], one row per (token, chosen expert).
-    be.matmul_experts(L.ffn_gate_exps, s.h.data(), 1, T, s.expert_ids.data(), k, nullptr,
-                      s.gate.data());
-    be.matmul_experts(L.ffn_up_exps, s.h.data(), 1, T, s.expert_ids.data(), k, nullptr,
-                      s.up.data());
-    if (L.ffn_gate_exps_b) {  // gpt-oss: every expert matmul has a bias
-      be.add_expert_bias(s.gate.data(), L.ffn_gate_exps_b, n_exp, FF, T, s.expert_ids.data(), k,
-                         nullptr);
-      be.add_expert_bias(s.up.data(), L.ffn_up_exps_b, n_exp, FF, T, s.expert_ids.data(), k,
-                         nullptr);
-    }
-    be.gated_activation(s.gate.data(), s.up.data(), T * k * FF, r.ffn_act, s.gate.data());
-    be.matmul_experts(L.ffn_down_exps, s.gate.data(), k, T, s.expert_ids.data(), k,
-                      s.expert_w.data(), s.h.data());
-    if (L.ffn_down_exps_b) {
-      be.add_expert_bias(s.h.data(), L.ffn_down_exps_b, n_exp, E, T, s.expert_ids.data(), k,
-                         s.expert_w.data());
-    }
+    routed_experts(spec, ls, L, be, s, T, s.h.data(), s.h.data());
   } else {
     const MatmulJob gate_up[2] = {{L.ffn_gate, s.h.data(), T, s.gate.data(), FF},
                                   {L.ffn_up, s.h.data(), T, s.up.data(), FF}};

@@ -42,6 +42,7 @@ struct ForwardScratch {
   std::vector<float> q_raw;               // [n_batch][n_head][2 head_dim] (gated_q: [q | gate])
   std::vector<float> shexp;               // [n_batch][n_embd] shared expert output
   std::vector<float> shexp_gate;          // [n_batch] its gate
+  std::vector<float> router_in;           // [n_batch][n_embd] (n_ff_dense: the router's input)
   std::vector<float> rows;                // [n_out][n_embd] rows that want logits
   std::optional<DeltaNetScratch> delta;   // gated-delta-net layers
   std::vector<SeqRun> runs;               // the batch's rows by sequence (recurrent models)

@@ -105,8 +105,9 @@ std::string describe_layer(const ModelSpec& s, std::uint32_t l) {
     if (L.kv_source != l) d += ", KV of layer " + std::to_string(L.kv_source);
   }
   if (L.ffn == FfnKind::Moe) {
-    d += ", experts " + std::to_string(L.n_expert_used) + " of " + std::to_string(L.n_expert) +
-         " x " + std::to_string(L.n_ff);
+    if (L.n_ff_dense > 0) d += ", ffn " + std::to_string(L.n_ff_dense) + " and";
+    d += (L.n_ff_dense > 0 ? " experts " : ", experts ") + std::to_string(L.n_expert_used) +
+         " of " + std::to_string(L.n_expert) + " x " + std::to_string(L.n_ff);
     if (L.n_ff_shexp > 0) d += " + shared " + std::to_string(L.n_ff_shexp);
   } else {
     d += ", ffn " + std::to_string(L.n_ff);

@@ -5,6 +5,7 @@
 // widths, Per-Layer Embeddings, layer_output_scale and a final soft-cap.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <memory>
 
 #include "format/gguf.h"
@@ -217,8 +218,95 @@ TEST(Gemma4, RefusesInconsistentMetadata) {
   const GgufValue one_global = GgufValue::array(GgufValueType::BOOL, flags);
   expect_refused("gemma4.attention.sliding_window_pattern", &one_global, Errc::BadFormat,
                  "no earlier layer is global");
+  // Experts need their used count (and then their tensors).
   const GgufValue experts = GgufValue::u32(8);
-  expect_refused("gemma4.expert_count", &experts, Errc::Unsupported, "mixture-of-experts");
+  expect_refused("gemma4.expert_count", &experts, Errc::BadFormat, "expert_used_count");
+}
+
+// ---- the mixture-of-experts model (26B-A4B's form, scaled down) ----
+// No PLE and no shared KV; 2 KV heads on local layers, 1 on global ones whose
+// V is their K projection; in every layer a dense MLP of 64 beside 8 experts of
+// 32, 2 used, fused as ffn_gate_up_exps (or split: the same values).
+constexpr const char* kMoeArgs = "--arch gemma4 --experts 8 --experts-used 2";
+std::string gemma4_moe_file() { return generate_model("gemma4_moe", kMoeArgs); }
+
+TEST(Gemma4Moe, LayerSpecsFromMetadata) {
+  const GgufFile f = GgufFile::open(gemma4_moe_file());
+  const ModelSpec spec = admit_model(f);
+  ASSERT_EQ(spec.layers.size(), 6u);
+  EXPECT_EQ(spec.hp.n_embd_ple, 0u);
+  EXPECT_TRUE(spec.recipe.fused_gate_up_exps);
+  for (std::uint32_t l = 0; l < 6; ++l) {
+    const LayerSpec& L = spec.layers[l];
+    const bool local = l % 3 != 2;
+    EXPECT_EQ(L.ffn, FfnKind::Moe) << l;
+    EXPECT_EQ(L.n_ff, 32u) << l;
+    EXPECT_EQ(L.n_ff_dense, 64u) << l;
+    EXPECT_EQ(L.n_expert, 8u) << l;
+    EXPECT_EQ(L.n_expert_used, 2u) << l;
+    EXPECT_EQ(L.n_head_kv, local ? 2u : 1u) << l;
+    EXPECT_EQ(L.kv_source, l) << l;
+  }
+}
+
+TEST(Gemma4Moe, LogitsMatchReferenceEveryPositionAndMixedBatches) {
+  const std::string path = gemma4_moe_file();
+  auto model = load_two_threads(path);
+  const std::size_t nv = model->info().n_vocab;
+  const std::vector<Token> a = random_prompt(nv, kPromptLen, 51);
+  const std::vector<Token> b = random_prompt(nv, kPromptLen, 52);
+  const std::vector<float> ref_a = reference_logits(path, a, "gemma4_moe_a");
+  const std::vector<float> ref_b = reference_logits(path, b, "gemma4_moe_b");
+  expect_logits_match(*model, a, ref_a, kExactTol, "gemma4 moe chunked prefill");
+  // Both sequences in every batch: each expert's rows come from both.
+  auto s = model->session(exact_config(64, 8, 2));
+  std::vector<Decode> batch;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    batch.push_back({a[i], static_cast<std::int32_t>(i), 0, true});
+    batch.push_back({b[i], static_cast<std::int32_t>(i), 1, true});
+  }
+  s->decode(batch);
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double ra = rel_diff(s->logits(2 * i), std::span(ref_a).subspan(i * nv, nv));
+    const double rb = rel_diff(s->logits(2 * i + 1), std::span(ref_b).subspan(i * nv, nv));
+    EXPECT_LT(ra, kExactTol) << "mixed batch, sequence 0 position " << i;
+    EXPECT_LT(rb, kExactTol) << "mixed batch, sequence 1 position " << i;
+    worst = std::max({worst, ra, rb});
+  }
+  std::printf("[ gemma4 moe ] mixed batch worst relative logit difference %.3g\n", worst);
+}
+
+// ffn_gate_up_exps and the split ffn_gate_exps + ffn_up_exps hold the same
+// weights: the same logits, bit for bit.
+TEST(Gemma4Moe, FusedAndSplitExpertsAgreeBitwise) {
+  const auto fused = load_two_threads(gemma4_moe_file());
+  const auto split = load_two_threads(
+      generate_model("gemma4_moe_split", std::string(kMoeArgs) + " --split-experts"));
+  const std::vector<Token> prompt = random_prompt(fused->info().n_vocab, 10, 53);
+  auto a = fused->session(exact_config(64, 64));
+  auto b = split->session(exact_config(64, 64));
+  const auto la = decode_all(*a, prompt, 0);
+  const auto lb = decode_all(*b, prompt, 0);
+  ASSERT_EQ(la.size(), lb.size());
+  for (std::size_t t = 0; t < la.size(); ++t) {
+    EXPECT_EQ(std::memcmp(la[t].data(), lb[t].data(), la[t].size() * sizeof(float)), 0)
+        << "position " << t;
+  }
+}
+
+TEST(Gemma4Moe, GreedyIdsMatchLlamaCpp) {
+  SEAM_NEED_PEER(peer_logits_tool());
+  const std::string path = gemma4_moe_file();
+  auto model = load_two_threads(path);
+  const std::vector<Token> prompt = random_prompt(model->info().n_vocab, 12, 44);
+  const PeerComparison r = compare_with_llamacpp(path, prompt, 8);
+  std::printf(
+      "[ gemma4 moe ] llama.cpp vs seam: worst relative logit difference %.3g, smallest top-1 "
+      "margin %.3g\n",
+      r.worst_rel, r.min_peer_margin);
+  EXPECT_EQ(r.seam_ids, r.peer_ids);
+  EXPECT_LT(r.worst_rel, 3e-3);  // as the dense file: F16 K/V over 6 layers
 }
 
 }  // namespace

@@ -83,6 +83,10 @@ constexpr const char* kGemma4 = "--arch gemma4 --seed 40";
 constexpr const char* kGemma4DropV =
     "--arch gemma4 --seed 41 --drop blk.0.attn_v.weight --drop blk.2.attn_v.weight";
 constexpr const char* kGemma4Tied = "--arch gemma4 --seed 43 --drop output.weight";
+// Gemma 4's mixture-of-experts form (26B-A4B scaled down): router.proj/scale/
+// per_expert_scale, experts.gate_up_proj/down_proj, the second pre/post norms,
+// global layers without v_proj (attention_k_eq_v).
+constexpr const char* kGemma4Moe = "--arch gemma4 --experts 8 --experts-used 2 --seed 44";
 // Mixture of experts (tools/families.py's fixed shape, 4 layers): one matrix per expert
 // in the checkpoint, stacked at load as the converters stack them.
 constexpr const char* kQwen3Moe = "--arch qwen3moe --experts 8 --experts-used 2 --seed 50";
@@ -211,6 +215,7 @@ std::vector<Case> hf_cases() {
       // V from K on one local and one global layer.
       Case{"gemma4_attn_v_dropped", kGemma4DropV, kGemma4DropV},
       Case{"gemma4_tied", kGemma4Tied, kGemma4Tied},
+      Case{"gemma4_moe", kGemma4Moe, kGemma4Moe},
       // The multimodal class: text_config, model.language_model., vision and audio
       // tensors to drop, padding rows in both embeddings to trim, a tied output, BF16
       // and sharded.
@@ -383,6 +388,10 @@ TEST(HfModel, Gemma4WithoutVIsTheGeneratedGgufBitwise) {
 
 TEST(HfModel, Gemma4TiedIsTheGeneratedGgufBitwise) {
   expect_dir_is_generated_gguf("gemma4_tied", kGemma4Tied);
+}
+
+TEST(HfModel, Gemma4MoeIsTheGeneratedGgufBitwise) {
+  expect_dir_is_generated_gguf("gemma4_moe", kGemma4Moe);
 }
 
 // MXFP4 blocks re-packed byte for byte, gate and up de-interleaved.
@@ -657,12 +666,14 @@ TEST_F(HfBroken, GemmaVisionTensorsInATextOnlyClassAreNamed) {
   expect_refused(Errc::Unsupported, "multi_modal_projector");
 }
 
-TEST_F(HfBroken, Gemma4WithExpertsIsRefusedByName) {
-  // The 26B-A4B form: an expert count (and enable_moe_block) in the text config.
-  use("gemma4", kGemma4);
-  replace_in("config.json", "\"use_double_wide_mlp\": true,",
-             "\"use_double_wide_mlp\": true, \"enable_moe_block\": true, \"num_experts\": 128,");
-  expect_refused(Errc::Unsupported, "Gemma 4 with experts ('num_experts' = 128) is not supported");
+TEST_F(HfBroken, Gemma4ExpertKeysAreNamed) {
+  // enable_moe_block needs the experts' width and count.
+  use("gemma4_moe", kGemma4Moe);
+  replace_in("config.json", "\"moe_intermediate_size\": 32,", "");
+  expect_refused(Errc::BadFormat, "lacks required key 'moe_intermediate_size'");
+  use("gemma4_moe", kGemma4Moe);
+  replace_in("config.json", "\"top_k_experts\": 2", "\"top_k_experts\": 9");
+  expect_refused(Errc::BadFormat, "'top_k_experts' = 9 exceeds 'num_experts' = 8");
 }
 
 TEST_F(HfBroken, MissingExpertIsNamed) {

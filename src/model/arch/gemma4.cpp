@@ -16,6 +16,13 @@
 // Attention scale 1 (the q/k norms set the logit size), V heads RMS-normed
 // without a weight, final logits soft-capped. Norm weights are stored as they
 // apply (no +1 baked in as for gemma2/3), so they are plain RMSNorms too.
+// The mixture-of-experts model (26B-A4B, `expert_count`) runs, in every layer,
+// its dense MLP beside routed experts (runtime/forward.cpp): the router reads
+// the residual through a weightless RMS norm, / sqrt(n_embd), times
+// blk.N.ffn_gate_inp.scale; softmax, top k, renormalised; each expert's output
+// is scaled by blk.N.ffn_down_exps.scale; the experts read
+// pre_ffw_norm_2(residual), and the two branches are normed by post_ffw_norm_1
+// and post_ffw_norm_2 before their sum meets post_ffw_norm.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -82,7 +89,6 @@ std::vector<std::uint32_t> read_per_layer(const GgufFile& f, const std::string& 
 }  // namespace
 
 void configure_gemma4(const GgufFile& f, Hparams& hp, Recipe& recipe) {
-  refuse_experts(f, kArch);
   hp.n_embd = read_u32(f, "embedding_length", 0);
   hp.n_layer = read_u32(f, "block_count", 0);
   hp.n_head = read_u32(f, "attention.head_count", 0);
@@ -128,6 +134,8 @@ void configure_gemma4(const GgufFile& f, Hparams& hp, Recipe& recipe) {
                                      std::to_string(ple) + " is out of range (at most 65536)");
   }
   hp.n_embd_ple = static_cast<std::uint32_t>(ple);
+  read_experts(f, kArch, hp);
+  recipe.routing = Routing::Softmax;
 
   recipe.rope_neox = true;
   recipe.qk_norm = true;
@@ -162,7 +170,8 @@ void layers_gemma4(const GgufFile& f, ModelSpec& spec) {
   for (std::uint32_t l = 0; l < n; ++l) {
     LayerSpec& L = spec.layers[l];
     L.n_head_kv = kv[l];
-    L.n_ff = ff[l];
+    // With experts, n_ff stays their width and the dense MLP runs beside them.
+    (hp.n_expert > 0 ? L.n_ff_dense : L.n_ff) = ff[l];
     if (hp.is_swa(l)) {
       L.head_dim = hd_swa;
       L.rope.n_rot = static_cast<std::int32_t>(rot_swa);
@@ -198,8 +207,20 @@ void tensors_gemma4(const ModelSpec& s, ModelWeights& w, TensorTable& t) {
   const Hparams& hp = s.hp;
   const std::uint64_t e = hp.n_embd, p = hp.n_embd_ple;
   for (std::uint32_t l = 0; l < hp.n_layer; ++l) {
-    t.vec("blk." + std::to_string(l) + ".layer_output_scale.weight", {1}, false,
-          &w.layers[l].out_scale);
+    const std::string b = "blk." + std::to_string(l) + ".";
+    LayerWeights& L = w.layers[l];
+    t.vec(b + "layer_output_scale.weight", {1}, false, &L.out_scale);
+    const LayerSpec& ls = s.layers[l];
+    if (ls.n_ff_dense == 0) continue;
+    const std::uint64_t ff = ls.n_ff_dense;
+    t.matrix(b + "ffn_gate.weight", e, ff, true, &L.ffn_gate);
+    t.matrix(b + "ffn_up.weight", e, ff, true, &L.ffn_up);
+    t.matrix(b + "ffn_down.weight", ff, e, true, &L.ffn_down);
+    t.vec(b + "ffn_gate_inp.scale", {e}, true, &L.ffn_gate_inp_scale);
+    t.vec(b + "ffn_down_exps.scale", {ls.n_expert}, true, &L.ffn_down_exps_scale);
+    t.vec(b + "pre_ffw_norm_2.weight", {e}, true, &L.pre_ffn_norm_2);
+    t.vec(b + "post_ffw_norm_1.weight", {e}, true, &L.post_ffn_norm_1);
+    t.vec(b + "post_ffw_norm_2.weight", {e}, true, &L.post_ffn_norm_2);
   }
   if (p == 0) return;
   t.matrix("per_layer_token_embd.weight", hp.n_layer * p, hp.n_vocab, true, &w.ple_token_embd);
