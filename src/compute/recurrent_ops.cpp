@@ -42,11 +42,10 @@ void rms_norm_gated_row(const float* x, const float* w, const float* z, std::int
     y[i] = x[i] * scale * w[i] * (z[i] / (1.0f + std::exp(-z[i])));
 }
 
-void ssm_conv_channels(const float* x, std::int64_t n_tokens, std::int64_t n_ch, const float* w,
-                       std::int32_t width, float* state, float* y, std::int64_t c0,
-                       std::int64_t c1) {
+void ssm_conv_ref(const float* x, std::int64_t n_tokens, std::int64_t n_ch, const float* w,
+                  std::int32_t width, float* state, float* y) {
   const std::int64_t hist = width - 1;
-  for (std::int64_t c = c0; c < c1; ++c) {
+  for (std::int64_t c = 0; c < n_ch; ++c) {
     const float* wc = w + c * width;
     // win[r] is state row r for r < hist, else x row r - hist.
     const auto win = [&](std::int64_t r) {
@@ -63,9 +62,39 @@ void ssm_conv_channels(const float* x, std::int64_t n_tokens, std::int64_t n_ch,
   }
 }
 
-void ssm_conv_ref(const float* x, std::int64_t n_tokens, std::int64_t n_ch, const float* w,
-                  std::int32_t width, float* state, float* y) {
-  ssm_conv_channels(x, n_tokens, n_ch, w, width, state, y, 0, n_ch);
+void ssm_conv_channels(const float* x, std::int64_t n_tokens, std::int64_t n_ch, const float* w,
+                       std::int32_t width, float* state, float* y, std::int64_t c0,
+                       std::int64_t c1) {
+  // Token by token over a block of channels, so every access runs along a
+  // row (x and y are [T][n_ch]) and the channel loop vectorizes; the taps
+  // are transposed per block to [width][block] for the same reason. Each
+  // output sums its taps in order from 0, as ssm_conv_ref does.
+  constexpr std::int64_t kBlock = 64;
+  const std::int64_t hist = width - 1;
+  float wt[64 * kBlock];  // width <= 64 (the recipe's bound)
+  for (std::int64_t cb = c0; cb < c1; cb += kBlock) {
+    const std::int64_t nb = std::min(kBlock, c1 - cb);
+    for (std::int64_t i = 0; i < nb; ++i)
+      for (std::int32_t j = 0; j < width; ++j) wt[j * kBlock + i] = w[(cb + i) * width + j];
+    const auto row = [&](std::int64_t r) {  // row r of [state; x], from channel cb
+      return (r < hist ? state + r * n_ch : x + (r - hist) * n_ch) + cb;
+    };
+    for (std::int64_t t = 0; t < n_tokens; ++t) {
+      float* yt = y + t * n_ch + cb;
+      for (std::int64_t i = 0; i < nb; ++i) yt[i] = 0.0f;
+      for (std::int32_t j = 0; j < width; ++j) {
+        const float* r = row(t + j);
+        const float* wj = wt + j * kBlock;
+        for (std::int64_t i = 0; i < nb; ++i) yt[i] += wj[i] * r[i];
+      }
+    }
+    // The new window: the last hist rows of [state; x], upward (row r reads
+    // row r + T >= r, so it is read before it is overwritten).
+    for (std::int64_t r = 0; r < hist; ++r) {
+      const float* src = row(n_tokens + r);
+      std::copy(src, src + nb, state + r * n_ch + cb);
+    }
+  }
 }
 
 namespace {

@@ -33,7 +33,8 @@ void rms_norm_gated_row(const float* x, const float* w, const float* z, std::int
 void ssm_conv_ref(const float* x, std::int64_t n_tokens, std::int64_t n_ch, const float* w,
                   std::int32_t width, float* state, float* y);
 
-// Channels [c0, c1) of ssm_conv_ref (the threaded kernel splits channels).
+// Channels [c0, c1) of ssm_conv_ref, computed token by token over blocks of
+// channels (the threaded kernel splits channels); the same sums, in order.
 void ssm_conv_channels(const float* x, std::int64_t n_tokens, std::int64_t n_ch, const float* w,
                        std::int32_t width, float* state, float* y, std::int64_t c0,
                        std::int64_t c1);
