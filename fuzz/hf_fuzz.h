@@ -1,8 +1,10 @@
 // Hugging Face import fuzzing, two targets over a fixture root made by
 // fuzz/make_hf_fixtures.sh (tools/hf.py directories, one per architecture).
-// `hf_config`: one input is a config.json, read with llama/'s weights and
-// tokenizer; an import that succeeds is loaded as a Model too (admission and
-// weight binding read what the config declared). `hf_tokenizer`: one input is
+// `hf_config`: one input is a config.json, read with the weights and
+// tokenizer of the fixture of the same class ("architectures"[0]; llama/'s for
+// any other), so each family's tensor rules meet hostile configs; an import
+// that succeeds is loaded as a Model too (admission and weight binding read
+// what the config declared). `hf_tokenizer`: one input is
 // a tokenizer.json, a NUL byte and a tokenizer_config.json (no NUL: none); an
 // import that succeeds must give a tokenizer that encodes and decodes. Only
 // seam::Error may come out. Header-only so the libFuzzer binaries, the
@@ -15,12 +17,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "fixtures.h"
 #include "format/gguf.h"
+#include "format/hf_json.h"
 #include "format/hf_model.h"
 #include "seam/error.h"
 #include "seam/model.h"
@@ -61,13 +65,23 @@ inline void link_all_but(const std::filesystem::path& donor, const std::filesyst
 
 class HfConfigTarget {
  public:
-  explicit HfConfigTarget(const std::string& root) : dir_("hf-config") {
-    link_all_but(std::filesystem::path(root) / "llama", dir_.path(), {"config.json"});
+  explicit HfConfigTarget(const std::string& root) {
+    for (const auto& d : hf_fixture_dirs(root)) {
+      auto dir = std::make_unique<ScratchDir>("hf-config");
+      link_all_but(d, dir->path(), {"config.json"});
+      if (d.filename() == "llama") fallback_ = dir.get();
+      donors_.emplace(class_of(read_file((d / "config.json").string())), dir.get());
+      dirs_.push_back(std::move(dir));
+    }
+    if (!fallback_) throw Error(Errc::Io, "fuzz: the fixture root has no llama/ directory");
   }
 
   void run(const std::uint8_t* data, std::size_t size) {
-    write_file(dir_.path() / "config.json", {reinterpret_cast<const char*>(data), size});
-    const GgufFile g = open_hf_model(dir_.path().string());
+    const std::string text(reinterpret_cast<const char*>(data), size);
+    const auto donor = donors_.find(class_of(text));
+    const ScratchDir& dir = donor != donors_.end() ? *donor->second : *fallback_;
+    write_file(dir.path() / "config.json", text);
+    const GgufFile g = open_hf_model(dir.path().string());
     for (const GgufTensor& t : g.tensors()) {
       const auto rb = row_bytes(t.type, t.ne[0]);
       if (!rb || *rb * t.n_rows() != t.nbytes || g.find_tensor(t.name) != &t) {
@@ -77,11 +91,24 @@ class HfConfigTarget {
     }
     LoadOptions lo;
     lo.n_threads = 1;
-    (void)Model::load(dir_.path().string(), lo);
+    (void)Model::load(dir.path().string(), lo);
   }
 
  private:
-  ScratchDir dir_;
+  // "architectures"[0] of a config, or "" (also for JSON too deep to parse
+  // safely: the import refuses that itself).
+  static std::string class_of(const std::string& config) {
+    if (hf::json_nesting_depth(config) > 64) return "";
+    const hf::json j = hf::json::parse(config, nullptr, false);
+    if (!j.is_object()) return "";
+    const auto a = j.find("architectures");
+    if (a == j.end() || !a->is_array() || a->empty() || !(*a)[0].is_string()) return "";
+    return (*a)[0].get<std::string>();
+  }
+
+  std::vector<std::unique_ptr<ScratchDir>> dirs_;
+  std::map<std::string, const ScratchDir*> donors_;  // the first fixture of each class
+  const ScratchDir* fallback_ = nullptr;
 };
 
 // Every fixture's config.json.
