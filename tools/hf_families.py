@@ -34,6 +34,7 @@ import numpy as np
 
 import gguf
 import reference
+from safetensors_io import encode as _encode, read_checkpoint, to_f32 as _to_f32
 
 GPT_OSS = "GptOssForCausalLM"
 HYBRID_ARCHS = {"Qwen3NextForCausalLM": "qwen3next", "Qwen3_5ForCausalLM": "qwen35",
@@ -70,22 +71,6 @@ PLUS_ONE = ("attn_norm", "post_attention_norm", "attn_q_norm", "attn_k_norm")
 
 def is_family(hf_arch):
     return hf_arch in GGUF_ARCH
-
-
-def _encode(a, dtype):
-    a = np.ascontiguousarray(a, dtype=np.float32)
-    return {"F32": lambda: a.astype("<f4").tobytes(), "F16": lambda: gguf.to_f16_bytes(a),
-            "BF16": lambda: gguf.to_bf16_bytes(a)}[dtype]()
-
-
-def _to_f32(dtype, shape, data):
-    if dtype == "F32":
-        a = np.frombuffer(data, dtype="<f4")
-    elif dtype == "F16":
-        a = np.frombuffer(data, dtype="<f2").astype(np.float32)
-    else:
-        a = (np.frombuffer(data, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
-    return a.reshape(shape)
 
 
 # ----------------------------------------------------------------------------
@@ -132,29 +117,26 @@ def tiled_to_grouped(n_head_k, n_head_v):
     return np.array([(t % n_head_k) * r + t // n_head_k for t in range(n_head_v)])
 
 
-def heads_to_grouped(a, axis, first, per_head, hk, hv):
-    """a with the value-head blocks along `axis` (from `first`) moved from tiled to grouped."""
+def move_heads(a, axis, first, per_head, hk, hv, to):
+    """a with the value-head blocks along `axis` (from `first`, `per_head` long) moved from
+    tiled to grouped order (to="grouped", what a checkpoint holds) or back (to="tiled")."""
     out = np.array(a, copy=True)
-    perm = tiled_to_grouped(hk, hv)
-    for t in range(hv):
-        src = [slice(None)] * a.ndim
-        dst = [slice(None)] * a.ndim
-        src[axis] = slice(first + t * per_head, first + (t + 1) * per_head)
-        dst[axis] = slice(first + perm[t] * per_head, first + (perm[t] + 1) * per_head)
+    for t, g in enumerate(tiled_to_grouped(hk, hv)):
+        tiled = [slice(None)] * a.ndim
+        grouped = [slice(None)] * a.ndim
+        tiled[axis] = slice(first + t * per_head, first + (t + 1) * per_head)
+        grouped[axis] = slice(first + g * per_head, first + (g + 1) * per_head)
+        src, dst = (tiled, grouped) if to == "grouped" else (grouped, tiled)
         out[tuple(dst)] = a[tuple(src)]
     return out
 
 
-def heads_to_tiled(a, axis, first, per_head, hk, hv):
-    out = np.array(a, copy=True)
-    perm = tiled_to_grouped(hk, hv)
-    for t in range(hv):
-        src = [slice(None)] * a.ndim
-        dst = [slice(None)] * a.ndim
-        src[axis] = slice(first + perm[t] * per_head, first + (perm[t] + 1) * per_head)
-        dst[axis] = slice(first + t * per_head, first + (t + 1) * per_head)
-        out[tuple(dst)] = a[tuple(src)]
-    return out
+def reorder_value_heads(kind, w, hk, hv, S, to):
+    """move_heads over the value heads a tensor kind holds (heads of S rows or columns)."""
+    where = {"attn_qkv": (0, 2 * hk * S, S), "ssm_conv1d": (0, 2 * hk * S, S),
+             "attn_gate": (0, 0, S), "ssm_beta": (0, 0, 1), "ssm_alpha": (0, 0, 1),
+             "ssm_dt": (0, 0, 1), "ssm_a": (0, 0, 1), "ssm_out": (1, 0, S)}.get(kind)
+    return w if where is None else move_heads(w, *where, hk, hv, to)
 
 
 def a_log_of(ssm_a):
@@ -370,16 +352,7 @@ def _hybrid_files(r, hf_arch, st_dtype):
         elif kind == "ffn_gate_inp_shexp":
             w = w.reshape(1, -1)
         if tiled:
-            if kind == "attn_qkv":
-                w = heads_to_grouped(w, 0, 2 * hk * S, S, hk, hv)
-            elif kind == "ssm_conv1d":
-                w = heads_to_grouped(w, 0, 2 * hk * S, S, hk, hv)
-            elif kind == "attn_gate":
-                w = heads_to_grouped(w, 0, 0, S, hk, hv)
-            elif kind in ("ssm_beta", "ssm_alpha", "ssm_dt", "ssm_a"):
-                w = heads_to_grouped(w, 0, 0, 1, hk, hv)
-            elif kind == "ssm_out":
-                w = heads_to_grouped(w, 1, 0, S, hk, hv)
+            w = reorder_value_heads(kind, w, hk, hv, S, "grouped")
         if kind == "attn_qkv" and a == "qwen3next":
             z = r.tensor(name.replace("attn_qkv", "attn_gate"))
             groups = []
@@ -407,7 +380,7 @@ def _hybrid_files(r, hf_arch, st_dtype):
 # convert: directory -> GGUF, as llama.cpp's converter
 
 
-def convert(d, out, vocab, raw, read_checkpoint):
+def convert(d, out, vocab, raw):
     c = {**raw, **(raw.get("text_config") or {})}
     hf_arch = raw["architectures"][0]
     a = GGUF_ARCH[hf_arch]
@@ -587,15 +560,7 @@ def _convert_hybrid(w, c, a, ckpt):
         if kind == "ssm_conv1d":
             v = v.reshape(shape[0], shape[2])
         if tiled:
-            S = dv
-            if kind in ("attn_qkv", "ssm_conv1d"):
-                v = heads_to_tiled(v, 0, 2 * hk * dk, S, hk, hv)
-            elif kind == "attn_gate":
-                v = heads_to_tiled(v, 0, 0, S, hk, hv)
-            elif kind in ("ssm_beta", "ssm_alpha", "ssm_dt", "ssm_a"):
-                v = heads_to_tiled(v, 0, 0, 1, hk, hv)
-            elif kind == "ssm_out":
-                v = heads_to_tiled(v, 1, 0, S, hk, hv)
+            v = reorder_value_heads(kind, v, hk, hv, dv, "tiled")
         gname = blk + kind + {"ssm_a": "", "ssm_dt": ".bias"}.get(kind, ".weight")
         if v.ndim == 1 or kind in ("ssm_conv1d", "ffn_gate_inp", "ffn_gate_inp_shexp") \
                 or kind in PLUS_ONE or kind == "ssm_norm":

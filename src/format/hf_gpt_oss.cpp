@@ -109,18 +109,6 @@ std::shared_ptr<std::vector<std::byte>> repack_mxfp4(const SafetensorsTensor& bl
   return out;
 }
 
-GgufTensor owned_tensor(std::string name, TensorType type, std::vector<std::uint64_t> ne,
-                        std::shared_ptr<std::vector<std::byte>> data, Keepalive& keepalive) {
-  GgufTensor t;
-  t.name = std::move(name);
-  t.type = type;
-  t.ne = std::move(ne);
-  t.nbytes = data->size();
-  t.data = data->data();
-  keepalive.push_back(std::move(data));
-  return t;
-}
-
 }  // namespace
 
 void read_gpt_oss_config(const json& cfg, const std::string& file, const Config& c, KeyValues& kv) {

@@ -90,30 +90,6 @@ split_qkvz(std::span<const std::byte> data, std::size_t row_bytes, const Config&
   return {qkv, z};
 }
 
-GgufTensor bytes_tensor(std::string name, TensorType type, std::vector<std::uint64_t> ne,
-                        std::shared_ptr<std::vector<std::byte>> data, Keepalive& keepalive) {
-  GgufTensor t;
-  t.name = std::move(name);
-  t.type = type;
-  t.ne = std::move(ne);
-  t.nbytes = data->size();
-  t.data = data->data();
-  keepalive.push_back(std::move(data));
-  return t;
-}
-
-GgufTensor float_tensor(std::string name, std::vector<float> values, Keepalive& keepalive) {
-  auto owned = std::make_shared<std::vector<float>>(std::move(values));
-  GgufTensor t;
-  t.name = std::move(name);
-  t.type = TensorType::F32;
-  t.ne = {owned->size()};
-  t.nbytes = owned->size() * sizeof(float);
-  t.data = reinterpret_cast<const std::byte*>(owned->data());
-  keepalive.push_back(std::move(owned));
-  return t;
-}
-
 // Per-head values (A_log, dt_bias) in tiled order where Qwen3.5 reorders.
 std::vector<float> head_values(const SafetensorsTensor& st, const Config& c) {
   std::vector<float> v = widen_to_f32(st);
@@ -256,7 +232,7 @@ bool hybrid_tensors(const SafetensorsTensor& st, std::string_view name, const Co
   const auto plus_one = [&](std::string gname) {
     std::vector<float> w = widen_to_f32(st);
     for (float& v : w) v += 1.0f;
-    out.push_back(float_tensor(std::move(gname), std::move(w), keepalive));
+    out.push_back(owned_f32_tensor(std::move(gname), std::move(w), keepalive));
   };
   if (name == "model.norm.weight") {
     plus_one("output_norm.weight");
@@ -276,7 +252,7 @@ bool hybrid_tensors(const SafetensorsTensor& st, std::string_view name, const Co
     auto data = reorders_v(c)
                     ? reorder_v_rows(st.data, e * elem, first, per_head, c)
                     : std::make_shared<std::vector<std::byte>>(st.data.begin(), st.data.end());
-    out.push_back(bytes_tensor(blk + gname, st.type, {e, rows}, std::move(data), keepalive));
+    out.push_back(owned_tensor(blk + gname, st.type, {e, rows}, std::move(data), keepalive));
   };
   if (suffix == "linear_attn.in_proj_qkv.weight") {
     rows_of("attn_qkv.weight", channels, qk_rows, dv);
@@ -289,11 +265,11 @@ bool hybrid_tensors(const SafetensorsTensor& st, std::string_view name, const Co
   } else if (suffix == "linear_attn.in_proj_qkvz.weight" && is_qwen3next(c)) {
     expect_rows(st, channels + hv * dv, e);
     auto [qkv, z] = split_qkvz(st.data, e * elem, c);
-    out.push_back(bytes_tensor(blk + "attn_qkv.weight", st.type, {e, channels}, qkv, keepalive));
-    out.push_back(bytes_tensor(blk + "attn_gate.weight", st.type, {e, hv * dv}, z, keepalive));
+    out.push_back(owned_tensor(blk + "attn_qkv.weight", st.type, {e, channels}, qkv, keepalive));
+    out.push_back(owned_tensor(blk + "attn_gate.weight", st.type, {e, hv * dv}, z, keepalive));
   } else if (suffix == "linear_attn.in_proj_ba.weight" && is_qwen3next(c)) {
     expect_rows(st, 2 * hv, e);
-    out.push_back(bytes_tensor(
+    out.push_back(owned_tensor(
         blk + "ssm_ba.weight", st.type, {e, 2 * hv},
         std::make_shared<std::vector<std::byte>>(st.data.begin(), st.data.end()), keepalive));
   } else if (suffix == "linear_attn.conv1d.weight") {
@@ -305,25 +281,25 @@ bool hybrid_tensors(const SafetensorsTensor& st, std::string_view name, const Co
     auto data = reorders_v(c)
                     ? reorder_v_rows(st.data, k * elem, qk_rows, dv, c)
                     : std::make_shared<std::vector<std::byte>>(st.data.begin(), st.data.end());
-    out.push_back(bytes_tensor(blk + "ssm_conv1d.weight", st.type, {k, channels}, data, keepalive));
+    out.push_back(owned_tensor(blk + "ssm_conv1d.weight", st.type, {k, channels}, data, keepalive));
   } else if (suffix == "linear_attn.dt_bias") {
-    out.push_back(float_tensor(blk + "ssm_dt.bias", head_values(st, c), keepalive));
+    out.push_back(owned_f32_tensor(blk + "ssm_dt.bias", head_values(st, c), keepalive));
   } else if (suffix == "linear_attn.A_log") {
     std::vector<float> a = head_values(st, c);
     // In double, rounded once (the converter's float32 exp may differ by an ulp).
     for (float& v : a) v = static_cast<float>(-std::exp(static_cast<double>(v)));
-    out.push_back(float_tensor(blk + "ssm_a", std::move(a), keepalive));
+    out.push_back(owned_f32_tensor(blk + "ssm_a", std::move(a), keepalive));
   } else if (suffix == "linear_attn.norm.weight") {
-    out.push_back(float_tensor(blk + "ssm_norm.weight", widen_to_f32(st), keepalive));
+    out.push_back(owned_f32_tensor(blk + "ssm_norm.weight", widen_to_f32(st), keepalive));
   } else if (suffix == "linear_attn.out_proj.weight") {
     expect_rows(st, e, hv * dv);
     auto data = reorders_v(c)
                     ? reorder_v_columns(st.data, e, elem, c)
                     : std::make_shared<std::vector<std::byte>>(st.data.begin(), st.data.end());
-    out.push_back(bytes_tensor(blk + "ssm_out.weight", st.type, {hv * dv, e}, data, keepalive));
+    out.push_back(owned_tensor(blk + "ssm_out.weight", st.type, {hv * dv, e}, data, keepalive));
   } else if (suffix == "mlp.shared_expert_gate.weight") {
     expect_rows(st, 1, e);
-    out.push_back(float_tensor(blk + "ffn_gate_inp_shexp.weight", widen_to_f32(st), keepalive));
+    out.push_back(owned_f32_tensor(blk + "ffn_gate_inp_shexp.weight", widen_to_f32(st), keepalive));
   } else {
     static constexpr std::pair<std::string_view, std::string_view> kPlusOne[] = {
         {"input_layernorm.weight", "attn_norm.weight"},

@@ -69,6 +69,11 @@ const HfArch* find_arch(std::string_view hf_name);
 // nullopt for tensors the converters drop. Throws Error(Unsupported) for a
 // name with no counterpart. (Expert matrices are expert_part's.)
 std::optional<std::string> gguf_name(std::string_view name, const Config& c);
+// A GGUF tensor over bytes it owns (kept alive by `keepalive`).
+GgufTensor owned_tensor(std::string name, TensorType type, std::vector<std::uint64_t> ne,
+                        std::shared_ptr<std::vector<std::byte>> data, Keepalive& keepalive);
+// A 1-D F32 GGUF tensor of `values`.
+GgufTensor owned_f32_tensor(std::string name, std::vector<float> values, Keepalive& keepalive);
 // A float tensor's values as float32 (exact for F16/BF16).
 std::vector<float> widen_to_f32(const SafetensorsTensor& st);
 // A required key holding a count in [1, 2^31].

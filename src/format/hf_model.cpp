@@ -24,6 +24,30 @@ void bad(const std::string& file, const std::string& what) {
   throw Error(Errc::BadFormat, "[hf] " + file + ": " + what);
 }
 
+GgufTensor owned_tensor(std::string name, TensorType type, std::vector<std::uint64_t> ne,
+                        std::shared_ptr<std::vector<std::byte>> data, Keepalive& keepalive) {
+  GgufTensor t;
+  t.name = std::move(name);
+  t.type = type;
+  t.ne = std::move(ne);
+  t.nbytes = data->size();
+  t.data = data->data();
+  keepalive.push_back(std::move(data));
+  return t;
+}
+
+GgufTensor owned_f32_tensor(std::string name, std::vector<float> values, Keepalive& keepalive) {
+  auto owned = std::make_shared<std::vector<float>>(std::move(values));
+  GgufTensor t;
+  t.name = std::move(name);
+  t.type = TensorType::F32;
+  t.ne = {owned->size()};
+  t.nbytes = owned->size() * sizeof(float);
+  t.data = reinterpret_cast<const std::byte*>(owned->data());
+  keepalive.push_back(std::move(owned));
+  return t;
+}
+
 std::vector<float> widen_to_f32(const SafetensorsTensor& st) {
   const std::size_t n = static_cast<std::size_t>(st.n_elements());
   std::vector<float> out(n);
@@ -540,15 +564,7 @@ GgufFile open_hf_model(const std::string& dir, Residency residency) {
     gpt_oss_expert_tensors(layer, set, c, tensors, keepalive);
   }
   for (auto& [tname, values] : extra) {
-    auto owned = std::make_shared<std::vector<float>>(std::move(values));
-    GgufTensor t;
-    t.name = tname;
-    t.type = TensorType::F32;
-    t.ne = {owned->size()};
-    t.nbytes = owned->size() * sizeof(float);
-    t.data = reinterpret_cast<const std::byte*>(owned->data());
-    keepalive.push_back(std::move(owned));
-    tensors.push_back(std::move(t));
+    tensors.push_back(owned_f32_tensor(tname, std::move(values), keepalive));
   }
   return GgufFile::assemble(dir, std::move(kv), std::move(tensors), std::move(keepalive));
 }

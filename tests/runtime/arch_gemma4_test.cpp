@@ -258,23 +258,7 @@ TEST(Gemma4Moe, LogitsMatchReferenceEveryPositionAndMixedBatches) {
   const std::vector<float> ref_a = reference_logits(path, a, "gemma4_moe_a");
   const std::vector<float> ref_b = reference_logits(path, b, "gemma4_moe_b");
   expect_logits_match(*model, a, ref_a, kExactTol, "gemma4 moe chunked prefill");
-  // Both sequences in every batch: each expert's rows come from both.
-  auto s = model->session(exact_config(64, 8, 2));
-  std::vector<Decode> batch;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    batch.push_back({a[i], static_cast<std::int32_t>(i), 0, true});
-    batch.push_back({b[i], static_cast<std::int32_t>(i), 1, true});
-  }
-  s->decode(batch);
-  double worst = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const double ra = rel_diff(s->logits(2 * i), std::span(ref_a).subspan(i * nv, nv));
-    const double rb = rel_diff(s->logits(2 * i + 1), std::span(ref_b).subspan(i * nv, nv));
-    EXPECT_LT(ra, kExactTol) << "mixed batch, sequence 0 position " << i;
-    EXPECT_LT(rb, kExactTol) << "mixed batch, sequence 1 position " << i;
-    worst = std::max({worst, ra, rb});
-  }
-  std::printf("[ gemma4 moe ] mixed batch worst relative logit difference %.3g\n", worst);
+  expect_mixed_batch_match(*model, a, b, ref_a, ref_b, 8, kExactTol, "gemma4 moe");
 }
 
 // ffn_gate_up_exps and the split ffn_gate_exps + ffn_up_exps hold the same

@@ -46,24 +46,8 @@ TEST_P(HybridForward, LogitsMatchEveryPositionAndMixedBatches) {
   // In chunks of 5: the conv window and the delta-rule state carry across calls.
   expect_logits_match(*model, a, ref_a, kExactTol, c.name);
 
-  // Both sequences interleaved in every batch of 6 rows: each recurrent layer
-  // folds three tokens of each sequence per call, the experts see both.
-  auto s = model->session(exact_config(64, 6, 2));
-  std::vector<Decode> batch;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    batch.push_back({a[i], static_cast<std::int32_t>(i), 0, true});
-    batch.push_back({b[i], static_cast<std::int32_t>(i), 1, true});
-  }
-  s->decode(batch);
-  double worst = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const double ra = rel_diff(s->logits(2 * i), std::span(ref_a).subspan(i * nv, nv));
-    const double rb = rel_diff(s->logits(2 * i + 1), std::span(ref_b).subspan(i * nv, nv));
-    EXPECT_LT(ra, kExactTol) << c.name << " mixed batch, sequence 0 position " << i;
-    EXPECT_LT(rb, kExactTol) << c.name << " mixed batch, sequence 1 position " << i;
-    worst = std::max({worst, ra, rb});
-  }
-  std::printf("[ %s ] mixed batch worst relative logit difference %.3g\n", c.name.c_str(), worst);
+  // Each recurrent layer folds three tokens of each sequence per call.
+  expect_mixed_batch_match(*model, a, b, ref_a, ref_b, 6, kExactTol, c.name);
 }
 
 TEST_P(HybridForward, GreedyIdsMatchLlamaCpp) {

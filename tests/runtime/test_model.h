@@ -137,4 +137,33 @@ inline double expect_logits_match(const Model& model, std::span<const Token> ids
   return worst;
 }
 
+// Two sequences interleaved row by row in every decode call of `n_batch`
+// rows (a position of each per pair of rows), so every matmul, expert group
+// and recurrent fold sees both; each row's logits against its sequence's
+// reference within `tol`. Prints and returns the worst relative difference.
+inline double expect_mixed_batch_match(const Model& model, std::span<const Token> a,
+                                       std::span<const Token> b, std::span<const float> ref_a,
+                                       std::span<const float> ref_b, std::uint32_t n_batch,
+                                       double tol, const std::string& name) {
+  const std::size_t nv = model.info().n_vocab;
+  EXPECT_EQ(a.size(), b.size());
+  auto s = model.session(exact_config(64, n_batch, 2));
+  std::vector<Decode> batch;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    batch.push_back({a[i], static_cast<std::int32_t>(i), 0, true});
+    batch.push_back({b[i], static_cast<std::int32_t>(i), 1, true});
+  }
+  s->decode(batch);
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double ra = rel_diff(s->logits(2 * i), ref_a.subspan(i * nv, nv));
+    const double rb = rel_diff(s->logits(2 * i + 1), ref_b.subspan(i * nv, nv));
+    EXPECT_LT(ra, tol) << name << " mixed batch, sequence 0 position " << i;
+    EXPECT_LT(rb, tol) << name << " mixed batch, sequence 1 position " << i;
+    worst = std::max({worst, ra, rb});
+  }
+  std::printf("[ %s ] mixed batch worst relative logit difference %.3g\n", name.c_str(), worst);
+  return worst;
+}
+
 }  // namespace seam::testing
