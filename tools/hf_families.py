@@ -47,13 +47,13 @@ GGUF_ARCH = dict(HYBRID_ARCHS, **{GPT_OSS: "gpt-oss"})
 TORCH_DTYPE = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 LM_PREFIX = "model.language_model."
 
-GPT_OSS_LAYER = {"attn_norm": "input_layernorm", "post_attention_norm": "post_attention_layernorm",
-                 "attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj",
-                 "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj",
-                 "ffn_gate_inp": "mlp.router"}
-HYBRID_LAYER = {"attn_norm": "input_layernorm", "post_attention_norm": "post_attention_layernorm",
-                "attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj",
-                "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj",
+# GGUF kind -> checkpoint module, per layer (the pre-FFN norm is post_attention_norm in both).
+ATTENTION_LAYER = {"attn_norm": "input_layernorm",
+                   "post_attention_norm": "post_attention_layernorm",
+                   "attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj",
+                   "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj"}
+GPT_OSS_LAYER = {**ATTENTION_LAYER, "ffn_gate_inp": "mlp.router"}
+HYBRID_LAYER = {**ATTENTION_LAYER,
                 "attn_q_norm": "self_attn.q_norm", "attn_k_norm": "self_attn.k_norm",
                 "attn_qkv": "linear_attn.in_proj_qkv", "attn_gate": "linear_attn.in_proj_z",
                 "ssm_beta": "linear_attn.in_proj_b", "ssm_alpha": "linear_attn.in_proj_a",

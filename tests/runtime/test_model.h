@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <span>
@@ -135,6 +136,22 @@ inline double expect_logits_match(const Model& model, std::span<const Token> ids
   std::printf("[ %s ] worst relative logit difference %.3g (tolerance %.3g)\n", name.c_str(), worst,
               tol);
   return worst;
+}
+
+// Both models' logits for `prompt` (one session each, the prompt in one
+// call), bit for bit: files that hold the same weights in other layouts.
+inline void expect_same_logits_bitwise(const Model& a, const Model& b,
+                                       std::span<const Token> prompt) {
+  auto sa = a.session(exact_config(64, 64));
+  auto sb = b.session(exact_config(64, 64));
+  const auto la = decode_all(*sa, prompt, 0);
+  const auto lb = decode_all(*sb, prompt, 0);
+  ASSERT_EQ(la.size(), lb.size());
+  for (std::size_t t = 0; t < la.size(); ++t) {
+    ASSERT_EQ(la[t].size(), lb[t].size());
+    EXPECT_EQ(std::memcmp(la[t].data(), lb[t].data(), la[t].size() * sizeof(float)), 0)
+        << "position " << t;
+  }
 }
 
 // Two sequences interleaved row by row in every decode call of `n_batch`
