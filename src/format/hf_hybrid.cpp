@@ -125,7 +125,10 @@ void read_hybrid_config(const json& cfg, const std::string& file, Config& c, Key
   L.n_head_k = require_positive(cfg, "linear_num_key_heads", file);
   L.n_head_v = require_positive(cfg, "linear_num_value_heads", file);
   if (L.d_conv < 2 || L.d_conv > 64) bad(file, "'linear_conv_kernel_dim' must be in [2, 64]");
-  if (L.head_k_dim > kMaxHeadDim || L.n_head_v % L.n_head_k != 0 || L.n_head_v > (1u << 16)) {
+  if (L.head_k_dim > kMaxHeadDim || L.head_v_dim > kMaxHeadDim || L.n_head_v > (1u << 16)) {
+    bad(file, "the linear-attention head sizes or counts are out of range");
+  }
+  if (L.n_head_v % L.n_head_k != 0) {
     bad(file, "'linear_num_value_heads' must be a multiple of 'linear_num_key_heads'");
   }
   if (L.head_k_dim != L.head_v_dim) {
@@ -245,7 +248,9 @@ bool hybrid_tensors(const SafetensorsTensor& st, std::string_view name, const Co
   const std::string_view suffix = lt->second;
   const std::uint64_t e = c.n_embd, hv = L.n_head_v, dv = L.head_v_dim;
   const std::uint64_t qk_rows = 2 * L.n_head_k * L.head_k_dim, channels = qk_rows + hv * dv;
-  const std::size_t elem = st.shape.empty() ? 0 : st.data.size() / st.n_elements();
+  // Bytes per element (0 for an empty tensor, which every shape check below refuses).
+  const std::uint64_t n_el = st.n_elements();
+  const std::size_t elem = st.shape.empty() || n_el == 0 ? 0 : st.data.size() / n_el;
   const auto rows_of = [&](std::string gname, std::uint64_t rows, std::uint64_t first,
                            std::uint64_t per_head) {
     expect_rows(st, rows, e);
