@@ -78,7 +78,8 @@ def is_family(hf_arch):
 
 
 def mxfp4_to_hf(raw, n_exp, rows, cols):
-    """GGUF MXFP4 bytes of [n_exp, rows, cols] -> (blocks [E, rows, nb, 16], scales [E, rows, nb])."""
+    """GGUF MXFP4 bytes of [n_exp, rows, cols] -> (blocks [E, rows, nb, 16],
+    scales [E, rows, nb])."""
     b = np.frombuffer(raw, np.uint8).reshape(n_exp, rows, cols // 32, 17)
     qs = b[..., 1:]
     elems = np.concatenate([qs & 0x0F, qs >> 4], axis=-1)        # element order 0..31

@@ -9,6 +9,7 @@
 // 2i + 1), as does its bias. A dequantized checkpoint stores gate_up_proj as
 // [E, dim, 2 n_ff] and down_proj as [E, n_ff, dim] (input dimension first),
 // transposed here as the converter transposes them.
+#include <cmath>
 #include <cstring>
 
 #include "format/hf_import.h"
