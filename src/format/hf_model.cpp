@@ -483,9 +483,8 @@ bool is_hf_model_dir(const std::string& path) {
 GgufFile open_hf_model(const std::string& dir, Residency residency) {
   const std::string cfg_path = (fs::path(dir) / "config.json").string();
   const json cfg = text_config(hf::read_json_object(cfg_path), cfg_path);
-  std::vector<std::pair<std::string, GgufValue>> kv;
-  std::vector<std::pair<std::string, std::vector<float>>> extra;  // computed f32 tensors
-  std::vector<std::pair<std::string, GgufValue>> arch_kv;
+  KeyValues kv, arch_kv;
+  ExtraTensors extra;
   const Config c = read_config(cfg, cfg_path, arch_kv, extra);
   if (c.arch->moe == Moe::kGptOss) {
     read_gpt_oss_config(cfg, cfg_path, c, arch_kv);
@@ -510,7 +509,7 @@ GgufFile open_hf_model(const std::string& dir, Residency residency) {
   }
 
   const SafetensorsSet weights = SafetensorsSet::open_dir(dir, residency);
-  std::vector<std::shared_ptr<const void>> keepalive;
+  Keepalive keepalive;
   for (auto& m : weights.mappings()) keepalive.push_back(m);
   std::vector<GgufTensor> tensors;
   ExpertStacks experts;
@@ -518,27 +517,27 @@ GgufFile open_hf_model(const std::string& dir, Residency residency) {
   const bool gpt_oss = c.arch->moe == Moe::kGptOss;
   const bool hybrid = is_hybrid(*c.arch);
   for (const SafetensorsTensor* st : weights.tensors()) {
-    std::string name = st->name;
-    if (hybrid) {
-      const auto text = hybrid_text_name(name);
-      if (!text) continue;
-      name = *text;
-      if (hybrid_tensors(*st, name, c, tensors, keepalive)) continue;
-    }
-    if (const auto part = expert_part(name, c)) {
-      collect_expert(*st, *part, c, experts);
-      continue;
-    }
     if (gpt_oss && collect_gpt_oss_expert(*st, c, gpt_oss_experts)) continue;
-    const auto gname = is_gemma(*c.arch) ? gemma_gguf_name(name, c)
-                       : gpt_oss         ? gpt_oss_gguf_name(name, c)
-                                         : gguf_name(name, c);
-    if (!gname) continue;
     if (st->type == TensorType::I8) {
       throw Error(Errc::Unsupported, "[hf] tensor '" + st->name +
                                          "' holds U8 bytes, which seam reads only as gpt-oss's "
                                          "MXFP4 expert blocks and scales");
     }
+    std::string hf_name = st->name;
+    if (hybrid) {
+      const auto text = hybrid_text_name(hf_name);
+      if (!text) continue;
+      hf_name = *text;
+      if (hybrid_tensors(*st, hf_name, c, tensors, keepalive)) continue;
+    }
+    if (const auto part = expert_part(hf_name, c)) {
+      collect_expert(*st, *part, c, experts);
+      continue;
+    }
+    const auto gname = is_gemma(*c.arch) ? gemma_gguf_name(hf_name, c)
+                       : gpt_oss         ? gpt_oss_gguf_name(hf_name, c)
+                                         : gguf_name(hf_name, c);
+    if (!gname) continue;
     GgufTensor t;
     t.name = *gname;
     t.type = st->type;
