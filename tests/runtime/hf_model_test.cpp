@@ -214,8 +214,7 @@ std::vector<Case> hf_cases() {
       Case{"gemma4", kGemma4, kGemma4},
       // V from K on one local and one global layer.
       Case{"gemma4_attn_v_dropped", kGemma4DropV, kGemma4DropV},
-      Case{"gemma4_tied", kGemma4Tied, kGemma4Tied},
-      Case{"gemma4_moe", kGemma4Moe, kGemma4Moe},
+      Case{"gemma4_tied", kGemma4Tied, kGemma4Tied}, Case{"gemma4_moe", kGemma4Moe, kGemma4Moe},
       // The multimodal class: text_config, model.language_model., vision and audio
       // tensors to drop, padding rows in both embeddings to trim, a tied output, BF16
       // and sharded.
