@@ -3,8 +3,6 @@
 // tensor names of the ...ForConditionalGeneration classes, and the norm and
 // embedding value changes llama.cpp's converters make.
 #include <algorithm>
-#include <cmath>
-#include <cstring>
 
 #include "core/half.h"
 #include "format/gemma_attention.h"
@@ -518,27 +516,10 @@ std::optional<std::string> gemma_gguf_name(std::string_view hf_name, const Confi
 // in the checkpoint's precision for F16 (torch's f16 add: f32 sum rounded to
 // f16) and in F32 for BF16 (cast to F32 first) and F32. The same values here
 // keep the directory and its conversion bitwise equal.
-std::shared_ptr<std::vector<float>> gemma_norm_plus_one(const SafetensorsTensor& st) {
-  const std::size_t n = static_cast<std::size_t>(st.n_elements());
-  auto out = std::make_shared<std::vector<float>>(n);  // [n]
-  const auto* p = reinterpret_cast<const unsigned char*>(st.data.data());
-  for (std::size_t i = 0; i < n; ++i) {
-    float v;
-    if (st.type == TensorType::F32) {
-      std::memcpy(&v, p + 4 * i, 4);
-      v += 1.0f;
-    } else {
-      std::uint16_t h;
-      std::memcpy(&h, p + 2 * i, 2);
-      if (st.type == TensorType::F16) {
-        v = fp16_to_f32(f32_to_fp16(fp16_to_f32(h) + 1.0f));
-      } else {
-        v = bf16_to_f32(h) + 1.0f;
-      }
-    }
-    (*out)[i] = v;
-  }
-  return out;
+std::vector<float> gemma_norm_plus_one(const SafetensorsTensor& st) {
+  std::vector<float> w = widen_to_f32(st);
+  for (float& v : w) v = st.type == TensorType::F16 ? fp16_to_f32(f32_to_fp16(v + 1.0f)) : v + 1.0f;
+  return w;
 }
 
 // Applies the gemma value changes to a mapped tensor: gemma2/3 norms get
@@ -555,11 +536,7 @@ void gemma_adjust(const SafetensorsTensor& st, const Config& c, std::uint64_t n_
                      (c.arch->arch == "gemma4" &&
                       (t.name == "token_embd.weight" || t.name == "per_layer_token_embd.weight"));
   if (name.ends_with("norm.weight") && c.arch->arch != "gemma4") {
-    auto owned = gemma_norm_plus_one(st);
-    t.type = TensorType::F32;
-    t.nbytes = owned->size() * sizeof(float);
-    t.data = reinterpret_cast<const std::byte*>(owned->data());
-    keepalive.push_back(std::move(owned));
+    t = owned_f32_tensor(t.name, gemma_norm_plus_one(st), keepalive);
   } else if (trims && t.ne.size() == 2 && n_tokens > 0 && t.ne[1] > n_tokens) {
     t.nbytes = t.nbytes / t.ne[1] * n_tokens;
     t.ne[1] = n_tokens;
