@@ -44,12 +44,8 @@ void TensorTable::fused(std::string name, std::uint64_t n_in,
 
 void TensorTable::experts(std::string name, std::uint64_t n_in, std::uint64_t n_out,
                           std::uint64_t n_expert, bool required, ExpertsView* dst) {
-  TensorRow r;
-  r.name = std::move(name);
-  r.ne = {n_in, n_out, n_expert};
-  r.required = required;
-  r.experts = dst;
-  rows_.push_back(std::move(r));
+  fused_experts(std::move(name), n_in, {{dst, static_cast<std::int64_t>(n_out)}}, n_expert,
+                required);
 }
 
 void TensorTable::fused_experts(std::string name, std::uint64_t n_in,
@@ -204,10 +200,6 @@ void bind(const GgufTensor& t, const TensorRow& x, ModelWeights& w) {
     *x.vec = w.owned.back().data();
   } else if (x.matrix) {
     *x.matrix = view_of(t, x.ne[1]);
-  } else if (x.experts) {
-    x.experts->w = view_of(t, x.ne[1]);
-    x.experts->n_expert = static_cast<std::int32_t>(x.ne[2]);
-    x.experts->expert_stride = x.experts->w.row_stride * x.ne[1];
   } else if (!x.expert_parts.empty()) {
     const WeightView all = view_of(t, x.ne[1]);
     std::int64_t first = 0;

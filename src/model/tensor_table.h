@@ -20,10 +20,10 @@ struct TensorRow {
   std::vector<std::uint64_t> ne;  // expected shape, row length first
   bool required = true;
   // Where the tensor goes; exactly one of these is set.
-  const float** vec = nullptr;     // any shape, copied to f32 (F32/F16/BF16 only)
-  WeightView* matrix = nullptr;    // 2-D, kept in the file's format
-  ExpertsView* experts = nullptr;  // 3-D [n_in, n_out, n_expert]
-  // A fused 3-D tensor: each expert's consecutive row ranges, in order.
+  const float** vec = nullptr;   // any shape, copied to f32 (F32/F16/BF16 only)
+  WeightView* matrix = nullptr;  // 2-D, kept in the file's format
+  // A 3-D [n_in, n_out, n_expert] tensor: each expert's consecutive row
+  // ranges of the given lengths, in order (one range: the whole expert).
   std::vector<std::pair<ExpertsView*, std::int64_t>> expert_parts;
   // A fused 2-D tensor: consecutive row ranges of the given lengths, in order.
   std::vector<std::pair<WeightView*, std::int64_t>> parts;
