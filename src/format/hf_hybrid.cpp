@@ -193,7 +193,7 @@ void read_hybrid_config(const json& cfg, const std::string& file, Config& c, Key
     bad(file, "'partial_rotary_factor' leaves " + std::to_string(n_rot) +
                   " rotated dims; it must be a positive even number");
   }
-  set_key(kv, a + ".rope.dimension_count", u32_value(n_rot));
+  kv.emplace_back(a + ".rope.dimension_count", u32_value(n_rot));
   if (a != "qwen3next") {
     std::vector<std::int32_t> sections = {11, 11, 10, 0};
     const json* ms = nullptr;

@@ -338,12 +338,13 @@ Config read_config(const json& cfg, const std::string& file, KeyValues& kv, Extr
     kv.emplace_back(a + ".attention.value_length", u32(*head_dim));
   }
   // Partial rotary (phi3 family): the converters' int(pct * n_embd) // n_head.
+  // The hybrids rotate a fraction of head_dim (read_hybrid_config writes it).
   std::uint64_t n_rot = c.head_dim;
-  if (auto pct = hf::get_number(cfg, "partial_rotary_factor", file)) {
+  if (auto pct = hf::get_number(cfg, "partial_rotary_factor", file); pct && !is_hybrid(*c.arch)) {
     if (!(*pct > 0.0 && *pct <= 1.0)) bad(file, "'partial_rotary_factor' must be in (0, 1]");
     n_rot = static_cast<std::uint64_t>(*pct * static_cast<double>(c.n_embd)) / c.n_head;
   }
-  kv.emplace_back(a + ".rope.dimension_count", u32(n_rot));
+  if (!is_hybrid(*c.arch)) kv.emplace_back(a + ".rope.dimension_count", u32(n_rot));
   const auto max_pos = hf::get_uint(cfg, "max_position_embeddings", file);
   if (a == "phi3") {
     // As phi3's converter writes them: the training context, and the window
