@@ -14,8 +14,11 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// Groups rows into tiles; row r sees union_cells[union_begin[tile] + row_lo[r] ..
-// + row_hi[r]), which the checks below make equal to its own mask list.
+// Groups rows into tiles. A row joins the current tile only when its cell
+// list and the tile's union agree from their first cell on (one is a prefix of
+// the other: causal rows of one sequence), so row r sees union_cells[union_begin
+// [tile] .. + row_hi[r]) and its chunks and segments start where the union's
+// do: the row's arithmetic is then the same in any tile, alone or not.
 void plan_tiles(const AttentionArgs& a, AttentionScratch& s) {
   const auto& off = a.mask.offsets;
   const std::uint32_t* cells = a.mask.cells.data();
@@ -23,7 +26,6 @@ void plan_tiles(const AttentionArgs& a, AttentionScratch& s) {
   s.tile_begin.clear();
   s.union_begin.clear();
   s.union_cells.clear();
-  s.row_lo.resize(T);
   s.row_hi.resize(T);
   // The unions hold at most the mask's cells; growing by doubling keeps a
   // decode that adds one cell per token from reallocating every token.
@@ -39,21 +41,37 @@ void plan_tiles(const AttentionArgs& a, AttentionScratch& s) {
       const std::size_t n = off[r + 1] - off[r];
       const std::size_t nu = s.union_cells.size() - ub;
       const std::uint32_t* U = s.union_cells.data() + ub;
-      // Where the row's first cell sits in the union (the end if absent: then
-      // the whole list is appended and the row sees exactly that new part).
-      std::size_t p = 0;
-      if (n > 0)
-        while (p < nu && U[p] != L[0]) ++p;
       std::size_t k = 0;
-      while (k < n && p + k < nu && U[p + k] == L[k]) ++k;
-      if (k < n && p + k < nu) break;  // overlaps the union in another order: new tile
+      while (k < n && k < nu && U[k] == L[k]) ++k;
+      if (k < n && k < nu) break;  // the lists part ways: new tile
       s.union_cells.insert(s.union_cells.end(), L + k, L + n);
-      s.row_lo[r] = static_cast<std::uint32_t>(p);
-      s.row_hi[r] = static_cast<std::uint32_t>(p + n);
+      s.row_hi[r] = static_cast<std::uint32_t>(n);
     }
   }
   s.tile_begin.push_back(static_cast<std::uint32_t>(T));
   s.union_begin.push_back(static_cast<std::uint32_t>(s.union_cells.size()));
+}
+
+// Segments of kAttnSegment cells a row of n cells is split into.
+std::size_t segments(std::size_t n) { return (n + kAttnSegment - 1) / kAttnSegment; }
+
+// Folds a segment's finished state (ms, ls, accs) into a row's running state,
+// segments left to right. Every path goes through this one function, so a
+// row's result does not depend on which thread or item made its segments.
+[[gnu::noinline]] void fold_segment(float& m, float& l, float* acc, float ms, float ls,
+                                    const float* accs, std::int32_t hd) {
+  if (ms == kNegInf) return;  // the segment saw no cell
+  if (m == kNegInf) {
+    m = ms;
+    l = ls;
+    std::memcpy(acc, accs, static_cast<std::size_t>(hd) * sizeof(float));
+    return;
+  }
+  const float mm = std::max(m, ms);
+  const float w = attn::exp_nonpositive(m - mm), ws = attn::exp_nonpositive(ms - mm);
+  l = l * w + ls * ws;
+  for (std::int32_t d = 0; d < hd; ++d) acc[d] = acc[d] * w + accs[d] * ws;
+  m = mm;
 }
 
 // Folds head h's sink (a.sinks, gpt-oss) into a finished (m, l) state: the
@@ -68,26 +86,35 @@ float fold_sink(const AttentionArgs& a, std::int32_t h, float m, float& l) {
   return w;
 }
 
-// Per-thread buffers of one work item.
+// out[0, hd) of head h from its final running state.
+void finish(const AttentionArgs& a, std::int32_t h, float m, float l, const float* acc,
+            float* out) {
+  const float w = fold_sink(a, h, m, l);
+  const float inv = l > 0.0f ? w / l : 0.0f;  // no cells: zeros
+  for (std::int32_t d = 0; d < a.head_dim; ++d) out[d] = acc[d] * inv;
+}
+
+// Per-thread buffers of one work item: a segment's state and, when the item
+// owns all of a tile's segments, the rows' running states.
 struct ItemBuffers {
   std::vector<float> kt;    // [head_dim][kAttnChunk] K of the chunk, transposed
   std::vector<float> v;     // [kAttnChunk][head_dim] V of the chunk
   std::vector<float> acc;   // [n_query][head_dim]
   std::vector<float> m, l;  // [n_query]
+  std::vector<float> run_acc, run_m, run_l;
 };
 
-// Rows [r0, r1) of one tile, the query heads of kv head g, cells [c0, c1) of
-// the tile's union U. Writes out (n_split == 1) or this split's partial state.
-void run_item(const AttentionArgs& a, const AttentionScratch& s, const attn::AttnFns& fns,
-              std::size_t tile, std::int32_t g, std::size_t split, std::size_t n_split,
-              float* partial, ItemBuffers& b) {
+// Segment `seg` (cells [seg S, seg S + S) of the union) for the query heads of
+// kv head g and every row of `tile` that reaches it, from a fresh state.
+void run_segment(const AttentionArgs& a, const AttentionScratch& s, const attn::AttnFns& fns,
+                 std::size_t tile, std::int32_t g, std::size_t seg, ItemBuffers& b) {
   constexpr int C = kAttnChunk;
   const std::int32_t hd = a.head_dim;
   const std::int32_t n_rep = a.n_head / a.n_head_kv;
   const std::size_t r0 = s.tile_begin[tile], r1 = s.tile_begin[tile + 1];
   const std::uint32_t* U = s.union_cells.data() + s.union_begin[tile];
   const std::size_t nu = s.union_begin[tile + 1] - s.union_begin[tile];
-  const std::size_t c0 = nu * split / n_split, c1 = nu * (split + 1) / n_split;
+  const std::size_t c0 = seg * kAttnSegment, c1 = std::min(c0 + kAttnSegment, nu);
   const std::size_t n_query = (r1 - r0) * static_cast<std::size_t>(n_rep);
   const std::size_t row_bytes = kv_row_bytes(a.kv_type, std::int64_t{a.n_head_kv} * hd);
   const attn::KvHead kv{static_cast<const std::byte*>(a.k), static_cast<const std::byte*>(a.v),
@@ -99,54 +126,75 @@ void run_item(const AttentionArgs& a, const AttentionScratch& s, const attn::Att
 
   if (r1 - r0 == 1) {
     // One row (decode): its heads of kv head g are contiguous in q and read the
-    // cache rows directly; the row sees the whole union.
+    // cache rows directly; decode_chunk's arithmetic is query_chunk's.
     const float* q = a.q + (static_cast<std::int64_t>(r0) * a.n_head + g * n_rep) * hd;
     for (std::size_t cb = c0; cb < c1; cb += C)
       fns.decode_chunk(kv, U + cb, static_cast<int>(std::min(cb + C, c1) - cb), hd, n_rep, q,
                        a.scale, a.softcap, b.m.data(), b.l.data(), b.acc.data());
-  } else {
-    b.kt.resize(static_cast<std::size_t>(hd) * C);
-    b.v.resize(static_cast<std::size_t>(hd) * C);
-    for (std::size_t cb = c0; cb < c1; cb += C) {
-      const std::size_t ce = std::min(cb + C, c1);
-      bool any = false;
-      for (std::size_t r = r0; r < r1 && !any; ++r) any = s.row_lo[r] < ce && s.row_hi[r] > cb;
-      if (!any) continue;
-      fns.load_chunk(kv, U + cb, static_cast<int>(ce - cb), hd, b.kt.data(), b.v.data());
-      for (std::size_t r = r0; r < r1; ++r) {
-        const std::size_t lo = std::max<std::size_t>(s.row_lo[r], cb);
-        const std::size_t hi = std::min<std::size_t>(s.row_hi[r], ce);
-        if (lo >= hi) continue;
-        for (std::int32_t hr = 0; hr < n_rep; ++hr) {
-          const std::int32_t h = g * n_rep + hr;
-          const std::size_t qi = (r - r0) * n_rep + hr;
-          fns.query_chunk(a.q + (static_cast<std::int64_t>(r) * a.n_head + h) * hd, b.kt.data(),
-                          b.v.data(), static_cast<int>(lo - cb), static_cast<int>(hi - cb), hd,
-                          a.scale, a.softcap, &b.m[qi], &b.l[qi], b.acc.data() + qi * hd);
+    return;
+  }
+  b.kt.resize(static_cast<std::size_t>(hd) * C);
+  b.v.resize(static_cast<std::size_t>(hd) * C);
+  for (std::size_t cb = c0; cb < c1; cb += C) {
+    const std::size_t ce = std::min(cb + C, c1);
+    fns.load_chunk(kv, U + cb, static_cast<int>(ce - cb), hd, b.kt.data(), b.v.data());
+    for (std::size_t r = r0; r < r1; ++r) {
+      const std::size_t hi = std::min<std::size_t>(s.row_hi[r], ce);
+      if (hi <= cb) continue;
+      for (std::int32_t hr = 0; hr < n_rep; ++hr) {
+        const std::int32_t h = g * n_rep + hr;
+        const std::size_t qi = (r - r0) * n_rep + hr;
+        fns.query_chunk(a.q + (static_cast<std::int64_t>(r) * a.n_head + h) * hd, b.kt.data(),
+                        b.v.data(), 0, static_cast<int>(hi - cb), hd, a.scale, a.softcap, &b.m[qi],
+                        &b.l[qi], b.acc.data() + qi * hd);
+      }
+    }
+  }
+}
+
+// Segments [seg_lo, seg_hi) of `tile` for kv head g. An item that owns all of
+// the tile's segments folds them into the rows' running states and writes out;
+// otherwise each segment's state goes to `partial` for attention_tiled's fold.
+void run_item(const AttentionArgs& a, const AttentionScratch& s, const attn::AttnFns& fns,
+              std::size_t tile, std::int32_t g, std::size_t seg_lo, std::size_t seg_hi,
+              bool owns_tile, std::size_t seg_stride, float* partial, ItemBuffers& b) {
+  const std::int32_t hd = a.head_dim;
+  const std::int32_t n_rep = a.n_head / a.n_head_kv;
+  const std::size_t r0 = s.tile_begin[tile], r1 = s.tile_begin[tile + 1];
+  const std::size_t n_query = (r1 - r0) * static_cast<std::size_t>(n_rep);
+  if (owns_tile) {
+    b.run_acc.assign(n_query * hd, 0.0f);
+    b.run_m.assign(n_query, kNegInf);
+    b.run_l.assign(n_query, 0.0f);
+  }
+  for (std::size_t seg = seg_lo; seg < seg_hi; ++seg) {
+    run_segment(a, s, fns, tile, g, seg, b);
+    for (std::size_t r = r0; r < r1; ++r) {
+      if (s.row_hi[r] <= seg * kAttnSegment) continue;  // the row ends before this segment
+      for (std::int32_t hr = 0; hr < n_rep; ++hr) {
+        const std::int32_t h = g * n_rep + hr;
+        const std::size_t qi = (r - r0) * n_rep + hr;
+        if (owns_tile) {
+          fold_segment(b.run_m[qi], b.run_l[qi], b.run_acc.data() + qi * hd, b.m[qi], b.l[qi],
+                       b.acc.data() + qi * hd, hd);
+        } else {
+          float* part = partial + ((r * a.n_head + h) * seg_stride + seg) * (hd + 2);
+          part[0] = b.m[qi];
+          part[1] = b.l[qi];
+          std::memcpy(part + 2, b.acc.data() + qi * hd,
+                      static_cast<std::size_t>(hd) * sizeof(float));
         }
       }
     }
   }
-
-  for (std::size_t r = r0; r < r1; ++r) {
+  if (!owns_tile) return;
+  for (std::size_t r = r0; r < r1; ++r)
     for (std::int32_t hr = 0; hr < n_rep; ++hr) {
       const std::int32_t h = g * n_rep + hr;
       const std::size_t qi = (r - r0) * n_rep + hr;
-      const float* acc = b.acc.data() + qi * hd;
-      if (n_split == 1) {
-        float* out = a.out + (static_cast<std::int64_t>(r) * a.n_head + h) * hd;
-        float l = b.l[qi];
-        const float w = fold_sink(a, h, b.m[qi], l);
-        const float inv = l > 0.0f ? w / l : 0.0f;  // no cells: zeros
-        for (std::int32_t d = 0; d < hd; ++d) out[d] = acc[d] * inv;
-      } else {
-        float* part = partial + ((r * a.n_head + h) * n_split + split) * (hd + 2);
-        part[0] = b.m[qi];
-        part[1] = b.l[qi];
-        std::memcpy(part + 2, acc, static_cast<std::size_t>(hd) * sizeof(float));
-      }
+      finish(a, h, b.run_m[qi], b.run_l[qi], b.run_acc.data() + qi * hd,
+             a.out + (static_cast<std::int64_t>(r) * a.n_head + h) * hd);
     }
-  }
 }
 
 }  // namespace
@@ -161,19 +209,22 @@ void attention_tiled(const AttentionArgs& a, ThreadPool& pool, AttentionScratch&
   const std::size_t n_tiles = s.tile_begin.size() - 1;
   const std::size_t n_kv = static_cast<std::size_t>(a.n_head_kv);
   const std::size_t base = n_tiles * n_kv;
-  // Enough items for every thread (4 per thread evens out the tail), but no
-  // split shorter than a few chunks.
-  std::size_t max_union = 0;
+  const std::int32_t hd = a.head_dim;
+  std::size_t max_segments = 0;
   for (std::size_t t = 0; t < n_tiles; ++t)
-    max_union = std::max<std::size_t>(max_union, s.union_begin[t + 1] - s.union_begin[t]);
+    max_segments = std::max(max_segments, segments(s.union_begin[t + 1] - s.union_begin[t]));
+  // Enough items for every thread (4 per thread evens out the tail): when the
+  // tiles are few (decode), a tile's segments are spread over several items
+  // and their states folded afterwards, if that buffer stays small. Either way
+  // every row folds the same segment states in the same order.
   const std::size_t want = 4 * static_cast<std::size_t>(pool.size());
   std::size_t n_split = base >= want ? 1 : (want + base - 1) / base;
-  n_split =
-      std::clamp<std::size_t>(n_split, 1, std::max<std::size_t>(1, max_union / (4 * kAttnChunk)));
-  const std::int32_t hd = a.head_dim;
-  if (n_split > 1) {
-    s.partial.resize(static_cast<std::size_t>(a.n_tokens) * a.n_head * n_split * (hd + 2));
-  }
+  n_split = std::clamp<std::size_t>(n_split, 1, std::max<std::size_t>(1, max_segments));
+  const std::size_t partial_floats =
+      static_cast<std::size_t>(a.n_tokens) * a.n_head * max_segments * (hd + 2);
+  constexpr std::size_t kMaxPartialFloats = std::size_t{4} << 20;  // 16 MiB
+  if (partial_floats > kMaxPartialFloats) n_split = 1;
+  if (n_split > 1 && s.partial.size() < partial_floats) s.partial.resize(partial_floats);
   // A call with little work (a tiny model, a short context) runs on the
   // calling thread alone: waking a worker costs more than it would save, and
   // 2 threads must never be slower than 1.
@@ -186,31 +237,27 @@ void attention_tiled(const AttentionArgs& a, ThreadPool& pool, AttentionScratch&
     thread_local ItemBuffers b;
     for (std::size_t item = begin; item < end; ++item) {
       const std::size_t split = item % n_split;
-      const std::size_t tg = item / n_split;
-      run_item(a, s, fns, tg / n_kv, static_cast<std::int32_t>(tg % n_kv), split, n_split,
-               s.partial.data(), b);
+      const std::size_t tg = item / n_split, tile = tg / n_kv;
+      const std::size_t n_seg = segments(s.union_begin[tile + 1] - s.union_begin[tile]);
+      run_item(a, s, fns, tile, static_cast<std::int32_t>(tg % n_kv), n_seg * split / n_split,
+               n_seg * (split + 1) / n_split, n_split == 1, max_segments, s.partial.data(), b);
     }
   });
   if (n_split == 1) return;
-  // Merge the splits: m = max m_s, out = sum_s acc_s e^(m_s - m) / sum_s l_s e^(m_s - m).
+  // Each row folds its segments' states in order, as run_item does.
+  std::vector<float>& acc = s.fold_acc;
+  acc.resize(static_cast<std::size_t>(hd));
   for (std::int64_t r = 0; r < a.n_tokens; ++r) {
+    const std::size_t n_seg = segments(s.row_hi[static_cast<std::size_t>(r)]);
     for (std::int32_t h = 0; h < a.n_head; ++h) {
-      const float* parts = s.partial.data() + (r * a.n_head + h) * n_split * (hd + 2);
-      float m = kNegInf;
-      for (std::size_t sp = 0; sp < n_split; ++sp) m = std::max(m, parts[sp * (hd + 2)]);
-      float* out = a.out + (r * a.n_head + h) * hd;
-      std::fill(out, out + hd, 0.0f);
-      if (m == kNegInf) continue;  // the row sees no cell
-      float l = 0.0f;
-      for (std::size_t sp = 0; sp < n_split; ++sp) {
-        const float* p = parts + sp * (hd + 2);
-        if (p[0] == kNegInf) continue;
-        const float w = attn::exp_nonpositive(p[0] - m);
-        l += p[1] * w;
-        for (std::int32_t d = 0; d < hd; ++d) out[d] += p[2 + d] * w;
+      const float* parts = s.partial.data() + (r * a.n_head + h) * max_segments * (hd + 2);
+      float m = kNegInf, l = 0.0f;
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (std::size_t seg = 0; seg < n_seg; ++seg) {
+        const float* p = parts + seg * (hd + 2);
+        fold_segment(m, l, acc.data(), p[0], p[1], p + 2, hd);
       }
-      const float inv = fold_sink(a, h, m, l) / l;
-      for (std::int32_t d = 0; d < hd; ++d) out[d] *= inv;
+      finish(a, h, m, l, acc.data(), a.out + (r * a.n_head + h) * hd);
     }
   }
 }

@@ -77,6 +77,14 @@ inline float hsum(__m256 x) {
   return _mm_cvtss_f32(s);
 }
 
+// hsum of eight registers at once, lane by lane: lane i of the result is
+// hsum of (p[0][i], ..., p[7][i]), the same additions in the same order.
+inline __m256 sum_lanes(const __m256 p[8]) {
+  const __m256 s0 = _mm256_add_ps(p[0], p[4]), s1 = _mm256_add_ps(p[1], p[5]);
+  const __m256 s2 = _mm256_add_ps(p[2], p[6]), s3 = _mm256_add_ps(p[3], p[7]);
+  return _mm256_add_ps(_mm256_add_ps(s0, s2), _mm256_add_ps(s1, s3));
+}
+
 inline float hmax(__m256 x) {
   __m128 s = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
   s = _mm_max_ps(s, _mm_movehl_ps(s, s));
@@ -136,21 +144,40 @@ void load_chunk(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, fl
 void query_chunk(const float* q, const float* kt, const float* v, int jlo, int jhi, int hd,
                  float scale, float softcap, float* m, float* l, float* acc) {
   static_assert(C == 32, "the score registers below hold 32 lanes");
-  __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-  for (int d = 0; d < hd; ++d) {
-    const __m256 qd = _mm256_broadcast_ss(q + d);
-    const float* kd = kt + d * C;
-    s0 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kd), s0);
-    s1 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kd + 8), s1);
-    s2 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kd + 16), s2);
-    s3 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kd + 24), s3);
-  }
+  // Scores in decode_t's order: lane i of p[r][g] sums the dimensions
+  // d = r mod 8 of cell 8 g + i in turn; the eight sums of a cell are added as
+  // hsum adds a register's lanes, then the dimensions past the last 8 one by
+  // one. Two residues at a time share their broadcasts across the 4 groups.
   alignas(32) float sc[C];
+  const int hd8 = hd & ~7;
+  __m256 p[8][4];
+  for (int r = 0; r < 8; r += 2) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+    for (int d0 = 0; d0 < hd8; d0 += 8) {
+      const __m256 qa = _mm256_broadcast_ss(q + d0 + r), qb = _mm256_broadcast_ss(q + d0 + r + 1);
+      const float* ka = kt + (d0 + r) * C;
+      const float* kb = ka + C;
+      a0 = _mm256_fmadd_ps(qa, _mm256_loadu_ps(ka), a0);
+      a1 = _mm256_fmadd_ps(qa, _mm256_loadu_ps(ka + 8), a1);
+      a2 = _mm256_fmadd_ps(qa, _mm256_loadu_ps(ka + 16), a2);
+      a3 = _mm256_fmadd_ps(qa, _mm256_loadu_ps(ka + 24), a3);
+      b0 = _mm256_fmadd_ps(qb, _mm256_loadu_ps(kb), b0);
+      b1 = _mm256_fmadd_ps(qb, _mm256_loadu_ps(kb + 8), b1);
+      b2 = _mm256_fmadd_ps(qb, _mm256_loadu_ps(kb + 16), b2);
+      b3 = _mm256_fmadd_ps(qb, _mm256_loadu_ps(kb + 24), b3);
+    }
+    p[r][0] = a0, p[r][1] = a1, p[r][2] = a2, p[r][3] = a3;
+    p[r + 1][0] = b0, p[r + 1][1] = b1, p[r + 1][2] = b2, p[r + 1][3] = b3;
+  }
   const __m256 vs = _mm256_set1_ps(scale);
-  _mm256_store_ps(sc, _mm256_mul_ps(s0, vs));
-  _mm256_store_ps(sc + 8, _mm256_mul_ps(s1, vs));
-  _mm256_store_ps(sc + 16, _mm256_mul_ps(s2, vs));
-  _mm256_store_ps(sc + 24, _mm256_mul_ps(s3, vs));
+  for (int g = 0; g < 4; ++g) {
+    const __m256 cell[8] = {p[0][g], p[1][g], p[2][g], p[3][g], p[4][g], p[5][g], p[6][g], p[7][g]};
+    __m256 x = sum_lanes(cell);
+    for (int d = hd8; d < hd; ++d)
+      x = _mm256_fmadd_ps(_mm256_broadcast_ss(q + d), _mm256_loadu_ps(kt + d * C + 8 * g), x);
+    _mm256_store_ps(sc + 8 * g, _mm256_mul_ps(x, vs));
+  }
   if (softcap > 0.0f)
     for (int j = jlo; j < jhi; ++j) sc[j] = softcap * tanhf(sc[j] / softcap);
   // Lanes outside [jlo, jhi) get -inf: weight 0 below, and no effect on the max.
@@ -209,7 +236,7 @@ void query_chunk(const float* q, const float* kt, const float* v, int jlo, int j
   }
   for (; d0 < hd; ++d0) {
     float a = acc[d0];
-    for (int j = jlo; j < jhi; ++j) a += sc[j] * v[static_cast<std::size_t>(j) * hd + d0];
+    for (int j = jlo; j < jhi; ++j) a = fmaf(sc[j], v[static_cast<std::size_t>(j) * hd + d0], a);
     acc[d0] = a;
   }
 }
@@ -237,7 +264,7 @@ void decode_t(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, cons
     }
     for (int h = 0; h < NQ; ++h) {
       float x = hsum(s[h]);
-      for (int d = hd8; d < hd; ++d) x += q[h * hd + d] * load1<t>(row, d);
+      for (int d = hd8; d < hd; ++d) x = fmaf(q[h * hd + d], load1<t>(row, d), x);
       sc[h][j] = x;
     }
   }
@@ -303,7 +330,7 @@ void decode_t(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, cons
   for (; d0 < hd; ++d0)
     for (int j = 0; j < nc; ++j) {
       const float x = load1<t>(vrow[j], d0);
-      for (int h = 0; h < NQ; ++h) acc[h * hd + d0] += sc[h][j] * x;
+      for (int h = 0; h < NQ; ++h) acc[h * hd + d0] = fmaf(sc[h][j], x, acc[h * hd + d0]);
     }
 }
 

@@ -50,6 +50,26 @@ inline __mmask16 lanes(int lo, int hi) {
 
 inline int clamp16(int x) { return x < 0 ? 0 : (x > 16 ? 16 : x); }
 
+// The sum of a register's 16 lanes in a fixed order (lane i with i + 8, then
+// + 4, + 2, + 1), written out so that decode_t and query_chunk add alike
+// whatever the compiler's _mm512_reduce_add_ps does.
+inline float sum16(__m512 x) {
+  const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1));
+  const __m256 a = _mm256_add_ps(_mm512_castps512_ps256(x), hi);
+  const __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  const __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
+  return _mm_cvtss_f32(_mm_add_ss(c, _mm_movehdup_ps(c)));
+}
+
+// sum16 of sixteen registers at once: lane i of the result is sum16 of
+// (p[0][i], ..., p[15][i]), the same additions in the same order.
+inline __m512 sum_lanes(__m512 p[16]) {
+  for (int r = 0; r < 8; ++r) p[r] = _mm512_add_ps(p[r], p[r + 8]);
+  for (int r = 0; r < 4; ++r) p[r] = _mm512_add_ps(p[r], p[r + 4]);
+  for (int r = 0; r < 2; ++r) p[r] = _mm512_add_ps(p[r], p[r + 2]);
+  return _mm512_add_ps(p[0], p[1]);
+}
+
 // Elements [d, d + 16) of one kv head's row at `row`, lanes outside k zero
 // (Q8_0: d is a multiple of 16 and hd of 32, so all 16 lie in one block).
 template <KvType t>
@@ -95,7 +115,7 @@ void decode_t(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, cons
       for (int h = 0; h < NQ; ++h)
         s[h] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, q + h * hd + d0), kx, s[h]);
     }
-    for (int h = 0; h < NQ; ++h) sc[h][j] = _mm512_reduce_add_ps(s[h]);
+    for (int h = 0; h < NQ; ++h) sc[h][j] = sum16(s[h]);
   }
   // Online softmax per head, as query_chunk; cells >= nc get -inf (weight 0).
   const __mmask16 k0 = lanes(0, clamp16(nc)), k1 = lanes(0, clamp16(nc - 16));
@@ -128,7 +148,7 @@ void decode_t(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, cons
     const __m512 vm = _mm512_set1_ps(m_new);
     x0 = exp16(_mm512_sub_ps(x0, vm));
     x1 = exp16(_mm512_sub_ps(x1, vm));
-    l[h] += _mm512_reduce_add_ps(_mm512_add_ps(x0, x1));
+    l[h] += sum16(_mm512_add_ps(x0, x1));
     _mm512_store_ps(sc[h], x0);
     _mm512_store_ps(sc[h] + 16, x1);
   }
@@ -192,24 +212,37 @@ void decode_type(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, i
 void query_chunk(const float* q, const float* kt, const float* v, int jlo, int jhi, int hd,
                  float scale, float softcap, float* m, float* l, float* acc) {
   static_assert(C == 32, "the score registers below hold 32 lanes");
-  __m512 s0 = _mm512_setzero_ps(), s1 = s0, t0 = s0, t1 = s0;
-  int d = 0;
-  for (; d + 2 <= hd; d += 2) {  // two dimensions at once: independent FMA chains
-    const __m512 qa = _mm512_set1_ps(q[d]), qb = _mm512_set1_ps(q[d + 1]);
-    const float* ka = kt + d * C;
-    s0 = _mm512_fmadd_ps(qa, _mm512_loadu_ps(ka), s0);
-    s1 = _mm512_fmadd_ps(qa, _mm512_loadu_ps(ka + 16), s1);
-    t0 = _mm512_fmadd_ps(qb, _mm512_loadu_ps(ka + C), t0);
-    t1 = _mm512_fmadd_ps(qb, _mm512_loadu_ps(ka + C + 16), t1);
+  // Scores in decode_t's order: lane i of p[r][g] sums the dimensions
+  // d = r mod 16 of cell 16 g + i in turn (past hd, + 0 as decode_t's masked
+  // lanes add), and the sixteen sums of a cell are added as sum16 adds lanes.
+  // Four residues at a time share their broadcasts across the 2 groups.
+  const int hd16 = hd & ~15, tail = hd - hd16;
+  const __m512 vs = _mm512_set1_ps(scale), zero = _mm512_setzero_ps();
+  __m512 p[2][16];
+  for (int r = 0; r < 16; r += 4) {
+    __m512 a[4][2];
+    for (int i = 0; i < 4; ++i) a[i][0] = a[i][1] = zero;
+    for (int d0 = 0; d0 < hd16; d0 += 16)
+      for (int i = 0; i < 4; ++i) {
+        const __m512 qd = _mm512_set1_ps(q[d0 + r + i]);
+        const float* kd = kt + (d0 + r + i) * C;
+        a[i][0] = _mm512_fmadd_ps(qd, _mm512_loadu_ps(kd), a[i][0]);
+        a[i][1] = _mm512_fmadd_ps(qd, _mm512_loadu_ps(kd + 16), a[i][1]);
+      }
+    for (int i = 0; i < 4; ++i) {
+      for (int g = 0; g < 2; ++g) {
+        if (tail == 0) {
+          p[g][r + i] = a[i][g];
+        } else if (r + i < tail) {
+          p[g][r + i] = _mm512_fmadd_ps(_mm512_set1_ps(q[hd16 + r + i]),
+                                        _mm512_loadu_ps(kt + (hd16 + r + i) * C + 16 * g), a[i][g]);
+        } else {
+          p[g][r + i] = _mm512_add_ps(a[i][g], zero);
+        }
+      }
+    }
   }
-  if (d < hd) {
-    const __m512 qa = _mm512_set1_ps(q[d]);
-    s0 = _mm512_fmadd_ps(qa, _mm512_loadu_ps(kt + d * C), s0);
-    s1 = _mm512_fmadd_ps(qa, _mm512_loadu_ps(kt + d * C + 16), s1);
-  }
-  const __m512 vs = _mm512_set1_ps(scale);
-  __m512 x0 = _mm512_mul_ps(_mm512_add_ps(s0, t0), vs);
-  __m512 x1 = _mm512_mul_ps(_mm512_add_ps(s1, t1), vs);
+  __m512 x0 = _mm512_mul_ps(sum_lanes(p[0]), vs), x1 = _mm512_mul_ps(sum_lanes(p[1]), vs);
   alignas(64) float sc[C];
   if (softcap > 0.0f) {
     _mm512_store_ps(sc, x0);
@@ -238,7 +271,7 @@ void query_chunk(const float* q, const float* kt, const float* v, int jlo, int j
   const __m512 vm = _mm512_set1_ps(m_new);
   x0 = exp16(_mm512_sub_ps(x0, vm));
   x1 = exp16(_mm512_sub_ps(x1, vm));
-  *l += _mm512_reduce_add_ps(_mm512_add_ps(x0, x1));
+  *l += sum16(_mm512_add_ps(x0, x1));
   _mm512_store_ps(sc, x0);
   _mm512_store_ps(sc + 16, x1);
 

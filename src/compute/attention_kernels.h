@@ -44,7 +44,10 @@ struct AttnFns {
                       float scale, float softcap, float* m, float* l, float* acc);
   // query_chunk's fold for nq query heads of one row that read this kv head
   // (q, acc [nq][hd]; m, l [nq]), over cells[0, nc), 0 < nc <= kAttnChunk,
-  // with K and V read straight from the cache rows.
+  // with K and V read straight from the cache rows. Bit for bit what
+  // query_chunk gives with jlo = 0, jhi = nc: the same additions in the same
+  // order (scores summed by lanes of the vector width, then across them in one
+  // fixed tree), so a row's result does not depend on which of the two ran.
   void (*decode_chunk)(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, int nq,
                        const float* q, float scale, float softcap, float* m, float* l, float* acc);
 };

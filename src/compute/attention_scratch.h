@@ -2,21 +2,28 @@
 // and reused from call to call: no allocation per token once warm.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
 namespace seam {
 
 struct AttentionScratch {
-  std::vector<std::uint32_t> tile_begin;      // [n_tiles + 1] first row of each tile
-  std::vector<std::uint32_t> union_begin;     // [n_tiles + 1] offsets into union_cells
-  std::vector<std::uint32_t> union_cells;     // per tile: the cells its rows see
-  std::vector<std::uint32_t> row_lo, row_hi;  // [n_tokens] row's range in its tile's union
-  std::vector<float> partial;  // [n_tokens][n_head][n_split][head_dim + 2]: m, l, acc
+  std::vector<std::uint32_t> tile_begin;   // [n_tiles + 1] first row of each tile
+  std::vector<std::uint32_t> union_begin;  // [n_tiles + 1] offsets into union_cells
+  std::vector<std::uint32_t> union_cells;  // per tile: the cells its rows see
+  std::vector<std::uint32_t> row_hi;       // [n_tokens] row's cells: its union's first row_hi
+  std::vector<float> partial;              // [n_tokens][n_head][segments][head_dim + 2]: m, l, acc
+  std::vector<float> fold_acc;  // [head_dim] a row's running acc while partials are folded
 };
 
-// Cells per chunk and rows per tile.
+// Cells per chunk and rows per tile. A row's cells are cut into segments of
+// kAttnSegment from its first cell, each run from a fresh online-softmax state
+// and folded left to right (attention.cpp): the unit several threads can share
+// for one row, the same whatever the batch.
 inline constexpr int kAttnChunk = 32;
 inline constexpr int kAttnTileRows = 16;
+inline constexpr std::size_t kAttnSegment = 256;
+static_assert(kAttnSegment % kAttnChunk == 0);
 
 }  // namespace seam

@@ -385,6 +385,75 @@ TEST(AttentionTiled, RowsSeeingNothingGiveZeros) {
   }
 }
 
+// Row r of p as a call of its own: the same query and cells, nothing beside it.
+std::vector<float> row_alone(const Problem& p, const Data& d, std::size_t r, KvType type,
+                             int threads, CpuLevel level) {
+  Problem one = p;
+  one.rows = {p.rows[r]};
+  Data dr = d;
+  const std::size_t width = static_cast<std::size_t>(p.n_head) * p.head_dim;
+  dr.q.assign(d.q.begin() + r * width, d.q.begin() + (r + 1) * width);
+  dr.cells = p.rows[r];
+  dr.offsets = {0, static_cast<std::uint32_t>(p.rows[r].size())};
+  return tiled(one, dr, type, threads, level);
+}
+
+// Batch invariance (attention.h): a row's output is the same bits alone and
+// beside other rows, with any thread count. This is one computation claimed
+// to be reproducible, not two formulas compared, hence exact equality: the
+// decode path (a row alone) and the tile path (rows of a prefill) add in the
+// same order, and a row's segments fold the same way whoever computed them.
+// Rows: a prefill of one sequence crossing three segments (the tile path),
+// decodes of two other sequences, sliding-window rows (tiles of one row).
+TEST(AttentionTiled, ARowGivesTheSameBitsAloneAndInAnyBatch) {
+  struct Shape {
+    std::int32_t n_head, n_head_kv, hd;
+    float softcap;
+  };
+  for (const Shape& sh : {Shape{6, 2, 64, 0.0f}, Shape{4, 4, 20, 0.0f}, Shape{8, 2, 40, 3.0f},
+                          Shape{3, 1, 32, 0.0f}}) {
+    Problem p;
+    p.n_head = sh.n_head;
+    p.n_head_kv = sh.n_head_kv;
+    p.head_dim = sh.hd;
+    p.softcap = sh.softcap;
+    p.n_cells = 1400;
+    std::vector<std::uint32_t> a, b, c;
+    for (std::uint32_t x = 0; x < 600; ++x) a.push_back(2 * x);      // 600 cached
+    for (std::uint32_t x = 0; x < 300; ++x) b.push_back(2 * x + 1);  // 300 cached
+    for (std::uint32_t x = 1200; x < 1290; ++x) c.push_back(x);      // 90 for the window
+    for (std::uint32_t t = 0; t < 20; ++t) {  // seq a's prefill, cells 1300.. in the cache
+      a.push_back(1300 + t);
+      p.rows.push_back(a);
+    }
+    p.rows.push_back(b);
+    b.push_back(601);
+    p.rows.push_back(b);
+    for (std::uint32_t t = 0; t < 5; ++t)  // a window of 64 cells moving by one
+      p.rows.emplace_back(c.begin() + t, c.begin() + 64 + t);
+    const Data d = make_data(p, 11);
+    const std::size_t width = static_cast<std::size_t>(p.n_head) * p.head_dim;
+    std::vector<KvType> types = {KvType::F32, KvType::F16};
+    if (p.head_dim % 32 == 0) types.push_back(KvType::Q8_0);
+    for (int lv = 0; lv <= static_cast<int>(detected_cpu_level()); ++lv) {
+      const auto level = static_cast<CpuLevel>(lv);
+      for (KvType type : types) {
+        const std::string what = "hd " + std::to_string(p.head_dim) + " " + cpu_level_name(level) +
+                                 " type " + std::to_string(static_cast<int>(type));
+        const auto batch = tiled(p, d, type, 2, level);
+        for (int threads : {1, 3})
+          EXPECT_EQ(tiled(p, d, type, threads, level), batch) << what << " threads " << threads;
+        for (std::size_t r = 0; r < p.rows.size(); ++r) {
+          const std::vector<float> want(batch.begin() + r * width, batch.begin() + (r + 1) * width);
+          for (int threads : {1, 4})
+            EXPECT_EQ(row_alone(p, d, r, type, threads, level), want)
+                << what << " row " << r << " threads " << threads;
+        }
+      }
+    }
+  }
+}
+
 TEST(HalfRows, ConvertLikeTheScalarHalfFunctions) {
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> ud(-70000.0f, 70000.0f);
