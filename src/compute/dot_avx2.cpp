@@ -5,6 +5,7 @@
 // Compiled with -mavx2 -mfma -mf16c (CMakeLists.txt); see dot.h on keeping
 // this unit's code out of baseline callers.
 #include <immintrin.h>
+#include <math.h>
 
 #include <cstring>
 
@@ -90,7 +91,8 @@ struct LoadBF16 {
   }
 };
 
-// Two independent accumulators per token hide the FMA latency in decode.
+// Two independent accumulators per token hide the FMA latency in decode. The
+// float GEMM (gemm_avx2.cpp) adds in this order too: keep them in step.
 template <class L, int NT>
 void float_dot(std::int64_t n, const void* w, const void* act, std::size_t as, float* out,
                std::size_t os) {
@@ -116,7 +118,7 @@ void float_dot(std::int64_t n, const void* w, const void* act, std::size_t as, f
   }
   for (int t = 0; t < NT; ++t) {
     float s = hsum(_mm256_add_ps(acc0[t], acc1[t]));
-    for (std::int64_t j = k; j < n; ++j) s += L::one(w, j) * a[t][j];
+    for (std::int64_t j = k; j < n; ++j) s = fmaf(L::one(w, j), a[t][j], s);
     out[t * os] = s;
   }
 }

@@ -724,21 +724,34 @@ void transpose8(__m256 x[8]) {
   }
 }
 
+// The float GEMM adds in float_dot's order (dot_avx2.cpp), so that a token's
+// row is the same bits from either: per (row, token), chain j < 16 takes the
+// elements k = j mod 16 below n16 = 16 floor(n / 16), chain j < 8 then element
+// n16 + j when n - n16 >= 8, the chains meet as float_dot's registers do
+// (j with j + 8, then hsum's tree), and the last n mod 8 elements follow one
+// by one. Panel and activations hold the elements below n16 chain-major
+// (position (k mod 16) (n16 / 16) + k / 16) so each chain reads contiguously.
 std::size_t float_act_bytes(std::int64_t n) { return round64(static_cast<std::size_t>(n) * 4); }
 std::size_t float_panel_bytes(std::int64_t n) { return static_cast<std::size_t>(n) * 4 * kRows; }
 
 void float_prepare(std::int64_t n, const void* act, void* dst) {
-  std::memcpy(dst, act, static_cast<std::size_t>(n) * 4);
+  const auto* a = static_cast<const float*>(act);
+  auto* d = static_cast<float*>(dst);
+  const std::int64_t n16 = n / 16 * 16, m = n16 / 16;
+  for (std::int64_t j = 0; j < 16; ++j)
+    for (std::int64_t i = 0; i < m; ++i) d[j * m + i] = a[16 * i + j];
+  std::memcpy(d + n16, a + n16, static_cast<std::size_t>(n - n16) * 4);
 }
 
 static_assert(kRows == 16, "float_pack fills 16 rows as two 8 x 8 halves");
 
 template <class C>
 void float_pack(std::int64_t n, const void* w, std::size_t row_stride, int n_rows, void* panel) {
-  // Element-major so that the stores run sequentially through the panel.
   auto* p = static_cast<float*>(panel);
   const void* rows[kRows];
   for (int r = 0; r < n_rows; ++r) rows[r] = static_cast<const std::byte*>(w) + r * row_stride;
+  const std::int64_t n16 = n / 16 * 16, m = n16 / 16;
+  auto at = [&](std::int64_t k) { return k < n16 ? (k & 15) * m + (k >> 4) : k; };
   std::int64_t k = 0;
   for (; k + 8 <= n; k += 8) {  // 8 x 8 blocks through registers, two per 16 rows
     for (int h = 0; h < kRows; h += 8) {
@@ -746,7 +759,7 @@ void float_pack(std::int64_t n, const void* w, std::size_t row_stride, int n_row
       for (int r = 0; r < 8; ++r)
         x[r] = h + r < n_rows ? C::eight(rows[h + r], k) : _mm256_setzero_ps();
       transpose8(x);
-      for (int j = 0; j < 8; ++j) _mm256_storeu_ps(p + (k + j) * kRows + h, x[j]);
+      for (int j = 0; j < 8; ++j) _mm256_storeu_ps(p + at(k + j) * kRows + h, x[j]);
     }
   }
   for (; k < n; ++k) {
@@ -760,21 +773,41 @@ struct FloatTile {
   static void go(const std::byte* act, float* out, std::int64_t n, const float* p, std::size_t as,
                  int n_rows, std::size_t ldy) {
     const float* a[NT];
-    __m256 acc[2][NT];
-    for (int t = 0; t < NT; ++t) {
-      a[t] = reinterpret_cast<const float*>(act + t * as);
-      acc[0][t] = acc[1][t] = _mm256_setzero_ps();
+    for (int t = 0; t < NT; ++t) a[t] = reinterpret_cast<const float*>(act + t * as);
+    const std::int64_t n16 = n / 16 * 16, m = n16 / 16, n8 = n / 8 * 8;
+    __m256 chain[16][2][NT];  // [j][half][token]: chain j's sum, rows in lanes
+    for (int j = 0; j < 16; ++j) {
+      __m256 acc[2][NT];
+      for (int t = 0; t < NT; ++t) acc[0][t] = acc[1][t] = _mm256_setzero_ps();
+      auto step = [&](std::int64_t pos) {
+        const __m256 w0 = _mm256_loadu_ps(p + pos * kRows),
+                     w1 = _mm256_loadu_ps(p + pos * kRows + 8);
+        for (int t = 0; t < NT; ++t) {
+          const __m256 x = _mm256_broadcast_ss(a[t] + pos);
+          acc[0][t] = _mm256_fmadd_ps(w0, x, acc[0][t]);
+          acc[1][t] = _mm256_fmadd_ps(w1, x, acc[1][t]);
+        }
+      };
+      for (std::int64_t i = 0; i < m; ++i) step(j * m + i);
+      if (j < 8 && n8 > n16) step(n16 + j);
+      for (int h = 0; h < 2; ++h)
+        for (int t = 0; t < NT; ++t) chain[j][h][t] = acc[h][t];
     }
-    for (std::int64_t k = 0; k < n; ++k) {
-      const __m256 w0 = _mm256_loadu_ps(p + k * kRows), w1 = _mm256_loadu_ps(p + k * kRows + 8);
+    __m256 sum[2][NT];
+    for (int h = 0; h < 2; ++h)
       for (int t = 0; t < NT; ++t) {
-        const __m256 x = _mm256_set1_ps(a[t][k]);
-        acc[0][t] = _mm256_fmadd_ps(w0, x, acc[0][t]);
-        acc[1][t] = _mm256_fmadd_ps(w1, x, acc[1][t]);
+        __m256 v[8];
+        for (int j = 0; j < 8; ++j) v[j] = _mm256_add_ps(chain[j][h][t], chain[j + 8][h][t]);
+        const __m256 s0 = _mm256_add_ps(v[0], v[4]), s1 = _mm256_add_ps(v[1], v[5]);
+        const __m256 s2 = _mm256_add_ps(v[2], v[6]), s3 = _mm256_add_ps(v[3], v[7]);
+        __m256 x = _mm256_add_ps(_mm256_add_ps(s0, s2), _mm256_add_ps(s1, s3));
+        for (std::int64_t k = n8; k < n; ++k)
+          x = _mm256_fmadd_ps(_mm256_loadu_ps(p + k * kRows + 8 * h), _mm256_broadcast_ss(a[t] + k),
+                              x);
+        sum[h][t] = x;
       }
-    }
-    store_rows(acc[0], NT, n_rows < kHalf ? n_rows : kHalf, out, ldy);
-    if (n_rows > kHalf) store_rows(acc[1], NT, n_rows - kHalf, out + kHalf, ldy);
+    store_rows(sum[0], NT, n_rows < kHalf ? n_rows : kHalf, out, ldy);
+    if (n_rows > kHalf) store_rows(sum[1], NT, n_rows - kHalf, out + kHalf, ldy);
   }
 };
 

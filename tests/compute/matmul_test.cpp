@@ -151,6 +151,56 @@ std::vector<char> read_file(const std::string& path) {
 // against llama.cpp's own decoded f32 values of the same tensor, so this checks
 // decode + activation quantization + kernels without trusting our decoder.
 // Bound as (b) above: activation quantization error plus f32 rounding.
+// Batch invariance: a token's output row is the same bits whether the token is
+// multiplied alone or beside others (1-row, few-row and GEMM kernels alike),
+// so a sequence decodes the same in seam serve's shared batches as alone. One
+// computation claimed reproducible, hence exact equality. Where this holds
+// today: every type at the scalar level; F32, F16 and BF16 at AVX2, whose GEMM
+// adds in the row kernel's order; interleaved Q4_0 and Q8_0 (interleave_test).
+// The other (type, level) pairs are skipped, saying so.
+bool batch_invariant(TensorType type, CpuLevel level) {
+  if (level == CpuLevel::Scalar) return true;
+  return level == CpuLevel::Avx2 &&
+         (type == TensorType::F32 || type == TensorType::F16 || type == TensorType::BF16);
+}
+
+TEST_P(MatmulTypes, ATokensRowIsTheSameBitsInAnyBatch) {
+  const auto [type, level] = GetParam();
+  if (level > detected_cpu_level())
+    GTEST_SKIP() << "this CPU runs up to " << cpu_level_name(detected_cpu_level());
+  if (!batch_invariant(type, level))
+    GTEST_SKIP() << quant::type_name(type) << " at " << cpu_level_name(level)
+                 << " is not batch-invariant yet (docs/server.md)";
+  std::vector<std::int64_t> lengths = {testutil::test_row_len(type)};
+  if (quant::traits(type)->block_size == 1) lengths = {83, 576, 587, 13, 5};  // every tail
+  std::mt19937 rng(77 + static_cast<int>(type));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const std::int64_t n_in : lengths) {
+    const std::int64_t n_out = 37, n_max = 20;
+    const std::size_t row = quant::row_size(type, n_in);
+    const auto wbytes = testutil::random_weights(type, n_out, n_in, row, rng);
+    const WeightView w{type, n_in, n_out, wbytes.data(), row};
+    std::vector<float> x(static_cast<std::size_t>(n_max * n_in));
+    for (float& v : x) v = normal(rng);
+    for (int threads : {1, 2}) {
+      ThreadPool pool(threads);
+      MatmulScratch scratch;
+      std::vector<std::vector<float>> alone(n_max, std::vector<float>(n_out));
+      for (std::int64_t t = 0; t < n_max; ++t)
+        matmul(w, x.data() + t * n_in, 1, alone[t].data(), n_out, pool, scratch, level);
+      for (std::int64_t n_tok : {2, 5, 11, 12, 13, 20}) {
+        std::vector<float> y(static_cast<std::size_t>(n_tok * n_out));
+        matmul(w, x.data(), n_tok, y.data(), n_out, pool, scratch, level);
+        for (std::int64_t t = 0; t < n_tok; ++t)
+          EXPECT_EQ(std::vector<float>(y.begin() + t * n_out, y.begin() + (t + 1) * n_out),
+                    alone[t])
+              << "n_in " << n_in << ", token " << t << " of " << n_tok << ", " << threads
+              << " threads";
+      }
+    }
+  }
+}
+
 TEST(Matmul, RealTensorsAgainstLlamaCppDecodedWeights) {
   constexpr std::int64_t kN = 512;
   ThreadPool pool(2);
