@@ -43,6 +43,12 @@ inline __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
   return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
 }
 
+// [sum a, sum b, sum c, sum d] of four int32 vectors' lanes: exact.
+inline __m128i isum4(__m256i a, __m256i b, __m256i c, __m256i d) {
+  const __m256i x = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+  return _mm_add_epi32(_mm256_castsi256_si128(x), _mm256_extracti128_si256(x, 1));
+}
+
 // 8 int32 sums of adjacent products of signed bytes x*y. maddubs wants an
 // unsigned left operand, so move x's sign onto y: |x| * (y * sign(x)).
 inline __m256i dot_i8(__m256i x, __m256i y) {
@@ -137,51 +143,52 @@ inline __m256i unpack_q8_0(const BlockQ8_0& b) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
 }
 
+// The 32-element block types add as the AVX2 GEMM does (gemm_avx2.cpp tile),
+// so a (row, token) is the same bits from the row kernels and the GEMM: the
+// block's integer dot product exactly, then acc = fma(float(isum), dw * da,
+// acc), one chain over the blocks. Four chains (tokens, or rows) share a
+// vector; isum4 reduces their int32 lanes.
 template <class WBlock, __m256i (*Unpack)(const WBlock&), int NT>
 void q_x_q8_0(std::int64_t n, const void* w, const void* act, std::size_t as, float* out,
               std::size_t os) {
+  static_assert(NT <= 4, "one 4-lane chain vector");
   const auto* x = static_cast<const WBlock*>(w);
   const std::int64_t nb = n / kQK8_0;
-  const BlockQ8_0* y[NT];
-  __m256 acc[NT];
-  for (int t = 0; t < NT; ++t) {
-    y[t] = act_row<BlockQ8_0>(act, as, t);
-    acc[t] = _mm256_setzero_ps();
-  }
+  const BlockQ8_0* y[4];
+  for (int t = 0; t < 4; ++t) y[t] = act_row<BlockQ8_0>(act, as, t < NT ? t : 0);
+  __m128 acc = _mm_setzero_ps();
   for (std::int64_t i = 0; i < nb; ++i) {
     if ((i & 3) == 0) prefetch_ahead(x + i, 4 * sizeof(*x));
     const __m256i q = Unpack(x[i]);
-    const float dw = h2f(x[i].d);
-    for (int t = 0; t < NT; ++t) {
-      const __m256i yq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][i].qs));
-      const __m256 p = _mm256_cvtepi32_ps(dot_i8(q, yq));
-      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * h2f(y[t][i].d)), p, acc[t]);
-    }
+    __m256i p[4];
+    for (int t = 0; t < NT; ++t)
+      p[t] = dot_i8(q, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][i].qs)));
+    for (int t = NT; t < 4; ++t) p[t] = p[0];
+    const __m128 da = _mm_cvtph_ps(
+        _mm_setr_epi16(static_cast<short>(y[0][i].d), static_cast<short>(y[1][i].d),
+                       static_cast<short>(y[2][i].d), static_cast<short>(y[3][i].d), 0, 0, 0, 0));
+    const __m128 s = _mm_mul_ps(_mm_set1_ps(h2f(x[i].d)), da);
+    acc = _mm_fmadd_ps(_mm_cvtepi32_ps(isum4(p[0], p[1], p[2], p[3])), s, acc);
   }
-  for (int t = 0; t < NT; t += 4) {
-    alignas(16) float sums[4];
-    _mm_store_ps(sums, hsum4(acc[t], t + 1 < NT ? acc[t + 1] : acc[t],
-                             t + 2 < NT ? acc[t + 2] : acc[t], t + 3 < NT ? acc[t + 3] : acc[t]));
-    for (int k = 0; k < 4 && t + k < NT; ++k) out[(t + k) * os] = sums[k];
-  }
+  alignas(16) float sums[4];
+  _mm_store_ps(sums, acc);
+  for (int t = 0; t < NT; ++t) out[t * os] = sums[t];
 }
 
 // One token against kDecodeRows weight rows, row_stride bytes apart (decode's
-// common case): the same per-row sums as q_x_q8_0<.., 1>, with the rows
-// sharing each activation load, their four accumulator chains hiding the FMA
-// latency one row leaves exposed, and one reduction.
+// common case): q_x_q8_0's chains with the rows in the lanes, sharing each
+// activation load.
 template <class WBlock, __m256i (*Unpack)(const WBlock&)>
 void q_x_q8_0_rows(std::int64_t n, const void* w, std::size_t row_stride, const void* act,
                    float* out) {
   constexpr int R = kDecodeRows;
-  static_assert(R == 4, "hsum4 reduces four rows");
+  static_assert(R == 4, "isum4 reduces four rows");
   const WBlock* x[R];
   for (int r = 0; r < R; ++r)
     x[r] = reinterpret_cast<const WBlock*>(static_cast<const std::byte*>(w) + r * row_stride);
   const auto* y = static_cast<const BlockQ8_0*>(act);
   const std::int64_t nb = n / kQK8_0;
-  __m256 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  __m128 acc = _mm_setzero_ps();
   for (std::int64_t i = 0; i < nb; ++i) {
     // The rows are read side by side: "ahead" is the same blocks R rows on.
     if ((i & 3) == 0)
@@ -190,13 +197,15 @@ void q_x_q8_0_rows(std::int64_t n, const void* w, std::size_t row_stride, const 
             reinterpret_cast<const char*>(x[r] + i) + R * row_stride - kPrefetchAhead / 2,
             4 * sizeof(WBlock));
     const __m256i yq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
-    const float dy = h2f(y[i].d);
-    for (int r = 0; r < R; ++r) {
-      const __m256 p = _mm256_cvtepi32_ps(dot_i8(Unpack(x[r][i]), yq));
-      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[r][i].d) * dy), p, acc[r]);
-    }
+    __m256i p[R];
+    for (int r = 0; r < R; ++r) p[r] = dot_i8(Unpack(x[r][i]), yq);
+    const __m128 dw = _mm_cvtph_ps(
+        _mm_setr_epi16(static_cast<short>(x[0][i].d), static_cast<short>(x[1][i].d),
+                       static_cast<short>(x[2][i].d), static_cast<short>(x[3][i].d), 0, 0, 0, 0));
+    const __m128 s = _mm_mul_ps(dw, _mm_set1_ps(h2f(y[i].d)));
+    acc = _mm_fmadd_ps(_mm_cvtepi32_ps(isum4(p[0], p[1], p[2], p[3])), s, acc);
   }
-  _mm_storeu_ps(out, hsum4(acc[0], acc[1], acc[2], acc[3]));
+  _mm_storeu_ps(out, acc);
 }
 
 // ---------------------------------------------------------------- Q4_1, Q5_0, Q5_1
@@ -232,32 +241,40 @@ inline __m256i unpack_q5_1(const BlockQ5_1& b) {
                          _mm256_and_si256(bits_to_bytes(b.qh), _mm256_set1_epi8(0x10)));
 }
 
+// Unsigned weights against Q8_1 in the GEMM's chain: acc = fma(float(q.y),
+// dw * da, acc), then acc = fma(mw, s, acc) per block (s = da * sum(y)).
 template <class WBlock, __m256i (*Unpack)(const WBlock&), int NT>
 void q_x_q8_1(std::int64_t n, const void* w, const void* act, std::size_t as, float* out,
               std::size_t os) {
+  static_assert(NT <= 4, "one 4-lane chain vector");
   const auto* x = static_cast<const WBlock*>(w);
   const std::int64_t nb = n / kQK8_1;
-  const BlockQ8_1* y[NT];
-  __m256 acc[NT];
-  float acc_m[NT];
-  for (int t = 0; t < NT; ++t) {
-    y[t] = act_row<BlockQ8_1>(act, as, t);
-    acc[t] = _mm256_setzero_ps();
-    acc_m[t] = 0.0f;
-  }
+  const BlockQ8_1* y[4];
+  for (int t = 0; t < 4; ++t) y[t] = act_row<BlockQ8_1>(act, as, t < NT ? t : 0);
   const __m256i ones = _mm256_set1_epi16(1);
+  __m128 acc = _mm_setzero_ps();
   for (std::int64_t i = 0; i < nb; ++i) {
     if ((i & 3) == 0) prefetch_ahead(x + i, 4 * sizeof(*x));
     const __m256i q = Unpack(x[i]);
-    const float dw = h2f(x[i].d), mw = h2f(x[i].m);
+    __m256i p[4];
     for (int t = 0; t < NT; ++t) {
       const __m256i yq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][i].qs));
-      const __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(q, yq), ones));
-      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * h2f(y[t][i].d)), p, acc[t]);
-      acc_m[t] += mw * h2f(y[t][i].s);
+      p[t] = _mm256_madd_epi16(_mm256_maddubs_epi16(q, yq), ones);
     }
+    for (int t = NT; t < 4; ++t) p[t] = p[0];
+    const __m128 da = _mm_cvtph_ps(
+        _mm_setr_epi16(static_cast<short>(y[0][i].d), static_cast<short>(y[1][i].d),
+                       static_cast<short>(y[2][i].d), static_cast<short>(y[3][i].d), 0, 0, 0, 0));
+    const __m128 sa = _mm_cvtph_ps(
+        _mm_setr_epi16(static_cast<short>(y[0][i].s), static_cast<short>(y[1][i].s),
+                       static_cast<short>(y[2][i].s), static_cast<short>(y[3][i].s), 0, 0, 0, 0));
+    const __m128 s = _mm_mul_ps(_mm_set1_ps(h2f(x[i].d)), da);
+    acc = _mm_fmadd_ps(_mm_cvtepi32_ps(isum4(p[0], p[1], p[2], p[3])), s, acc);
+    acc = _mm_fmadd_ps(_mm_set1_ps(h2f(x[i].m)), sa, acc);
   }
-  for (int t = 0; t < NT; ++t) out[t * os] = hsum(acc[t]) + acc_m[t];
+  alignas(16) float sums[4];
+  _mm_store_ps(sums, acc);
+  for (int t = 0; t < NT; ++t) out[t * os] = sums[t];
 }
 
 // ---------------------------------------------------------------- Q4_K, Q5_K

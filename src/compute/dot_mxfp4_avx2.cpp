@@ -19,14 +19,12 @@ namespace {
 
 using namespace seam::quant;
 
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
+// [sum a, sum b, sum c, sum d] of four int32 vectors' lanes: exact (as dot_avx2.cpp's).
+inline __m128i isum4(__m256i a, __m256i b, __m256i c, __m256i d) {
+  const __m256i x = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+  return _mm_add_epi32(_mm256_castsi256_si128(x), _mm256_extracti128_si256(x, 1));
 }
 
-// 32 signed weights of one block, element order (low nibbles 0..15, high 16..31).
 inline __m256i unpack(const BlockMXFP4& b) {
   const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
   const __m128i m = _mm_set1_epi8(0x0F);
@@ -36,31 +34,41 @@ inline __m256i unpack(const BlockMXFP4& b) {
   return _mm256_shuffle_epi8(table, idx);
 }
 
+// The AVX2 GEMM's chain (gemm_avx2.cpp tile), as q_x_q8_0 in dot_avx2.cpp:
+// per block the exact integer dot product, then acc = fma(float(isum),
+// scale * da, acc); the tokens share one 4-lane vector of chains.
 template <int NT>
 void run(std::int64_t n, const void* w, const void* act, std::size_t as, float* out,
          std::size_t os) {
+  static_assert(NT <= 4, "one 4-lane chain vector");
   const auto* x = static_cast<const BlockMXFP4*>(w);
   const std::int64_t nb = n / 32;
-  const BlockQ8_0* y[NT];
-  __m256 acc[NT];
-  for (int t = 0; t < NT; ++t) {
-    y[t] = reinterpret_cast<const BlockQ8_0*>(static_cast<const std::byte*>(act) + t * as);
-    acc[t] = _mm256_setzero_ps();
-  }
+  const BlockQ8_0* y[4];
+  for (int t = 0; t < 4; ++t)
+    y[t] = reinterpret_cast<const BlockQ8_0*>(static_cast<const std::byte*>(act) +
+                                              (t < NT ? t : 0) * as);
+  __m128 acc = _mm_setzero_ps();
   for (std::int64_t i = 0; i < nb; ++i) {
     if ((i & 3) == 0) prefetch_ahead(x + i, 4 * sizeof(*x));
     const __m256i q = unpack(x[i]);
     const __m256i q_abs = _mm256_sign_epi8(q, q);
-    const float dw = mxfp4_scale(x[i].e);
+    __m256i p[4];
     for (int t = 0; t < NT; ++t) {
       const __m256i yq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][i].qs));
       // |q| * (y * sign(q)): maddubs wants its left operand unsigned.
       const __m256i p16 = _mm256_maddubs_epi16(q_abs, _mm256_sign_epi8(yq, q));
-      const __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
-      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * _cvtsh_ss(y[t][i].d)), p, acc[t]);
+      p[t] = _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
     }
+    for (int t = NT; t < 4; ++t) p[t] = p[0];
+    const __m128 da = _mm_cvtph_ps(
+        _mm_setr_epi16(static_cast<short>(y[0][i].d), static_cast<short>(y[1][i].d),
+                       static_cast<short>(y[2][i].d), static_cast<short>(y[3][i].d), 0, 0, 0, 0));
+    const __m128 s = _mm_mul_ps(_mm_set1_ps(mxfp4_scale(x[i].e)), da);
+    acc = _mm_fmadd_ps(_mm_cvtepi32_ps(isum4(p[0], p[1], p[2], p[3])), s, acc);
   }
-  for (int t = 0; t < NT; ++t) out[t * os] = hsum(acc[t]);
+  alignas(16) float sums[4];
+  _mm_store_ps(sums, acc);
+  for (int t = 0; t < NT; ++t) out[t * os] = sums[t];
 }
 
 }  // namespace

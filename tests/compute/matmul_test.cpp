@@ -161,7 +161,10 @@ std::vector<char> read_file(const std::string& path) {
 bool batch_invariant(TensorType type, CpuLevel level) {
   if (level == CpuLevel::Scalar) return true;
   return level == CpuLevel::Avx2 &&
-         (type == TensorType::F32 || type == TensorType::F16 || type == TensorType::BF16);
+         (type == TensorType::F32 || type == TensorType::F16 || type == TensorType::BF16 ||
+          type == TensorType::Q4_0 || type == TensorType::Q5_0 || type == TensorType::Q8_0 ||
+          type == TensorType::IQ4_NL || type == TensorType::MXFP4 || type == TensorType::Q4_1 ||
+          type == TensorType::Q5_1);
 }
 
 TEST_P(MatmulTypes, ATokensRowIsTheSameBitsInAnyBatch) {
