@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "compute/cpu_level.h"
 #include "server/serve_process.h"
 
 namespace seam::test {
@@ -536,6 +537,54 @@ TEST(ServeHttp, SixteenConcurrentStreamsGetTheirTokensAlone) {
   ASSERT_TRUE(m);
   EXPECT_LT(metric(m->body, "seam_decode_calls_total"),
             metric(m->body, "seam_decode_tokens_total"));
+}
+
+// Beyond the tokens: the logits themselves are batch-invariant (attention.h,
+// matmul.cpp), so every streamed logprob alone and among 15 other streams is
+// the same float. On the bundled F16 model, whose 16-row decode steps take the
+// GEMM. The AVX-512 matmul kernels are not invariant yet: on such a machine the
+// server runs at SEAM_CPU=avx2.
+TEST(ServeHttp, SixteenConcurrentStreamsGetTheSameLogprobsAsAlone) {
+  const bool above_avx2 = detected_cpu_level() > CpuLevel::Avx2;
+  if (above_avx2) ::setenv("SEAM_CPU", "avx2", 1);
+  ServeProcess s({"-m", kKjv, "--parallel", "16", "-c", "4096"});
+  if (above_avx2) ::unsetenv("SEAM_CPU");
+  ASSERT_TRUE(s.ok());
+  const char* starts[] = {"And God said",        "In the beginning", "The LORD is my",
+                          "And it came to pass", "Blessed are the",  "Then Jesus",
+                          "And the king",        "Behold, I"};
+  std::vector<Json> reqs;
+  for (int i = 0; i < 16; ++i) {
+    reqs.push_back({{"prompt", std::string(starts[i % 8]) + (i < 8 ? "" : " and the")},
+                    {"max_tokens", 16 + i},
+                    {"temperature", 0},
+                    {"ignore_eos", true},
+                    {"logprobs", 1},
+                    {"stream", true}});
+  }
+  auto stream_logprobs = [&](const Json& req) {
+    auto c = s.client();
+    auto r = c.Post("/v1/completions", req.dump(), "application/json");
+    std::vector<double> lps;
+    if (!r || r->status != 200) return lps;
+    for (const Json& e : sse_events(r->body)) {
+      const Json& lp = e["choices"][0]["logprobs"];
+      if (lp.is_null()) continue;
+      for (const Json& x : lp["token_logprobs"]) lps.push_back(x.get<double>());
+    }
+    return lps;
+  };
+  std::vector<std::vector<double>> alone;
+  for (const Json& r : reqs) alone.push_back(stream_logprobs(r));
+  std::vector<std::vector<double>> together(reqs.size());
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < reqs.size(); ++i)
+    threads.emplace_back([&, i] { together[i] = stream_logprobs(reqs[i]); });
+  for (auto& t : threads) t.join();
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(alone[i].size(), static_cast<std::size_t>(16 + i)) << "request " << i;
+    EXPECT_EQ(together[i], alone[i]) << "request " << i;
+  }
 }
 
 TEST(ServeHttp, AbuseLeavesHealthAnswering) {
