@@ -50,6 +50,9 @@ class Session {
   // positions must increase, and each position must be beyond what the
   // sequence already holds. A token of sequence s attends to the cached
   // positions of s that are <= its own.
+  // A sequence's logits do not depend on the other rows of the call (batch
+  // invariance) for the kernels docs/server.md lists; elsewhere they may move
+  // by rounding.
   // Errors (session unchanged): empty batch, token outside the vocabulary,
   // seq >= n_seq_max, negative or non-increasing positions (ContextFull when
   // fewer free cells than tokens).
