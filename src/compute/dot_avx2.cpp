@@ -34,15 +34,6 @@ inline float hsum128(__m128 s) {
   return _mm_cvtss_f32(s);
 }
 
-// The sums of four 8-lane vectors, [sum a, sum b, sum c, sum d]. The 32-element
-// block kernels reduce through it whether they computed one row or
-// kDecodeRows, so a row's value is the same bits from either (matmul's output
-// does not depend on how its rows were split among threads).
-inline __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
-  const __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
-  return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
-}
-
 // [sum a, sum b, sum c, sum d] of four int32 vectors' lanes: exact.
 inline __m128i isum4(__m256i a, __m256i b, __m256i c, __m256i d) {
   const __m256i x = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
