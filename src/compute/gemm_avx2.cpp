@@ -51,7 +51,7 @@ using namespace seam::quant;
 constexpr int kRows = kPanelRows;
 constexpr int kHalf = 8;         // rows per 32-bit-lane vector
 constexpr int kIntTokens = 4;    // tokens per int micro-kernel call (see tile's registers)
-constexpr int kFloatTokens = 6;  // tokens per float micro-kernel call: 12 accumulators
+constexpr int kFloatTokens = 3;  // tokens per float micro-kernel call: 12 accumulators
 
 inline float h2f(std::uint16_t h) { return _cvtsh_ss(h); }
 
@@ -775,31 +775,42 @@ struct FloatTile {
     const float* a[NT];
     for (int t = 0; t < NT; ++t) a[t] = reinterpret_cast<const float*>(act + t * as);
     const std::int64_t n16 = n / 16 * 16, m = n16 / 16, n8 = n / 8 * 8;
-    __m256 chain[16][2][NT];  // [j][half][token]: chain j's sum, rows in lanes
-    for (int j = 0; j < 16; ++j) {
-      __m256 acc[2][NT];
-      for (int t = 0; t < NT; ++t) acc[0][t] = acc[1][t] = _mm256_setzero_ps();
-      auto step = [&](std::int64_t pos) {
-        const __m256 w0 = _mm256_loadu_ps(p + pos * kRows),
-                     w1 = _mm256_loadu_ps(p + pos * kRows + 8);
+    // Chains j and j + 8 run side by side and meet at once (float_dot adds its
+    // two registers first): v[j] = chain j + chain j + 8, rows in lanes.
+    __m256 v[8][2][NT];
+    for (int j = 0; j < 8; ++j) {
+      __m256 lo[2][NT], hi[2][NT];
+      for (int t = 0; t < NT; ++t) lo[0][t] = lo[1][t] = hi[0][t] = hi[1][t] = _mm256_setzero_ps();
+      const float* pl = p + j * m * kRows;
+      const float* ph = p + (j + 8) * m * kRows;
+      for (std::int64_t i = 0; i < m; ++i) {
         for (int t = 0; t < NT; ++t) {
-          const __m256 x = _mm256_broadcast_ss(a[t] + pos);
-          acc[0][t] = _mm256_fmadd_ps(w0, x, acc[0][t]);
-          acc[1][t] = _mm256_fmadd_ps(w1, x, acc[1][t]);
+          const __m256 xl = _mm256_broadcast_ss(a[t] + j * m + i);
+          lo[0][t] = _mm256_fmadd_ps(_mm256_loadu_ps(pl + i * kRows), xl, lo[0][t]);
+          lo[1][t] = _mm256_fmadd_ps(_mm256_loadu_ps(pl + i * kRows + 8), xl, lo[1][t]);
+          const __m256 xh = _mm256_broadcast_ss(a[t] + (j + 8) * m + i);
+          hi[0][t] = _mm256_fmadd_ps(_mm256_loadu_ps(ph + i * kRows), xh, hi[0][t]);
+          hi[1][t] = _mm256_fmadd_ps(_mm256_loadu_ps(ph + i * kRows + 8), xh, hi[1][t]);
         }
-      };
-      for (std::int64_t i = 0; i < m; ++i) step(j * m + i);
-      if (j < 8 && n8 > n16) step(n16 + j);
+      }
+      if (n8 > n16) {  // float_dot's 8-wide tail: the last element of chain j
+        const float* pt = p + (n16 + j) * kRows;
+        for (int t = 0; t < NT; ++t) {
+          const __m256 x = _mm256_broadcast_ss(a[t] + n16 + j);
+          lo[0][t] = _mm256_fmadd_ps(_mm256_loadu_ps(pt), x, lo[0][t]);
+          lo[1][t] = _mm256_fmadd_ps(_mm256_loadu_ps(pt + 8), x, lo[1][t]);
+        }
+      }
       for (int h = 0; h < 2; ++h)
-        for (int t = 0; t < NT; ++t) chain[j][h][t] = acc[h][t];
+        for (int t = 0; t < NT; ++t) v[j][h][t] = _mm256_add_ps(lo[h][t], hi[h][t]);
     }
     __m256 sum[2][NT];
     for (int h = 0; h < 2; ++h)
       for (int t = 0; t < NT; ++t) {
-        __m256 v[8];
-        for (int j = 0; j < 8; ++j) v[j] = _mm256_add_ps(chain[j][h][t], chain[j + 8][h][t]);
-        const __m256 s0 = _mm256_add_ps(v[0], v[4]), s1 = _mm256_add_ps(v[1], v[5]);
-        const __m256 s2 = _mm256_add_ps(v[2], v[6]), s3 = _mm256_add_ps(v[3], v[7]);
+        const __m256 s0 = _mm256_add_ps(v[0][h][t], v[4][h][t]);
+        const __m256 s1 = _mm256_add_ps(v[1][h][t], v[5][h][t]);
+        const __m256 s2 = _mm256_add_ps(v[2][h][t], v[6][h][t]);
+        const __m256 s3 = _mm256_add_ps(v[3][h][t], v[7][h][t]);
         __m256 x = _mm256_add_ps(_mm256_add_ps(s0, s2), _mm256_add_ps(s1, s3));
         for (std::int64_t k = n8; k < n; ++k)
           x = _mm256_fmadd_ps(_mm256_loadu_ps(p + k * kRows + 8 * h), _mm256_broadcast_ss(a[t] + k),
