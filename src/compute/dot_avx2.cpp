@@ -139,7 +139,13 @@ inline __m256i unpack_q8_0(const BlockQ8_0& b) {
 // block's integer dot product exactly, then acc = fma(float(isum), dw * da,
 // acc), one chain over the blocks. Four chains (tokens, or rows) share a
 // vector; isum4 reduces their int32 lanes.
-template <class WBlock, __m256i (*Unpack)(const WBlock&), int NT>
+template <class WBlock>
+inline float block_d(const WBlock& b) {
+  return h2f(b.d);
+}
+
+template <class WBlock, __m256i (*Unpack)(const WBlock&), int NT,
+          float (*Scale)(const WBlock&) = block_d<WBlock>>
 void q_x_q8_0(std::int64_t n, const void* w, const void* act, std::size_t as, float* out,
               std::size_t os) {
   static_assert(NT <= 4, "one 4-lane chain vector");
@@ -158,7 +164,7 @@ void q_x_q8_0(std::int64_t n, const void* w, const void* act, std::size_t as, fl
     const __m128 da = _mm_cvtph_ps(
         _mm_setr_epi16(static_cast<short>(y[0][i].d), static_cast<short>(y[1][i].d),
                        static_cast<short>(y[2][i].d), static_cast<short>(y[3][i].d), 0, 0, 0, 0));
-    const __m128 s = _mm_mul_ps(_mm_set1_ps(h2f(x[i].d)), da);
+    const __m128 s = _mm_mul_ps(_mm_set1_ps(Scale(x[i])), da);
     acc = _mm_fmadd_ps(_mm_cvtepi32_ps(isum4(p[0], p[1], p[2], p[3])), s, acc);
   }
   alignas(16) float sums[4];
@@ -494,6 +500,15 @@ inline __m256i iq4_lookup(const std::uint8_t* qs) {
 
 inline __m256i unpack_iq4_nl(const BlockIQ4_NL& b) { return iq4_lookup(b.qs); }
 
+// MXFP4 (gpt-oss experts): the doubled E2M1 codes (kMXFP4Values, |v| <= 12)
+// out of one byte shuffle, as IQ4_NL's; the E8M0 scale halved (mxfp4_scale).
+inline __m256i unpack_mxfp4(const BlockMXFP4& b) {
+  const __m256i table =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMXFP4Values)));
+  return _mm256_shuffle_epi8(table, nibbles(b.qs));
+}
+inline float mxfp4_block_scale(const BlockMXFP4& b) { return mxfp4_scale(b.e); }
+
 // Codebook values reach +-127, so |x| * y pairs still fit maddubs' int16; the
 // sub-block scale then multiplies in madd (scale * 2 * 127 * 128 fits int32).
 template <int NT>
@@ -571,6 +586,13 @@ struct KIQ4_NL {
   static void run(std::int64_t n, const void* w, const void* a, std::size_t as, float* o,
                   std::size_t os) {
     q_x_q8_0<BlockIQ4_NL, unpack_iq4_nl, NT>(n, w, a, as, o, os);
+  }
+};
+template <int NT>
+struct KMXFP4 {
+  static void run(std::int64_t n, const void* w, const void* a, std::size_t as, float* o,
+                  std::size_t os) {
+    q_x_q8_0<BlockMXFP4, unpack_mxfp4, NT, mxfp4_block_scale>(n, w, a, as, o, os);
   }
 };
 template <int NT>
@@ -714,6 +736,10 @@ void q5_0_q8_0(std::int64_t n, const void* w, const void* a, std::size_t as, int
 void iq4_nl_q8_0(std::int64_t n, const void* w, const void* a, std::size_t as, int nt, float* o,
                  std::size_t os) {
   tile<KIQ4_NL>(n, w, a, as, nt, o, os);
+}
+void mxfp4_q8_0(std::int64_t n, const void* w, const void* a, std::size_t as, int nt, float* o,
+                std::size_t os) {
+  tile<KMXFP4>(n, w, a, as, nt, o, os);
 }
 void iq4_xs_q8_k(std::int64_t n, const void* w, const void* a, std::size_t as, int nt, float* o,
                  std::size_t os) {
