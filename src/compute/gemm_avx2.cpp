@@ -670,8 +670,9 @@ void pack_group(std::int64_t n, const void* group, void* panel) {
 // ---------------------------------------------------------------- float weights
 
 // F32 / F16 / BF16 weights: the panel is the 16 rows converted to f32 and
-// transposed, f32 p[n][16]; activations stay f32. Two FMAs per element and
-// token cover 16 rows, with the token's value broadcast from memory.
+// transposed, f32 p[n][16] with the elements in the chain order below;
+// activations stay f32 (same order). Two FMAs per element and token cover 16
+// rows, with the token's value broadcast from memory.
 // one(): element k of a row; eight(): elements [k, k + 8) as f32.
 struct CvtF32 {
   static float one(const void* w, std::int64_t k) { return static_cast<const float*>(w)[k]; }
