@@ -34,6 +34,12 @@ inline float hsum128(__m128 s) {
   return _mm_cvtss_f32(s);
 }
 
+// Four fp16 values (block scales) as the four f32 lanes of one vector.
+inline __m128 half4(std::uint16_t a, std::uint16_t b, std::uint16_t c, std::uint16_t d) {
+  return _mm_cvtph_ps(_mm_setr_epi16(static_cast<short>(a), static_cast<short>(b),
+                                     static_cast<short>(c), static_cast<short>(d), 0, 0, 0, 0));
+}
+
 // [sum a, sum b, sum c, sum d] of four int32 vectors' lanes: exact.
 inline __m128i isum4(__m256i a, __m256i b, __m256i c, __m256i d) {
   const __m256i x = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
@@ -161,9 +167,7 @@ void q_x_q8_0(std::int64_t n, const void* w, const void* act, std::size_t as, fl
     for (int t = 0; t < NT; ++t)
       p[t] = dot_i8(q, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][i].qs)));
     for (int t = NT; t < 4; ++t) p[t] = p[0];
-    const __m128 da = _mm_cvtph_ps(
-        _mm_setr_epi16(static_cast<short>(y[0][i].d), static_cast<short>(y[1][i].d),
-                       static_cast<short>(y[2][i].d), static_cast<short>(y[3][i].d), 0, 0, 0, 0));
+    const __m128 da = half4(y[0][i].d, y[1][i].d, y[2][i].d, y[3][i].d);
     const __m128 s = _mm_mul_ps(_mm_set1_ps(Scale(x[i])), da);
     acc = _mm_fmadd_ps(_mm_cvtepi32_ps(isum4(p[0], p[1], p[2], p[3])), s, acc);
   }
@@ -196,9 +200,7 @@ void q_x_q8_0_rows(std::int64_t n, const void* w, std::size_t row_stride, const 
     const __m256i yq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
     __m256i p[R];
     for (int r = 0; r < R; ++r) p[r] = dot_i8(Unpack(x[r][i]), yq);
-    const __m128 dw = _mm_cvtph_ps(
-        _mm_setr_epi16(static_cast<short>(x[0][i].d), static_cast<short>(x[1][i].d),
-                       static_cast<short>(x[2][i].d), static_cast<short>(x[3][i].d), 0, 0, 0, 0));
+    const __m128 dw = half4(x[0][i].d, x[1][i].d, x[2][i].d, x[3][i].d);
     const __m128 s = _mm_mul_ps(dw, _mm_set1_ps(h2f(y[i].d)));
     acc = _mm_fmadd_ps(_mm_cvtepi32_ps(isum4(p[0], p[1], p[2], p[3])), s, acc);
   }
@@ -259,12 +261,8 @@ void q_x_q8_1(std::int64_t n, const void* w, const void* act, std::size_t as, fl
       p[t] = _mm256_madd_epi16(_mm256_maddubs_epi16(q, yq), ones);
     }
     for (int t = NT; t < 4; ++t) p[t] = p[0];
-    const __m128 da = _mm_cvtph_ps(
-        _mm_setr_epi16(static_cast<short>(y[0][i].d), static_cast<short>(y[1][i].d),
-                       static_cast<short>(y[2][i].d), static_cast<short>(y[3][i].d), 0, 0, 0, 0));
-    const __m128 sa = _mm_cvtph_ps(
-        _mm_setr_epi16(static_cast<short>(y[0][i].s), static_cast<short>(y[1][i].s),
-                       static_cast<short>(y[2][i].s), static_cast<short>(y[3][i].s), 0, 0, 0, 0));
+    const __m128 da = half4(y[0][i].d, y[1][i].d, y[2][i].d, y[3][i].d);
+    const __m128 sa = half4(y[0][i].s, y[1][i].s, y[2][i].s, y[3][i].s);
     const __m128 s = _mm_mul_ps(_mm_set1_ps(h2f(x[i].d)), da);
     acc = _mm_fmadd_ps(_mm_cvtepi32_ps(isum4(p[0], p[1], p[2], p[3])), s, acc);
     acc = _mm_fmadd_ps(_mm_set1_ps(h2f(x[i].m)), sa, acc);
@@ -491,22 +489,20 @@ void q6_k(std::int64_t n, const void* w, const void* act, std::size_t as, float*
 
 // ---------------------------------------------------------------- IQ4_NL, IQ4_XS
 
-// 32 signed codebook values of one IQ4 run of 16 bytes (nibble layout of Q4_0).
-inline __m256i iq4_lookup(const std::uint8_t* qs) {
-  const __m256i table =
-      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values)));
-  return _mm256_shuffle_epi8(table, nibbles(qs));
+// 32 signed values of a 16-entry codebook (IQ4, MXFP4) for one run of 16 bytes
+// of nibbles (Q4_0's layout).
+inline __m256i codebook_lookup(const std::int8_t* table, const std::uint8_t* qs) {
+  const __m256i t =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table)));
+  return _mm256_shuffle_epi8(t, nibbles(qs));
 }
+inline __m256i iq4_lookup(const std::uint8_t* qs) { return codebook_lookup(kIQ4Values, qs); }
 
 inline __m256i unpack_iq4_nl(const BlockIQ4_NL& b) { return iq4_lookup(b.qs); }
 
 // MXFP4 (gpt-oss experts): the doubled E2M1 codes (kMXFP4Values, |v| <= 12)
 // out of one byte shuffle, as IQ4_NL's; the E8M0 scale halved (mxfp4_scale).
-inline __m256i unpack_mxfp4(const BlockMXFP4& b) {
-  const __m256i table =
-      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMXFP4Values)));
-  return _mm256_shuffle_epi8(table, nibbles(b.qs));
-}
+inline __m256i unpack_mxfp4(const BlockMXFP4& b) { return codebook_lookup(kMXFP4Values, b.qs); }
 inline float mxfp4_block_scale(const BlockMXFP4& b) { return mxfp4_scale(b.e); }
 
 // Codebook values reach +-127, so |x| * y pairs still fit maddubs' int16; the
