@@ -519,6 +519,88 @@ struct GroupSource {
 using GroupQ4_0 = GroupSource<TensorType::Q4_0>;
 using GroupQ8_0 = GroupSource<TensorType::Q8_0>;
 
+// 8 bytes at p as the 32-bit lanes of a vector.
+inline __m256i widen8(const std::uint8_t* p) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+// Rows 8h..8h+7 of 16 fp16 values at p, as f32.
+inline __m256 half8(const std::byte* p, int h) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * h)));
+}
+
+// Q4_K and Q5_K groups (interleave.h), read in place; unit u is sub-block
+// u % 8 of super-block u / 8. scale() and min() are DecQ4_K's (DecQ5_K's)
+// d * sc and -dmin * mn, the same f32 products, so a panel packed from a
+// group is the same panel.
+template <TensorType T>
+struct GroupK4 {
+  static constexpr std::size_t kBlock = interleave::block_bytes(T);
+  const std::byte* group;
+  const std::byte* block(std::int64_t u) const { return group + (u / 8) * kBlock; }
+  const std::uint8_t* scales(std::int64_t u, int h) const {
+    return reinterpret_cast<const std::uint8_t*>(block(u) + interleave::kQ4KScales) + 16 * (u % 8) +
+           8 * h;
+  }
+  __m256i step(std::int64_t u, int k, int h) const {
+    const int j = static_cast<int>(u % 8);
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+        block(u) + interleave::kQ4KValues + 64 * (8 * (j / 2) + k) + 32 * h));
+    // Odd sub-blocks are the high nibbles: a shift by 4 (j odd) or 0.
+    const __m128i shift = _mm_cvtsi32_si128(4 * (j & 1));
+    const __m256i q = _mm256_and_si256(_mm256_srl_epi16(v, shift), _mm256_set1_epi8(0x0F));
+    if constexpr (T == TensorType::Q4_K) return q;
+    // Q5_K: bit j of each qh byte is the element's fifth bit (a 16-bit shift
+    // brings no bit of the next byte down to bit 0, j < 8).
+    const __m256i qh = _mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(block(u) + interleave::kQ5KHigh + 64 * k + 32 * h));
+    const __m256i bit =
+        _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(j)), _mm256_set1_epi8(1));
+    return _mm256_or_si256(q, _mm256_slli_epi16(bit, 4));
+  }
+  __m256 scale(std::int64_t u, int h) const {
+    const __m256i sc = _mm256_and_si256(widen8(scales(u, h)), _mm256_set1_epi32(63));
+    return _mm256_mul_ps(half8(block(u), h), _mm256_cvtepi32_ps(sc));
+  }
+  __m256 min(std::int64_t u, int h) const {
+    const auto* low = reinterpret_cast<const std::uint8_t*>(block(u) + interleave::kQ4KMinLow);
+    const __m256i lo = _mm256_and_si256(_mm256_srli_epi32(widen8(low + 8 * (u % 8)), 4 * h),
+                                        _mm256_set1_epi32(15));
+    const __m256i hi = _mm256_slli_epi32(_mm256_srli_epi32(widen8(scales(u, h)), 6), 4);
+    const __m256 dmin = half8(block(u) + interleave::kQ4KDmin, h);
+    const __m256 mn = _mm256_cvtepi32_ps(_mm256_or_si256(lo, hi));
+    return _mm256_xor_ps(_mm256_mul_ps(dmin, mn), _mm256_set1_ps(-0.0f));
+  }
+  void prefetch(std::int64_t u) const { prefetch_ahead(group + u * (kBlock / 8), kBlock / 8); }
+};
+using GroupQ4_K = GroupK4<TensorType::Q4_K>;
+using GroupQ5_K = GroupK4<TensorType::Q5_K>;
+
+// Q6_K groups (interleave.h), read in place; unit u is 16-element unit u % 16
+// of super-block u / 16. scale() is DecQ6_K's d * sc.
+struct GroupQ6_K {
+  static constexpr std::size_t kBlock = interleave::block_bytes(TensorType::Q6_K);
+  const std::byte* group;
+  const std::byte* block(std::int64_t u) const { return group + (u / 16) * kBlock; }
+  __m256i step(std::int64_t u, int k, int h) const {
+    const std::byte* unit =
+        block(u) + interleave::kQ6KValues + interleave::kQ6KUnit * (u % 16) + 32 * h;
+    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit + 64 * (k & 1)));
+    const __m256i hi =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit + interleave::kQ6KHigh));
+    // Step k's crumb, at bits 2k, moved to bits 4-5.
+    const __m256i h4 = k < 2 ? _mm256_slli_epi16(hi, 4 - 2 * k) : _mm256_srli_epi16(hi, 2 * k - 4);
+    return _mm256_or_si256(
+        _mm256_and_si256(k < 2 ? lo : _mm256_srli_epi16(lo, 4), _mm256_set1_epi8(0x0F)),
+        _mm256_and_si256(h4, _mm256_set1_epi8(0x30)));
+  }
+  __m256 scale(std::int64_t u, int h) const {
+    const __m256i sc = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(
+        block(u) + interleave::kQ6KScales + 16 * (u % 16) + 8 * h)));
+    return _mm256_mul_ps(half8(block(u), h), _mm256_cvtepi32_ps(sc));
+  }
+  void prefetch(std::int64_t u) const { prefetch_ahead(group + u * (kBlock / 16), kBlock / 16); }
+};
+
 // H halves of 8 rows (from half h0) x NT tokens: out[t * ldy + r] for the
 // n_valid rows present (8 per half at most), weights from `src`. Live
 // registers: H * NT f32 accumulators, int32 unit sums and int16 partial sums,
@@ -655,14 +737,15 @@ void group_dot(std::int64_t n, const void* group, const void* act, std::size_t a
 // One interleaved group -> the panel pack() makes of its 16 rows (GemmFns::pack16).
 template <class D, class Src>
 void pack_group(std::int64_t n, const void* group, void* panel) {
-  static_assert(D::kUnit == 32 && !D::kMin);
   const Src src{static_cast<const std::byte*>(group)};
-  for (std::int64_t u = 0; u < n / 32; ++u) {
+  for (std::int64_t u = 0; u < n / D::kUnit; ++u) {
     std::byte* pu = static_cast<std::byte*>(panel) + u * unit_bytes<D>();
     for (int h = 0; h < 2; ++h) {
-      for (int k = 0; k < 8; ++k)
+      for (int k = 0; k < D::kUnit / 4; ++k)
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(pu + 64 * k + 32 * h), src.step(u, k, h));
-      _mm256_storeu_ps(reinterpret_cast<float*>(pu + 32 * kRows + 32 * h), src.scale(u, h));
+      float* scales = reinterpret_cast<float*>(pu + D::kUnit * kRows);
+      _mm256_storeu_ps(scales + 8 * h, src.scale(u, h));
+      if constexpr (D::kMin) _mm256_storeu_ps(scales + 16 + 8 * h, src.min(u, h));
     }
   }
 }
@@ -854,11 +937,11 @@ constinit const GemmFns gemm_iq4_nl = int_gemm<DecIQ4_NL>();
 constinit const GemmFns gemm_iq4_xs = int_gemm<DecIQ4_XS>();
 constinit const GemmFns gemm_q2_k = int_gemm<DecQ2_K>();
 constinit const GemmFns gemm_q3_k = int_gemm<DecQ3_K>();
-constinit const GemmFns gemm_q5_k = int_gemm<DecQ5_K>();
+constinit const GemmFns gemm_q5_k = int_gemm<DecQ5_K>(pack_group<DecQ5_K, GroupQ5_K>);
 constinit const GemmFns gemm_q5_0 = int_gemm<DecQ5_0>();
 constinit const GemmFns gemm_q8_0 = int_gemm<DecQ8_0>(pack_group<DecQ8_0, GroupQ8_0>);
-constinit const GemmFns gemm_q4_k = int_gemm<DecQ4_K>();
-constinit const GemmFns gemm_q6_k = int_gemm<DecQ6_K>();
+constinit const GemmFns gemm_q4_k = int_gemm<DecQ4_K>(pack_group<DecQ4_K, GroupQ4_K>);
+constinit const GemmFns gemm_q6_k = int_gemm<DecQ6_K>(pack_group<DecQ6_K, GroupQ6_K>);
 constinit const GemmFns gemm_f32 = {kFloatMinTokens, float_act_bytes,    float_panel_bytes,
                                     float_prepare,   float_pack<CvtF32>, float_run};
 constinit const GemmFns gemm_f16 = {kFloatMinTokens, float_act_bytes,    float_panel_bytes,
@@ -866,10 +949,16 @@ constinit const GemmFns gemm_f16 = {kFloatMinTokens, float_act_bytes,    float_p
 constinit const GemmFns gemm_bf16 = {kFloatMinTokens, float_act_bytes,     float_panel_bytes,
                                      float_prepare,   float_pack<CvtBF16>, float_run};
 
-// Decode on interleaved Q4_0 / Q8_0 weights: the GEMM's prepared activations.
+// Decode on interleaved weights: the GEMM's prepared activations.
 constinit const RowFns rows_q4_0_16 = {act_bytes<DecQ4_0>, prepare<DecQ4_0>, nullptr, nullptr,
                                        group_dot<DecQ4_0, GroupQ4_0>};
 constinit const RowFns rows_q8_0_16 = {act_bytes<DecQ8_0>, prepare<DecQ8_0>, nullptr, nullptr,
                                        group_dot<DecQ8_0, GroupQ8_0>};
+constinit const RowFns rows_q4_k_16 = {act_bytes<DecQ4_K>, prepare<DecQ4_K>, nullptr, nullptr,
+                                       group_dot<DecQ4_K, GroupQ4_K>};
+constinit const RowFns rows_q5_k_16 = {act_bytes<DecQ5_K>, prepare<DecQ5_K>, nullptr, nullptr,
+                                       group_dot<DecQ5_K, GroupQ5_K>};
+constinit const RowFns rows_q6_k_16 = {act_bytes<DecQ6_K>, prepare<DecQ6_K>, nullptr, nullptr,
+                                       group_dot<DecQ6_K, GroupQ6_K>};
 
 }  // namespace seam::dot::avx2

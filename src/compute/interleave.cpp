@@ -1,48 +1,206 @@
 #include "compute/interleave.h"
 
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 namespace seam::interleave {
 
 namespace {
 
-// Bytes of one row's block, and of its values (after the 2-byte d).
+using quant::BlockQ4_K;
+using quant::BlockQ5_K;
+using quant::BlockQ6_K;
+
+// Bytes of one row's block.
 std::size_t row_block(TensorType type) { return block_bytes(type) / kRows; }
-std::size_t value_bytes(TensorType type) { return row_block(type) - 2; }
+std::int64_t block_elements(TensorType type) {
+  return type == TensorType::Q4_K || type == TensorType::Q5_K || type == TensorType::Q6_K
+             ? quant::kQK_K
+             : 32;
+}
+
+// Q4_0 / Q8_0: the 2-byte d, then the values in 4-byte steps.
+void pack_d_values(TensorType type, const std::byte* const* blk, std::byte* out) {
+  const std::size_t steps = (row_block(type) - 2) / 4;
+  for (int r = 0; r < kRows; ++r) {
+    std::memcpy(out + 2 * r, blk[r], 2);
+    for (std::size_t m = 0; m < steps; ++m)
+      std::memcpy(out + 32 + 64 * m + 4 * r, blk[r] + 2 + 4 * m, 4);
+  }
+}
+// The unpack functions skip the rows whose pointer is null.
+void unpack_d_values(TensorType type, const std::byte* in, std::byte* const* blk) {
+  const std::size_t steps = (row_block(type) - 2) / 4;
+  for (int r = 0; r < kRows; ++r) {
+    if (!blk[r]) continue;
+    std::memcpy(blk[r], in + 2 * r, 2);
+    for (std::size_t m = 0; m < steps; ++m)
+      std::memcpy(blk[r] + 2 + 4 * m, in + 32 + 64 * m + 4 * r, 4);
+  }
+}
+
+// Q4_K and Q5_K (Block): the header, the nibbles, and Q5_K's fifth bits.
+template <class Block>
+void pack_k4(const std::byte* const* blk, std::byte* out) {
+  auto* u8 = reinterpret_cast<std::uint8_t*>(out);
+  std::memset(u8 + kQ4KMinLow, 0, 64);
+  for (int r = 0; r < kRows; ++r) {
+    const auto* b = reinterpret_cast<const Block*>(blk[r]);
+    std::memcpy(out + 2 * r, &b->d, 2);
+    std::memcpy(out + kQ4KDmin + 2 * r, &b->dmin, 2);
+    for (int j = 0; j < 8; ++j) {
+      std::uint8_t sc, mn;
+      quant::scale_min_k4(j, b->scales, sc, mn);
+      u8[kQ4KScales + 16 * j + r] = static_cast<std::uint8_t>(sc | (mn >> 4) << 6);
+      u8[kQ4KMinLow + 8 * j + r % 8] |= static_cast<std::uint8_t>((mn & 0xF) << (4 * (r / 8)));
+    }
+    for (int p = 0; p < 4; ++p)
+      for (int m = 0; m < 8; ++m)
+        std::memcpy(out + kQ4KValues + 64 * (8 * p + m) + 4 * r, b->qs + 32 * p + 4 * m, 4);
+    if constexpr (std::is_same_v<Block, BlockQ5_K>)
+      for (int m = 0; m < 8; ++m) std::memcpy(out + kQ5KHigh + 64 * m + 4 * r, b->qh + 4 * m, 4);
+  }
+}
+template <class Block>
+void unpack_k4(const std::byte* in, std::byte* const* blk) {
+  const auto* u8 = reinterpret_cast<const std::uint8_t*>(in);
+  for (int r = 0; r < kRows; ++r) {
+    if (!blk[r]) continue;
+    auto* b = reinterpret_cast<Block*>(blk[r]);
+    std::memcpy(&b->d, in + 2 * r, 2);
+    std::memcpy(&b->dmin, in + kQ4KDmin + 2 * r, 2);
+    std::uint8_t sc[8], mn[8];
+    for (int j = 0; j < 8; ++j) {
+      const std::uint8_t s = u8[kQ4KScales + 16 * j + r];
+      sc[j] = s & 63;
+      mn[j] = static_cast<std::uint8_t>(((u8[kQ4KMinLow + 8 * j + r % 8] >> (4 * (r / 8))) & 0xF) |
+                                        (s >> 6) << 4);
+    }
+    quant::set_scale_min_k4(sc, mn, b->scales);
+    for (int p = 0; p < 4; ++p)
+      for (int m = 0; m < 8; ++m)
+        std::memcpy(b->qs + 32 * p + 4 * m, in + kQ4KValues + 64 * (8 * p + m) + 4 * r, 4);
+    if constexpr (std::is_same_v<Block, BlockQ5_K>)
+      for (int m = 0; m < 8; ++m) std::memcpy(b->qh + 4 * m, in + kQ5KHigh + 64 * m + 4 * r, 4);
+  }
+}
+
+// Q6_K element e's 6-bit q: its ql nibble and its qh crumb (quant_blocks.h).
+struct Q6Place {
+  int ql, ql_shift, qh, qh_shift;
+  explicit Q6Place(int e) {
+    const int half = e / 128, g = e % 128 / 32, l = e % 32;
+    ql = 64 * half + l + 32 * (g & 1);
+    ql_shift = g >= 2 ? 4 : 0;
+    qh = 32 * half + l;
+    qh_shift = 2 * g;
+  }
+};
+// Where element e's low and high bits sit in a Q6_K group block, row 0.
+struct Q6Slot {
+  std::size_t lo, hi;
+  int lo_shift, hi_shift;
+  explicit Q6Slot(int e) {
+    const int u = e / 16, s = e % 16 / 4, i = e % 4;  // unit, step, byte in the step
+    const std::size_t unit = kQ6KValues + kQ6KUnit * static_cast<std::size_t>(u);
+    lo = unit + 64 * (s & 1) + i;
+    lo_shift = s >= 2 ? 4 : 0;
+    hi = unit + kQ6KHigh + i;
+    hi_shift = 2 * s;
+  }
+};
+
+void pack_q6_k(const std::byte* const* blk, std::byte* out) {
+  auto* u8 = reinterpret_cast<std::uint8_t*>(out);
+  std::memset(u8 + kQ6KValues, 0, block_bytes(TensorType::Q6_K) - kQ6KValues);
+  for (int r = 0; r < kRows; ++r) {
+    const auto* b = reinterpret_cast<const BlockQ6_K*>(blk[r]);
+    std::memcpy(out + 2 * r, &b->d, 2);
+    for (int u = 0; u < 16; ++u) std::memcpy(out + kQ6KScales + 16 * u + r, &b->scales[u], 1);
+    for (int e = 0; e < quant::kQK_K; ++e) {
+      const Q6Place from(e);
+      const Q6Slot to(e);
+      const int lo = (b->ql[from.ql] >> from.ql_shift) & 0xF,
+                hi = (b->qh[from.qh] >> from.qh_shift) & 3;
+      u8[to.lo + 4 * r] |= static_cast<std::uint8_t>(lo << to.lo_shift);
+      u8[to.hi + 4 * r] |= static_cast<std::uint8_t>(hi << to.hi_shift);
+    }
+  }
+}
+void unpack_q6_k(const std::byte* in, std::byte* const* blk) {
+  const auto* u8 = reinterpret_cast<const std::uint8_t*>(in);
+  for (int r = 0; r < kRows; ++r) {
+    if (!blk[r]) continue;
+    auto* b = reinterpret_cast<BlockQ6_K*>(blk[r]);
+    std::memcpy(&b->d, in + 2 * r, 2);
+    for (int u = 0; u < 16; ++u) std::memcpy(&b->scales[u], in + kQ6KScales + 16 * u + r, 1);
+    std::memset(b->ql, 0, sizeof b->ql);
+    std::memset(b->qh, 0, sizeof b->qh);
+    for (int e = 0; e < quant::kQK_K; ++e) {
+      const Q6Place to(e);
+      const Q6Slot from(e);
+      const int lo = (u8[from.lo + 4 * r] >> from.lo_shift) & 0xF;
+      const int hi = (u8[from.hi + 4 * r] >> from.hi_shift) & 3;
+      b->ql[to.ql] = static_cast<std::uint8_t>(b->ql[to.ql] | lo << to.ql_shift);
+      b->qh[to.qh] = static_cast<std::uint8_t>(b->qh[to.qh] | hi << to.qh_shift);
+    }
+  }
+}
 
 }  // namespace
 
 void pack(TensorType type, std::int64_t n, const std::byte* rows, std::size_t row_stride,
           std::byte* dst) {
-  const std::size_t rb = row_block(type), steps = value_bytes(type) / 4;
-  for (std::int64_t b = 0; b < n / 32; ++b) {
+  const std::size_t rb = row_block(type);
+  for (std::int64_t b = 0; b < n / block_elements(type); ++b) {
+    const std::byte* blk[kRows];
+    for (int r = 0; r < kRows; ++r)
+      blk[r] = rows + r * row_stride + static_cast<std::size_t>(b) * rb;
     std::byte* out = dst + static_cast<std::size_t>(b) * block_bytes(type);
-    for (int r = 0; r < kRows; ++r) {
-      const std::byte* blk = rows + r * row_stride + static_cast<std::size_t>(b) * rb;
-      std::memcpy(out + 2 * r, blk, 2);
-      for (std::size_t m = 0; m < steps; ++m)
-        std::memcpy(out + 32 + 64 * m + 4 * r, blk + 2 + 4 * m, 4);
-    }
+    if (type == TensorType::Q4_K)
+      pack_k4<BlockQ4_K>(blk, out);
+    else if (type == TensorType::Q5_K)
+      pack_k4<BlockQ5_K>(blk, out);
+    else if (type == TensorType::Q6_K)
+      pack_q6_k(blk, out);
+    else
+      pack_d_values(type, blk, out);
   }
 }
 
-void unpack(TensorType type, std::int64_t n, const std::byte* group, std::byte* rows) {
-  const std::size_t rb = row_block(type), steps = value_bytes(type) / 4;
-  const std::size_t row = static_cast<std::size_t>(n / 32) * rb;
-  for (std::int64_t b = 0; b < n / 32; ++b) {
-    const std::byte* in = group + static_cast<std::size_t>(b) * block_bytes(type);
-    for (int r = 0; r < kRows; ++r) {
-      std::byte* blk = rows + r * row + static_cast<std::size_t>(b) * rb;
-      std::memcpy(blk, in + 2 * r, 2);
-      for (std::size_t m = 0; m < steps; ++m)
-        std::memcpy(blk + 2 + 4 * m, in + 32 + 64 * m + 4 * r, 4);
-    }
+namespace {
+// Rows `only` (or all 16 where only < 0) of a group, row_size apart from `rows`.
+void unpack_rows(TensorType type, std::int64_t n, const std::byte* group, std::byte* rows,
+                 int only) {
+  const std::size_t rb = row_block(type), nb = static_cast<std::size_t>(n / block_elements(type));
+  for (std::size_t b = 0; b < nb; ++b) {
+    std::byte* blk[kRows] = {};
+    for (int r = 0; r < kRows; ++r)
+      if (only < 0 || r == only) blk[r] = rows + (only < 0 ? r : 0) * nb * rb + b * rb;
+    const std::byte* in = group + b * block_bytes(type);
+    if (type == TensorType::Q4_K)
+      unpack_k4<BlockQ4_K>(in, blk);
+    else if (type == TensorType::Q5_K)
+      unpack_k4<BlockQ5_K>(in, blk);
+    else if (type == TensorType::Q6_K)
+      unpack_q6_k(in, blk);
+    else
+      unpack_d_values(type, in, blk);
   }
+}
+}  // namespace
+
+void unpack(TensorType type, std::int64_t n, const std::byte* group, std::byte* rows) {
+  unpack_rows(type, n, group, rows, -1);
+}
+
+void unpack_row(TensorType type, std::int64_t n, const std::byte* group, int r, std::byte* row) {
+  unpack_rows(type, n, group, row, r);
 }
 
 void pack_in_place(TensorType type, std::int64_t n, std::int64_t n_out, std::byte* data) {
-  const std::size_t group = static_cast<std::size_t>(n / 32) * block_bytes(type);
+  const std::size_t group = static_cast<std::size_t>(n / block_elements(type)) * block_bytes(type);
   std::vector<std::byte> rows(group);
   for (std::int64_t g = 0; g < n_out / kRows; ++g) {
     std::byte* at = data + static_cast<std::size_t>(g) * group;

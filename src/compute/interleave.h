@@ -1,16 +1,31 @@
-// Q4_0 and Q8_0 weights stored 16 rows at a time (WeightView::interleaved16):
-// the layout from which the AVX-512 decode kernels read 16 rows' values with
-// one 64-byte load and their scales with one more (AVX2: two 32-byte loads,
-// one per 8 rows), where the file's row-major
-// layout needs a stream per row and a gather for the scales (one-row Q4_0
-// decode ran at a quarter of this layout's rate on cached weights, too close
-// to DRAM's to keep up with it). GEMM panels are the same interleave, so they
-// pack with loads.
+// Q4_0, Q8_0, Q4_K, Q5_K and Q6_K weights stored 16 rows at a time
+// (WeightView::interleaved16): the layout from which the decode kernels read
+// 16 rows' values with one 64-byte load (AVX2: two 32-byte loads, one per 8
+// rows) and their scales with one more, where the file's row-major layout
+// needs a stream per row and a gather for the scales (one-row Q4_0 decode ran
+// at a quarter of this layout's rate on cached weights, too close to DRAM's to
+// keep up with it). GEMM panels are the same interleave, so they pack with
+// loads; and since the AVX2 level decodes and multiplies in batches with one
+// micro-kernel on this layout, a token's row is the same bits alone or beside
+// others (docs/server.md, "Batch invariance").
 //
-// A group of 16 rows, block by block (block b of every row: the same bytes as
-// the 16 rows' blocks): the 16 fp16 scales d (32 bytes), then for each 4-byte
-// step m of the block's values (Q4_0: 4, Q8_0: 8) the bytes qs[4m..4m+3] of
-// rows 0..15 (64 bytes each).
+// A group of 16 rows, block by block (block b of every row: exactly the bytes
+// of the 16 rows' blocks, so a group is rewritten in place). "Steps" are 4
+// consecutive elements; a step's bytes for rows 0..15 are 64 bytes, row r at 4r.
+//  - Q4_0 / Q8_0: the 16 fp16 scales d (32 bytes), then for each 4-byte step m
+//    of the block's values (Q4_0: 4, Q8_0: 8) the bytes qs[4m..4m+3] of the rows.
+//  - Q4_K (per 256-element super-block, 2304 bytes): d[16], dmin[16] (fp16);
+//    sc[8][16]: sub-block j's 6-bit scale | the top 2 bits of its min << 6;
+//    mn[8][8]: the low nibble of the min, row r in byte r % 8 at bit 4 (r / 8);
+//    then the nibbles: for each pair p of sub-blocks and m < 8, bytes
+//    qs[32p + 4m..+3] of the rows (low nibbles: sub-block 2p, high: 2p + 1).
+//  - Q5_K (2816 bytes): Q4_K's, then for m < 8 the bytes qh[4m..4m+3] of the
+//    rows (bit j: the fifth bit of sub-block j's element 4m + i).
+//  - Q6_K (per super-block, 3360 bytes): d[16] (fp16); scales[16 units][16]
+//    (int8); then per 16-element unit u: lo[2][16][4] (byte i of step m: the
+//    low 4 bits of element 16u + 4m + i | those of element 16u + 4(m + 2) + i
+//    << 4) and hi[16][4] (byte i: bits 4-5 of element 16u + 4s + i at bit 2s,
+//    s < 4).
 #pragma once
 
 #include <cstddef>
@@ -23,14 +38,33 @@ namespace seam::interleave {
 
 inline constexpr int kRows = 16;
 
-// Whether rows of `type` have this layout (its blocks are an fp16 d and values).
+// Whether rows of `type` have this layout.
 constexpr bool has_layout(TensorType type) {
-  return type == TensorType::Q4_0 || type == TensorType::Q8_0;
+  return type == TensorType::Q4_0 || type == TensorType::Q8_0 || type == TensorType::Q4_K ||
+         type == TensorType::Q5_K || type == TensorType::Q6_K;
 }
 // Bytes of one block of 16 rows.
 constexpr std::size_t block_bytes(TensorType type) {
-  return kRows * (type == TensorType::Q4_0 ? sizeof(quant::BlockQ4_0) : sizeof(quant::BlockQ8_0));
+  switch (type) {
+    case TensorType::Q4_0:
+      return kRows * sizeof(quant::BlockQ4_0);
+    case TensorType::Q8_0:
+      return kRows * sizeof(quant::BlockQ8_0);
+    case TensorType::Q4_K:
+      return kRows * sizeof(quant::BlockQ4_K);
+    case TensorType::Q5_K:
+      return kRows * sizeof(quant::BlockQ5_K);
+    case TensorType::Q6_K:
+      return kRows * sizeof(quant::BlockQ6_K);
+    default:
+      return 0;
+  }
 }
+
+// Byte offsets inside a Q4_K / Q5_K / Q6_K group block.
+inline constexpr std::size_t kQ4KDmin = 32, kQ4KScales = 64, kQ4KMinLow = 192, kQ4KValues = 256;
+inline constexpr std::size_t kQ5KHigh = 2304;
+inline constexpr std::size_t kQ6KScales = 32, kQ6KValues = 288, kQ6KUnit = 192, kQ6KHigh = 128;
 
 // 16 rows of n elements, `row_stride` bytes apart at `rows` -> one group at `dst`.
 void pack(TensorType type, std::int64_t n, const std::byte* rows, std::size_t row_stride,
@@ -38,6 +72,9 @@ void pack(TensorType type, std::int64_t n, const std::byte* rows, std::size_t ro
 
 // One group -> its 16 rows in the file's layout, row_size(type, n) bytes apart.
 void unpack(TensorType type, std::int64_t n, const std::byte* group, std::byte* rows);
+
+// Row r of one group alone -> `row`, in the file's layout.
+void unpack_row(TensorType type, std::int64_t n, const std::byte* group, int r, std::byte* row);
 
 // Rewrites n_out rows (a multiple of 16) of n elements in place, group by group.
 void pack_in_place(TensorType type, std::int64_t n, std::int64_t n_out, std::byte* data);

@@ -49,9 +49,10 @@ const quant::TypeTraits& checked_traits(const WeightView& w, const char* op) {
                                            "-byte aligned");
   }
   if (w.interleaved16 && !can_interleave(w)) {
-    throw Error(Errc::InvalidArgument, std::string(op) +
-                                           " interleaved weights must be Q4_0 or Q8_0 rows" +
-                                           " in whole groups of 16, unpadded");
+    throw Error(Errc::InvalidArgument,
+                std::string(op) +
+                    " interleaved weights must be Q4_0, Q8_0, Q4_K, Q5_K or Q6_K rows" +
+                    " in whole groups of 16, unpadded");
   }
   return *tr;
 }
@@ -397,9 +398,13 @@ void get_row(const WeightView& w, std::int64_t r, float* out) {
                                            std::to_string(w.n_out) + " rows");
   }
   const std::byte* row = w.data + static_cast<std::size_t>(r) * w.row_stride;
-  if (w.interleaved16) {
+  if (w.interleaved16) {  // an embedding tied to an interleaved output: this row alone
+    thread_local std::vector<std::byte> unpacked;
+    unpacked.resize(w.row_stride);
     const std::int64_t first = r / interleave::kRows * interleave::kRows;
-    row = unpacked_group(w, first) + static_cast<std::size_t>(r - first) * w.row_stride;
+    interleave::unpack_row(w.type, w.n_in, w.data + static_cast<std::size_t>(first) * w.row_stride,
+                           static_cast<int>(r - first), unpacked.data());
+    row = unpacked.data();
   }
   quant::dequantize_row(w.type, row, out, w.n_in);
 }

@@ -35,7 +35,7 @@ struct MatmulScratch {
 };
 
 // Whether storing w interleaved (interleave.h) speeds up the kernels `level`
-// runs: a Q4_0 or Q8_0 matrix of whole groups of 16 unpadded rows, at a level
+// runs: a matrix of interleave.h's types in whole groups of 16 unpadded rows, at a level
 // with the interleaved decode kernel.
 bool interleave_pays(const WeightView& w, CpuLevel level);
 

@@ -192,6 +192,16 @@ static inline void scale_min_k4(int j, const std::uint8_t* q, std::uint8_t& sc, 
   }
 }
 
+// The inverse: 8 six-bit scales and mins -> the 12-byte field scale_min_k4 reads.
+static inline void set_scale_min_k4(const std::uint8_t* sc, const std::uint8_t* mn,
+                                    std::uint8_t* q) {
+  for (int j = 0; j < 4; ++j) {
+    q[j] = static_cast<std::uint8_t>((sc[j] & 63) | ((sc[j + 4] >> 4) << 6));
+    q[j + 4] = static_cast<std::uint8_t>((mn[j] & 63) | ((mn[j + 4] >> 4) << 6));
+    q[j + 8] = static_cast<std::uint8_t>((sc[j + 4] & 0xF) | ((mn[j + 4] & 0xF) << 4));
+  }
+}
+
 // Sub-block j (0..15) of a Q3_K scale field, unsigned 6-bit (subtract 32 for the signed scale):
 // low 4 bits from nibble j of bytes 0..7, high 2 bits from bytes 8..11.
 static inline int scale_q3_k(int j, const std::uint8_t* s) {

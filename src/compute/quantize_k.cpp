@@ -232,19 +232,12 @@ void quantize_k_superblock(const float* x, int nmax, float rmin, int nstep, std:
   }
   const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
   const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
-  std::memset(packed, 0, kKScaleSize);
+  std::uint8_t ls[8], lm[8];
   for (int j = 0; j < 8; ++j) {
-    const auto ls = static_cast<std::uint8_t>(std::min(63, nearest(inv_scale * scales[j])));
-    const auto lm = static_cast<std::uint8_t>(std::min(63, nearest(inv_min * mins[j])));
-    if (j < 4) {
-      packed[j] = ls;
-      packed[j + 4] = lm;
-    } else {
-      packed[j + 4] = static_cast<std::uint8_t>((ls & 0xF) | ((lm & 0xF) << 4));
-      packed[j - 4] |= static_cast<std::uint8_t>((ls >> 4) << 6);
-      packed[j] |= static_cast<std::uint8_t>((lm >> 4) << 6);
-    }
+    ls[j] = static_cast<std::uint8_t>(std::min(63, nearest(inv_scale * scales[j])));
+    lm[j] = static_cast<std::uint8_t>(std::min(63, nearest(inv_min * mins[j])));
   }
+  set_scale_min_k4(ls, lm, packed);
   d_out = f32_to_fp16(max_scale / 63.f);
   dmin_out = f32_to_fp16(max_min / 63.f);
   // Requantize against the scales as they will be decoded (6-bit, f16 super-scales).

@@ -82,7 +82,7 @@ ModelSpec admit_model(const GgufFile& file) {
 
 namespace {
 
-// The Q4_0 and Q8_0 matrices only matmul reads (not the embeddings it looks rows up
+// The matrices of interleave.h's types that only matmul reads (not the embeddings it looks rows up
 // in), interleaved in place where the CPU level's decode kernel reads that
 // layout (compute/interleave.h). Only a copy in memory is rewritten: a mapped
 // file's pages stay the file's.
@@ -95,7 +95,14 @@ void interleave_matrices(const GgufFile& file, ModelWeights& w) {
           &L.ffn_gate_shexp, &L.ffn_up_shexp, &L.ffn_down_shexp})
       views.push_back(v);
   }
-  if (w.output.data != w.token_embd.data) views.push_back(&w.output);
+  // A tied output keeps the file's layout for its embedding lookups, but for
+  // the K-quants (interleaved at AVX2 alone), whose plain row kernels add in
+  // another order than the GEMM: interleaved, a token's logits do not depend
+  // on its batch, and a lookup unpacks its one row (get_row).
+  const bool tied = w.output.data == w.token_embd.data;
+  const TensorType out = w.output.type;
+  if (!tied || out == TensorType::Q4_K || out == TensorType::Q5_K || out == TensorType::Q6_K)
+    views.push_back(&w.output);
   views.push_back(&w.ple_model_proj);
   std::erase_if(views, [&](const WeightView* v) { return !interleave_pays(*v, level); });
   if (views.empty() || !file.set_tensors_writable(true)) return;
@@ -106,6 +113,7 @@ void interleave_matrices(const GgufFile& file, ModelWeights& w) {
       interleave::pack_in_place(v->type, v->n_in, v->n_out, const_cast<std::byte*>(v->data));
     v->interleaved16 = true;
   }
+  if (tied && w.output.interleaved16) w.token_embd.interleaved16 = true;
   file.set_tensors_writable(false);
 }
 

@@ -1,7 +1,7 @@
-// Q4_0 and Q8_0 weights interleaved 16 rows at a time (compute/interleave.h)
-// are the same matrix: the layout round-trips, and every operation on an
-// interleaved view gives what it gives on the rows, at every CPU level this
-// machine runs.
+// Q4_0, Q8_0, Q4_K, Q5_K and Q6_K weights interleaved 16 rows at a time
+// (compute/interleave.h) are the same matrix: the layout round-trips, and every
+// operation on an interleaved view gives what it gives on the rows, at every
+// CPU level this machine runs.
 #include "compute/interleave.h"
 
 #include <gtest/gtest.h>
@@ -36,18 +36,22 @@ Interleaved make(TensorType type, std::int64_t n_in, std::int64_t n_out, std::mt
   return m;
 }
 
+// Elements per block of `type` (32, or 256 for the K-quants).
+std::int64_t block_len(TensorType type) { return quant::traits(type)->block_size; }
+
 class Interleave : public ::testing::TestWithParam<TensorType> {};
 
 TEST_P(Interleave, RoundTripsAndGetRowReadsIt) {
   std::mt19937 rng(5);
-  const Interleaved m = make(GetParam(), 96, 32, rng);
+  const std::int64_t n = 3 * block_len(GetParam());
+  const Interleaved m = make(GetParam(), n, 32, rng);
   EXPECT_NE(m.rows, m.groups);
   std::vector<std::byte> back(m.rows.size());
   const std::size_t group = 16 * m.w.row_stride;
   for (std::size_t g = 0; g < 2; ++g)
-    interleave::unpack(GetParam(), 96, m.groups.data() + g * group, back.data() + g * group);
+    interleave::unpack(GetParam(), n, m.groups.data() + g * group, back.data() + g * group);
   EXPECT_EQ(back, m.rows);
-  std::vector<float> a(96), b(96);
+  std::vector<float> a(n), b(n);
   for (std::int64_t r = 0; r < 32; ++r) {
     get_row(m.w, r, a.data());
     get_row(m.w16, r, b.data());
@@ -63,10 +67,12 @@ TEST_P(Interleave, RoundTripsAndGetRowReadsIt) {
 // accumulation round, as in matmul_test's bound (a)).
 TEST_P(Interleave, MatmulEqualsTheRowsAtEveryLevel) {
   const TensorType type = GetParam();
+  const TensorType act_type = quant::traits(type)->dot_type;
+  const std::int64_t bl = block_len(type);
   std::mt19937 rng(6);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (const auto& [n_in, n_out] :
-       {std::pair<std::int64_t, std::int64_t>{32, 16}, {96, 48}, {2048, 64}}) {
+       {std::pair<std::int64_t, std::int64_t>{bl, 16}, {3 * bl, 48}, {2048, 64}}) {
     const Interleaved m = make(type, n_in, n_out, rng);
     std::vector<std::vector<float>> wd(n_out, std::vector<float>(n_in));
     for (std::int64_t r = 0; r < n_out; ++r) get_row(m.w, r, wd[r].data());
@@ -77,10 +83,10 @@ TEST_P(Interleave, MatmulEqualsTheRowsAtEveryLevel) {
         std::vector<float> x(n_tok * n_in);
         for (float& v : x) v = normal(rng);
         std::vector<double> mag(n_tok * n_out, 0.0);
-        std::vector<std::byte> aq(quant::row_size(TensorType::Q8_0, n_in));
+        std::vector<std::byte> aq(quant::row_size(act_type, n_in));
         for (std::int64_t t = 0; t < n_tok; ++t) {
-          quant::quantize_row(TensorType::Q8_0, x.data() + t * n_in, aq.data(), n_in);
-          const std::vector<double> ad = testutil::decode_act(TensorType::Q8_0, aq.data(), n_in);
+          quant::quantize_row(act_type, x.data() + t * n_in, aq.data(), n_in);
+          const std::vector<double> ad = testutil::decode_act(act_type, aq.data(), n_in);
           for (std::int64_t r = 0; r < n_out; ++r)
             for (std::int64_t k = 0; k < n_in; ++k)
               mag[t * n_out + r] += std::fabs(wd[r][k] * ad[k]);
@@ -146,26 +152,68 @@ TEST_P(Interleave, ManyJobsEqualEachAlone) {
   }
 }
 
+// Batch invariance (matmul_test's ATokensRowIsTheSameBitsInAnyBatch) on
+// interleaved weights at the levels with their own kernel: decode, few-token
+// and GEMM calls all run one micro-kernel on the same bytes, so a token's row
+// is the same bits alone and in a batch of any size.
+TEST_P(Interleave, ATokensRowIsTheSameBitsInAnyBatch) {
+  const TensorType type = GetParam();
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const std::int64_t n_in = 2 * block_len(type) + (block_len(type) == 32 ? 64 : 0), n_out = 48;
+  const Interleaved m = make(type, n_in, n_out, rng);
+  const std::int64_t n_max = 20;
+  std::vector<float> x(n_max * n_in);
+  for (float& v : x) v = normal(rng);
+  int levels = 0;
+  for (CpuLevel level : {CpuLevel::Avx2, CpuLevel::Avx512, CpuLevel::Amx}) {
+    if (level > detected_cpu_level() || !quant::traits(type)->dot.rows16_at(level)) continue;
+    ++levels;
+    for (int threads : {1, 2}) {
+      ThreadPool pool(threads);
+      MatmulScratch scratch;
+      std::vector<float> alone(n_max * n_out);
+      for (std::int64_t t = 0; t < n_max; ++t)
+        matmul(m.w16, x.data() + t * n_in, 1, alone.data() + t * n_out, n_out, pool, scratch,
+               level);
+      for (std::int64_t n_tok : {2, 5, 11, 12, 13, 20}) {
+        std::vector<float> y(n_tok * n_out);
+        matmul(m.w16, x.data(), n_tok, y.data(), n_out, pool, scratch, level);
+        for (std::int64_t t = 0; t < n_tok; ++t)
+          EXPECT_EQ(std::vector<float>(y.begin() + t * n_out, y.begin() + (t + 1) * n_out),
+                    std::vector<float>(alone.begin() + t * n_out, alone.begin() + (t + 1) * n_out))
+              << cpu_level_name(level) << ", token " << t << " of " << n_tok << ", " << threads
+              << " threads";
+      }
+    }
+  }
+  if (levels == 0) GTEST_SKIP() << "no level this CPU runs has an interleaved kernel for the type";
+}
+
 TEST_P(Interleave, ViewsItCannotDescribeAreRefused) {
   std::mt19937 rng(8);
-  Interleaved m = make(GetParam(), 64, 32, rng);
+  const std::int64_t n = 2 * block_len(GetParam());
+  Interleaved m = make(GetParam(), n, 32, rng);
   ThreadPool pool(1);
   MatmulScratch scratch;
-  std::vector<float> x(64, 1.0f), y(32);
+  std::vector<float> x(n, 1.0f), y(32);
   WeightView partial = m.w16;
   partial.n_out = 24;  // not whole groups
   EXPECT_THROW(matmul(partial, x.data(), 1, y.data(), 32, pool, scratch), Error);
   WeightView padded = m.w16;
   padded.row_stride += 2;
   EXPECT_THROW(matmul(padded, x.data(), 1, y.data(), 32, pool, scratch), Error);
-  WeightView q4_k = m.w16;  // a type without the layout
-  q4_k.type = TensorType::Q4_K;
-  q4_k.n_in = 256;
-  q4_k.row_stride = quant::row_size(TensorType::Q4_K, 256);
-  EXPECT_THROW(matmul(q4_k, x.data(), 1, y.data(), 32, pool, scratch), Error);
+  WeightView q3_k = m.w16;  // a type without the layout
+  q3_k.type = TensorType::Q3_K;
+  q3_k.n_in = 256;
+  q3_k.row_stride = quant::row_size(TensorType::Q3_K, 256);
+  std::vector<float> x256(256, 1.0f);
+  EXPECT_THROW(matmul(q3_k, x256.data(), 1, y.data(), 32, pool, scratch), Error);
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, Interleave, ::testing::Values(TensorType::Q4_0, TensorType::Q8_0),
+INSTANTIATE_TEST_SUITE_P(Types, Interleave,
+                         ::testing::Values(TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K,
+                                           TensorType::Q5_K, TensorType::Q6_K),
                          [](const auto& info) { return quant::type_name(info.param); });
 
 }  // namespace
