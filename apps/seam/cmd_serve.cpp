@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
@@ -11,6 +12,7 @@
 #include "commands.h"
 #include "default_model.h"
 #include "generate_options.h"
+#include "seam/cpu.h"
 #include "seam/error.h"
 #include "seam/server.h"
 #include "template_choice.h"
@@ -23,6 +25,7 @@ void add_serve_command(CLI::App& app, CommandList& list) {
     ServerConfig server;
     std::string template_arg;
     std::string log_format = "text";
+    bool no_batch_invariant = false;
   };
   auto o = std::make_shared<Opts>();
   ServerConfig& s = o->server;
@@ -79,7 +82,16 @@ void add_serve_command(CLI::App& app, CommandList& list) {
   sub->add_option("--log-format", o->log_format, "Access log on stderr: text or json")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));
+  sub->add_flag("--no-batch-invariant", o->no_batch_invariant,
+                "Run the CPU's fastest kernels (AVX-512) even where their logits depend on what "
+                "else shares a decode call; by default a CPU above AVX2 runs the avx2 level, "
+                "whose kernels keep them batch-invariant (docs/server.md). SEAM_CPU, when set, "
+                "decides instead");
   list.emplace_back(sub, [o] {
+    // Before anything fixes the kernel level (the first model load does).
+    if (!o->no_batch_invariant && std::getenv("SEAM_CPU") == nullptr &&
+        __builtin_cpu_supports("avx512f"))
+      ::setenv("SEAM_CPU", "avx2", 1);
     o->server.log_json = o->log_format == "json";
     o->model.ctx = o->server.n_ctx;
     o->server.cache_type = parse_cache_type(o->model.cache_type);
@@ -108,8 +120,8 @@ void add_serve_command(CLI::App& app, CommandList& list) {
     const TemplateChoice tmpl = choose_template(*model, o->template_arg);
     std::vector<std::string> stops = turn_end_stops(*model, tmpl.source);
     server->set_model(model, tmpl.source, std::move(stops));
-    std::fprintf(stderr, "seam: serving %s (template %s, %u slots)\n", model->info().name.c_str(),
-                 tmpl.name.c_str(), o->server.parallel);
+    std::fprintf(stderr, "seam: serving %s (template %s, %u slots, %s kernels)\n",
+                 model->info().name.c_str(), tmpl.name.c_str(), o->server.parallel, cpu_level());
     std::fflush(stderr);
     server->wait();
     std::fprintf(stderr, "seam: stopped\n");

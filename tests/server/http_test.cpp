@@ -1,6 +1,7 @@
 // End-to-end tests of `seam serve` over real HTTP on loopback: every route's
 // shape, SSE event by event, errors and their statuses, auth, continuous
 // batching against requests run alone, disconnects, and abuse.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -542,13 +543,11 @@ TEST(ServeHttp, SixteenConcurrentStreamsGetTheirTokensAlone) {
 // Beyond the tokens: the logits themselves are batch-invariant (attention.h,
 // matmul.cpp), so every streamed logprob alone and among 15 other streams is
 // the same float. On the bundled F16 model, whose 16-row decode steps take the
-// GEMM. The AVX-512 matmul kernels are not invariant yet: on such a machine the
-// server runs at SEAM_CPU=avx2.
+// GEMM. The AVX-512 matmul kernels are not invariant: on such a machine the
+// server runs the avx2 level unless told --no-batch-invariant (the default
+// is what this checks).
 TEST(ServeHttp, SixteenConcurrentStreamsGetTheSameLogprobsAsAlone) {
-  const bool above_avx2 = detected_cpu_level() > CpuLevel::Avx2;
-  if (above_avx2) ::setenv("SEAM_CPU", "avx2", 1);
   ServeProcess s({"-m", kKjv, "--parallel", "16", "-c", "4096"});
-  if (above_avx2) ::unsetenv("SEAM_CPU");
   ASSERT_TRUE(s.ok());
   const char* starts[] = {"And God said",        "In the beginning", "The LORD is my",
                           "And it came to pass", "Blessed are the",  "Then Jesus",
@@ -584,6 +583,25 @@ TEST(ServeHttp, SixteenConcurrentStreamsGetTheSameLogprobsAsAlone) {
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     EXPECT_EQ(alone[i].size(), static_cast<std::size_t>(16 + i)) << "request " << i;
     EXPECT_EQ(together[i], alone[i]) << "request " << i;
+  }
+}
+
+// By default a CPU above AVX2 serves at the avx2 level (its kernels are the
+// batch-invariant ones, above); --no-batch-invariant keeps the fastest level.
+// The level is on the "serving" line of stderr.
+TEST(ServeHttp, ServesAtTheAvx2LevelUnlessToldNotToBeBatchInvariant) {
+  if (std::getenv("SEAM_CPU")) GTEST_SKIP() << "SEAM_CPU is set: it decides the level";
+  const CpuLevel fastest = std::min(detected_cpu_level(), CpuLevel::Avx512);
+  for (const bool opt_out : {false, true}) {
+    std::vector<std::string> args = {"-m", kStories};
+    if (opt_out) args.push_back("--no-batch-invariant");
+    ServeProcess s(args);
+    ASSERT_TRUE(s.ok());
+    const CpuLevel want = opt_out ? fastest : std::min(fastest, CpuLevel::Avx2);
+    const std::string line = std::string(cpu_level_name(want)) + " kernels)";
+    for (int i = 0; i < 250 && s.stderr_text().find("seam: serving") == std::string::npos; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // it follows /health's 200
+    EXPECT_NE(s.stderr_text().find(line), std::string::npos) << s.stderr_text();
   }
 }
 
