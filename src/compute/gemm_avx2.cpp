@@ -575,6 +575,62 @@ struct GroupK4 {
 using GroupQ4_K = GroupK4<TensorType::Q4_K>;
 using GroupQ5_K = GroupK4<TensorType::Q5_K>;
 
+// Q2_K and Q3_K groups (interleave.h), read in place; unit u is 16-element
+// unit u % 16 of super-block u / 16. scale() and min() are DecQ2_K's /
+// DecQ3_K's f32 products.
+template <TensorType T>
+struct GroupK2 {
+  static constexpr std::size_t kBlock = interleave::block_bytes(T);
+  static constexpr std::size_t kValues =
+      T == TensorType::Q2_K ? interleave::kQ2KValues : interleave::kQ3KValues;
+  const std::byte* group;
+  const std::byte* block(std::int64_t u) const { return group + (u / 16) * kBlock; }
+  __m256i step(std::int64_t u, int k, int h) const {
+    const std::int64_t uu = u % 16;
+    const __m256i v =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block(u) + kValues + 64 * uu + 32 * h));
+    const __m256i q = _mm256_and_si256(_mm256_srli_epi16(v, 2 * k), _mm256_set1_epi8(3));
+    if constexpr (T == TensorType::Q2_K) return q;
+    // Q3_K: bit uu / 2 of the hmask bytes of step 4 (uu % 2) + k is 4 more.
+    const __m256i hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+        block(u) + interleave::kQ3KMask + 64 * (4 * (uu % 2) + k) + 32 * h));
+    const __m256i bit = _mm256_and_si256(
+        _mm256_srl_epi16(hm, _mm_cvtsi32_si128(static_cast<int>(uu / 2))), _mm256_set1_epi8(1));
+    return _mm256_or_si256(q, _mm256_slli_epi16(bit, 2));
+  }
+  __m256 scale(std::int64_t u, int h) const {
+    const std::int64_t uu = u % 16;
+    const auto* base = reinterpret_cast<const std::uint8_t*>(block(u));
+    __m256i sc;
+    if constexpr (T == TensorType::Q2_K) {
+      sc = _mm256_and_si256(widen8(base + interleave::kQ2KScales + 16 * uu + 8 * h),
+                            _mm256_set1_epi32(15));
+    } else {
+      const __m256i lo = _mm256_and_si256(
+          _mm256_srli_epi32(widen8(base + interleave::kQ3KScaleLow + 8 * uu), 4 * h),
+          _mm256_set1_epi32(15));
+      std::int32_t word;
+      std::memcpy(&word, base + interleave::kQ3KScaleHigh + 4 * uu, 4);
+      const __m256i shifts =
+          _mm256_add_epi32(_mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14), _mm256_set1_epi32(16 * h));
+      const __m256i hi =
+          _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(word), shifts), _mm256_set1_epi32(3));
+      sc = _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
+    }
+    return _mm256_mul_ps(half8(block(u), h), _mm256_cvtepi32_ps(sc));
+  }
+  __m256 min(std::int64_t u, int h) const {
+    const auto* scales =
+        reinterpret_cast<const std::uint8_t*>(block(u) + interleave::kQ2KScales) + 16 * (u % 16);
+    const __m256 mn = _mm256_cvtepi32_ps(_mm256_srli_epi32(widen8(scales + 8 * h), 4));
+    const __m256 dmin = half8(block(u) + interleave::kQ2KDmin, h);
+    return _mm256_xor_ps(_mm256_mul_ps(dmin, mn), _mm256_set1_ps(-0.0f));
+  }
+  void prefetch(std::int64_t u) const { prefetch_ahead(group + u * (kBlock / 16), kBlock / 16); }
+};
+using GroupQ2_K = GroupK2<TensorType::Q2_K>;
+using GroupQ3_K = GroupK2<TensorType::Q3_K>;
+
 // Q6_K groups (interleave.h), read in place; unit u is 16-element unit u % 16
 // of super-block u / 16. scale() is DecQ6_K's d * sc.
 struct GroupQ6_K {
@@ -935,8 +991,8 @@ constinit const GemmFns gemm_q5_1 = int_gemm<DecQ5_1>();
 constinit const GemmFns gemm_mxfp4 = int_gemm<DecMXFP4>();
 constinit const GemmFns gemm_iq4_nl = int_gemm<DecIQ4_NL>();
 constinit const GemmFns gemm_iq4_xs = int_gemm<DecIQ4_XS>();
-constinit const GemmFns gemm_q2_k = int_gemm<DecQ2_K>();
-constinit const GemmFns gemm_q3_k = int_gemm<DecQ3_K>();
+constinit const GemmFns gemm_q2_k = int_gemm<DecQ2_K>(pack_group<DecQ2_K, GroupQ2_K>);
+constinit const GemmFns gemm_q3_k = int_gemm<DecQ3_K>(pack_group<DecQ3_K, GroupQ3_K>);
 constinit const GemmFns gemm_q5_k = int_gemm<DecQ5_K>(pack_group<DecQ5_K, GroupQ5_K>);
 constinit const GemmFns gemm_q5_0 = int_gemm<DecQ5_0>();
 constinit const GemmFns gemm_q8_0 = int_gemm<DecQ8_0>(pack_group<DecQ8_0, GroupQ8_0>);
@@ -954,6 +1010,10 @@ constinit const RowFns rows_q4_0_16 = {act_bytes<DecQ4_0>, prepare<DecQ4_0>, nul
                                        group_dot<DecQ4_0, GroupQ4_0>};
 constinit const RowFns rows_q8_0_16 = {act_bytes<DecQ8_0>, prepare<DecQ8_0>, nullptr, nullptr,
                                        group_dot<DecQ8_0, GroupQ8_0>};
+constinit const RowFns rows_q2_k_16 = {act_bytes<DecQ2_K>, prepare<DecQ2_K>, nullptr, nullptr,
+                                       group_dot<DecQ2_K, GroupQ2_K>};
+constinit const RowFns rows_q3_k_16 = {act_bytes<DecQ3_K>, prepare<DecQ3_K>, nullptr, nullptr,
+                                       group_dot<DecQ3_K, GroupQ3_K>};
 constinit const RowFns rows_q4_k_16 = {act_bytes<DecQ4_K>, prepare<DecQ4_K>, nullptr, nullptr,
                                        group_dot<DecQ4_K, GroupQ4_K>};
 constinit const RowFns rows_q5_k_16 = {act_bytes<DecQ5_K>, prepare<DecQ5_K>, nullptr, nullptr,

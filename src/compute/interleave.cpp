@@ -8,6 +8,8 @@ namespace seam::interleave {
 
 namespace {
 
+using quant::BlockQ2_K;
+using quant::BlockQ3_K;
 using quant::BlockQ4_K;
 using quant::BlockQ5_K;
 using quant::BlockQ6_K;
@@ -15,9 +17,7 @@ using quant::BlockQ6_K;
 // Bytes of one row's block.
 std::size_t row_block(TensorType type) { return block_bytes(type) / kRows; }
 std::int64_t block_elements(TensorType type) {
-  return type == TensorType::Q4_K || type == TensorType::Q5_K || type == TensorType::Q6_K
-             ? quant::kQK_K
-             : 32;
+  return type == TensorType::Q4_0 || type == TensorType::Q8_0 ? 32 : quant::kQK_K;
 }
 
 // Q4_0 / Q8_0: the 2-byte d, then the values in 4-byte steps.
@@ -83,6 +83,92 @@ void unpack_k4(const std::byte* in, std::byte* const* blk) {
         std::memcpy(b->qs + 32 * p + 4 * m, in + kQ4KValues + 64 * (8 * p + m) + 4 * r, 4);
     if constexpr (std::is_same_v<Block, BlockQ5_K>)
       for (int m = 0; m < 8; ++m) std::memcpy(b->qh + 4 * m, in + kQ5KHigh + 64 * m + 4 * r, 4);
+  }
+}
+
+// Q2_K / Q3_K: element e's 2-bit value in the file (qs) and in a group, row 0.
+struct CrumbPlace {
+  int file, file_shift;
+  std::size_t group;
+  int group_shift;
+  CrumbPlace(int e, std::size_t values) {
+    file = 32 * (e / 128) + e % 32;
+    file_shift = 2 * (e / 32 % 4);
+    group = values + 64 * static_cast<std::size_t>(e / 16) + e % 4;
+    group_shift = 2 * (e % 16 / 4);
+  }
+};
+
+void pack_crumbs(const std::uint8_t* qs, int r, std::size_t values, std::uint8_t* out) {
+  for (int e = 0; e < quant::kQK_K; ++e) {
+    const CrumbPlace p(e, values);
+    out[p.group + 4 * r] |= static_cast<std::uint8_t>(((qs[p.file] >> p.file_shift) & 3) << p.group_shift);
+  }
+}
+void unpack_crumbs(const std::uint8_t* in, int r, std::size_t values, std::uint8_t* qs) {
+  std::memset(qs, 0, quant::kQK_K / 4);
+  for (int e = 0; e < quant::kQK_K; ++e) {
+    const CrumbPlace p(e, values);
+    qs[p.file] = static_cast<std::uint8_t>(qs[p.file] | ((in[p.group + 4 * r] >> p.group_shift) & 3)
+                                                           << p.file_shift);
+  }
+}
+
+void pack_q2_k(const std::byte* const* blk, std::byte* out) {
+  auto* u8 = reinterpret_cast<std::uint8_t*>(out);
+  std::memset(u8 + kQ2KValues, 0, block_bytes(TensorType::Q2_K) - kQ2KValues);
+  for (int r = 0; r < kRows; ++r) {
+    const auto* b = reinterpret_cast<const BlockQ2_K*>(blk[r]);
+    std::memcpy(out + 2 * r, &b->d, 2);
+    std::memcpy(out + kQ2KDmin + 2 * r, &b->dmin, 2);
+    for (int u = 0; u < 16; ++u) u8[kQ2KScales + 16 * u + r] = b->scales[u];
+    pack_crumbs(b->qs, r, kQ2KValues, u8);
+  }
+}
+void unpack_q2_k(const std::byte* in, std::byte* const* blk) {
+  const auto* u8 = reinterpret_cast<const std::uint8_t*>(in);
+  for (int r = 0; r < kRows; ++r) {
+    if (!blk[r]) continue;
+    auto* b = reinterpret_cast<BlockQ2_K*>(blk[r]);
+    std::memcpy(&b->d, in + 2 * r, 2);
+    std::memcpy(&b->dmin, in + kQ2KDmin + 2 * r, 2);
+    for (int u = 0; u < 16; ++u) b->scales[u] = u8[kQ2KScales + 16 * u + r];
+    unpack_crumbs(u8, r, kQ2KValues, b->qs);
+  }
+}
+
+void pack_q3_k(const std::byte* const* blk, std::byte* out) {
+  auto* u8 = reinterpret_cast<std::uint8_t*>(out);
+  std::memset(u8 + kQ3KScaleLow, 0, kQ3KMask - kQ3KScaleLow);
+  std::memset(u8 + kQ3KValues, 0, block_bytes(TensorType::Q3_K) - kQ3KValues);
+  for (int r = 0; r < kRows; ++r) {
+    const auto* b = reinterpret_cast<const BlockQ3_K*>(blk[r]);
+    std::memcpy(out + 2 * r, &b->d, 2);
+    for (int u = 0; u < 16; ++u) {
+      const int sc = quant::scale_q3_k(u, b->scales);
+      u8[kQ3KScaleLow + 8 * u + r % 8] |= static_cast<std::uint8_t>((sc & 0xF) << (4 * (r / 8)));
+      u8[kQ3KScaleHigh + 4 * u + r / 4] |= static_cast<std::uint8_t>((sc >> 4) << (2 * (r % 4)));
+    }
+    for (int m = 0; m < 8; ++m) std::memcpy(out + kQ3KMask + 64 * m + 4 * r, b->hmask + 4 * m, 4);
+    pack_crumbs(b->qs, r, kQ3KValues, u8);
+  }
+}
+void unpack_q3_k(const std::byte* in, std::byte* const* blk) {
+  const auto* u8 = reinterpret_cast<const std::uint8_t*>(in);
+  for (int r = 0; r < kRows; ++r) {
+    if (!blk[r]) continue;
+    auto* b = reinterpret_cast<BlockQ3_K*>(blk[r]);
+    std::memcpy(&b->d, in + 2 * r, 2);
+    std::memset(b->scales, 0, sizeof b->scales);
+    for (int u = 0; u < 16; ++u) {
+      const int lo = (u8[kQ3KScaleLow + 8 * u + r % 8] >> (4 * (r / 8))) & 0xF;
+      const int hi = (u8[kQ3KScaleHigh + 4 * u + r / 4] >> (2 * (r % 4))) & 3;
+      // scale_q3_k's places: the low nibble in byte u % 8, the top bits in byte 8 + u % 4.
+      b->scales[u % 8] = static_cast<std::uint8_t>(b->scales[u % 8] | lo << (4 * (u / 8)));
+      b->scales[8 + u % 4] = static_cast<std::uint8_t>(b->scales[8 + u % 4] | hi << (2 * (u / 4)));
+    }
+    for (int m = 0; m < 8; ++m) std::memcpy(b->hmask + 4 * m, in + kQ3KMask + 64 * m + 4 * r, 4);
+    unpack_crumbs(u8, r, kQ3KValues, b->qs);
   }
 }
 
@@ -158,7 +244,11 @@ void pack(TensorType type, std::int64_t n, const std::byte* rows, std::size_t ro
     for (int r = 0; r < kRows; ++r)
       blk[r] = rows + r * row_stride + static_cast<std::size_t>(b) * rb;
     std::byte* out = dst + static_cast<std::size_t>(b) * block_bytes(type);
-    if (type == TensorType::Q4_K)
+    if (type == TensorType::Q2_K)
+      pack_q2_k(blk, out);
+    else if (type == TensorType::Q3_K)
+      pack_q3_k(blk, out);
+    else if (type == TensorType::Q4_K)
       pack_k4<BlockQ4_K>(blk, out);
     else if (type == TensorType::Q5_K)
       pack_k4<BlockQ5_K>(blk, out);
@@ -179,7 +269,11 @@ void unpack_rows(TensorType type, std::int64_t n, const std::byte* group, std::b
     for (int r = 0; r < kRows; ++r)
       if (only < 0 || r == only) blk[r] = rows + (only < 0 ? r : 0) * nb * rb + b * rb;
     const std::byte* in = group + b * block_bytes(type);
-    if (type == TensorType::Q4_K)
+    if (type == TensorType::Q2_K)
+      unpack_q2_k(in, blk);
+    else if (type == TensorType::Q3_K)
+      unpack_q3_k(in, blk);
+    else if (type == TensorType::Q4_K)
       unpack_k4<BlockQ4_K>(in, blk);
     else if (type == TensorType::Q5_K)
       unpack_k4<BlockQ5_K>(in, blk);

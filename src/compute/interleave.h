@@ -1,4 +1,4 @@
-// Q4_0, Q8_0, Q4_K, Q5_K and Q6_K weights stored 16 rows at a time
+// Q4_0, Q8_0 and the K-quants (Q2_K to Q6_K) stored 16 rows at a time
 // (WeightView::interleaved16): the layout from which the decode kernels read
 // 16 rows' values with one 64-byte load (AVX2: two 32-byte loads, one per 8
 // rows) and their scales with one more, where the file's row-major layout
@@ -21,6 +21,13 @@
 //    qs[32p + 4m..+3] of the rows (low nibbles: sub-block 2p, high: 2p + 1).
 //  - Q5_K (2816 bytes): Q4_K's, then for m < 8 the bytes qh[4m..4m+3] of the
 //    rows (bit j: the fifth bit of sub-block j's element 4m + i).
+//  - Q2_K (1344 bytes): d[16], dmin[16] (fp16); scales[16 units][16] (the
+//    file's bytes: scale | min << 4); then per 16-element unit u the 2-bit
+//    values [16][4] (byte i: element 16u + 4s + i at bit 2s, s < 4).
+//  - Q3_K (1760 bytes): d[16] (fp16); the 6-bit scales' low nibbles [16 units]
+//    [8] (row r in byte r % 8 at bit 4 (r / 8)) and top bits [16 units] (one
+//    32-bit word, row r at bit 2r); hmask [8][16][4] (bytes hmask[4m..4m+3] of
+//    the rows); then the 2-bit values as Q2_K's.
 //  - Q6_K (per super-block, 3360 bytes): d[16] (fp16); scales[16 units][16]
 //    (int8); then per 16-element unit u: lo[2][16][4] (byte i of step m: the
 //    low 4 bits of element 16u + 4m + i | those of element 16u + 4(m + 2) + i
@@ -38,11 +45,6 @@ namespace seam::interleave {
 
 inline constexpr int kRows = 16;
 
-// Whether rows of `type` have this layout.
-constexpr bool has_layout(TensorType type) {
-  return type == TensorType::Q4_0 || type == TensorType::Q8_0 || type == TensorType::Q4_K ||
-         type == TensorType::Q5_K || type == TensorType::Q6_K;
-}
 // Bytes of one block of 16 rows.
 constexpr std::size_t block_bytes(TensorType type) {
   switch (type) {
@@ -50,6 +52,10 @@ constexpr std::size_t block_bytes(TensorType type) {
       return kRows * sizeof(quant::BlockQ4_0);
     case TensorType::Q8_0:
       return kRows * sizeof(quant::BlockQ8_0);
+    case TensorType::Q2_K:
+      return kRows * sizeof(quant::BlockQ2_K);
+    case TensorType::Q3_K:
+      return kRows * sizeof(quant::BlockQ3_K);
     case TensorType::Q4_K:
       return kRows * sizeof(quant::BlockQ4_K);
     case TensorType::Q5_K:
@@ -61,9 +67,17 @@ constexpr std::size_t block_bytes(TensorType type) {
   }
 }
 
-// Byte offsets inside a Q4_K / Q5_K / Q6_K group block.
+// Whether rows of `type` have this layout.
+constexpr bool has_layout(TensorType type) {
+  return block_bytes(type) != 0;
+}
+
+// Byte offsets inside a K-quant group block.
 inline constexpr std::size_t kQ4KDmin = 32, kQ4KScales = 64, kQ4KMinLow = 192, kQ4KValues = 256;
 inline constexpr std::size_t kQ5KHigh = 2304;
+inline constexpr std::size_t kQ2KDmin = 32, kQ2KScales = 64, kQ2KValues = 320;
+inline constexpr std::size_t kQ3KScaleLow = 32, kQ3KScaleHigh = 160, kQ3KMask = 224,
+                             kQ3KValues = 736;
 inline constexpr std::size_t kQ6KScales = 32, kQ6KValues = 288, kQ6KUnit = 192, kQ6KHigh = 128;
 
 // 16 rows of n elements, `row_stride` bytes apart at `rows` -> one group at `dst`.

@@ -101,8 +101,9 @@ void interleave_matrices(const GgufFile& file, ModelWeights& w) {
   // on its batch, and a lookup unpacks its one row (get_row).
   const bool tied = w.output.data == w.token_embd.data;
   const TensorType out = w.output.type;
-  if (!tied || out == TensorType::Q4_K || out == TensorType::Q5_K || out == TensorType::Q6_K)
-    views.push_back(&w.output);
+  const bool k_quant = out == TensorType::Q2_K || out == TensorType::Q3_K ||
+                       out == TensorType::Q4_K || out == TensorType::Q5_K || out == TensorType::Q6_K;
+  if (!tied || k_quant) views.push_back(&w.output);
   views.push_back(&w.ple_model_proj);
   std::erase_if(views, [&](const WeightView* v) { return !interleave_pays(*v, level); });
   if (views.empty() || !file.set_tensors_writable(true)) return;
