@@ -575,6 +575,22 @@ struct GroupK4 {
 using GroupQ4_K = GroupK4<TensorType::Q4_K>;
 using GroupQ5_K = GroupK4<TensorType::Q5_K>;
 
+// Unit u's signed 6-bit scales (stored - 32) of rows 8h..8h+7 in a Q3_K or
+// IQ4_XS group block: low nibbles at `low` + 8u, top bits in the word at
+// `high` + 4u (row r at bit 2r).
+inline __m256i scales6(const std::uint8_t* base, std::size_t low, std::size_t high, std::int64_t u,
+                       int h) {
+  const __m256i lo =
+      _mm256_and_si256(_mm256_srli_epi32(widen8(base + low + 8 * u), 4 * h), _mm256_set1_epi32(15));
+  std::int32_t word;
+  std::memcpy(&word, base + high + 4 * u, 4);
+  const __m256i shifts =
+      _mm256_add_epi32(_mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14), _mm256_set1_epi32(16 * h));
+  const __m256i hi =
+      _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(word), shifts), _mm256_set1_epi32(3));
+  return _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
+}
+
 // Q2_K and Q3_K groups (interleave.h), read in place; unit u is 16-element
 // unit u % 16 of super-block u / 16. scale() and min() are DecQ2_K's /
 // DecQ3_K's f32 products.
@@ -606,16 +622,7 @@ struct GroupK2 {
       sc = _mm256_and_si256(widen8(base + interleave::kQ2KScales + 16 * uu + 8 * h),
                             _mm256_set1_epi32(15));
     } else {
-      const __m256i lo = _mm256_and_si256(
-          _mm256_srli_epi32(widen8(base + interleave::kQ3KScaleLow + 8 * uu), 4 * h),
-          _mm256_set1_epi32(15));
-      std::int32_t word;
-      std::memcpy(&word, base + interleave::kQ3KScaleHigh + 4 * uu, 4);
-      const __m256i shifts =
-          _mm256_add_epi32(_mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14), _mm256_set1_epi32(16 * h));
-      const __m256i hi =
-          _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(word), shifts), _mm256_set1_epi32(3));
-      sc = _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
+      sc = scales6(base, interleave::kQ3KScaleLow, interleave::kQ3KScaleHigh, uu, h);
     }
     return _mm256_mul_ps(half8(block(u), h), _mm256_cvtepi32_ps(sc));
   }
@@ -630,6 +637,30 @@ struct GroupK2 {
 };
 using GroupQ2_K = GroupK2<TensorType::Q2_K>;
 using GroupQ3_K = GroupK2<TensorType::Q3_K>;
+
+// IQ4_XS groups (interleave.h), read in place; unit u is sub-block u % 8 of
+// super-block u / 8, its nibbles laid out as Q4_0's and looked up in the
+// codebook (signed values, as DecIQ4_XS's). scale() is DecIQ4_XS's.
+struct GroupIQ4_XS {
+  static constexpr std::size_t kBlock = interleave::block_bytes(TensorType::IQ4_XS);
+  const std::byte* group;
+  const std::byte* block(std::int64_t u) const { return group + (u / 8) * kBlock; }
+  __m256i step(std::int64_t u, int k, int h) const {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+        block(u) + interleave::kXSValues + 64 * (4 * (u % 8) + (k & 3)) + 32 * h));
+    const __m256i idx =
+        _mm256_and_si256(k < 4 ? v : _mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0F));
+    const __m256i table =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values)));
+    return _mm256_shuffle_epi8(table, idx);
+  }
+  __m256 scale(std::int64_t u, int h) const {
+    const __m256i sc = scales6(reinterpret_cast<const std::uint8_t*>(block(u)),
+                               interleave::kXSScaleLow, interleave::kXSScaleHigh, u % 8, h);
+    return _mm256_mul_ps(half8(block(u), h), _mm256_cvtepi32_ps(sc));
+  }
+  void prefetch(std::int64_t u) const { prefetch_ahead(group + u * (kBlock / 8), kBlock / 8); }
+};
 
 // Q6_K groups (interleave.h), read in place; unit u is 16-element unit u % 16
 // of super-block u / 16. scale() is DecQ6_K's d * sc.
@@ -990,7 +1021,7 @@ constinit const GemmFns gemm_q4_1 = int_gemm<DecQ4_1>();
 constinit const GemmFns gemm_q5_1 = int_gemm<DecQ5_1>();
 constinit const GemmFns gemm_mxfp4 = int_gemm<DecMXFP4>();
 constinit const GemmFns gemm_iq4_nl = int_gemm<DecIQ4_NL>();
-constinit const GemmFns gemm_iq4_xs = int_gemm<DecIQ4_XS>();
+constinit const GemmFns gemm_iq4_xs = int_gemm<DecIQ4_XS>(pack_group<DecIQ4_XS, GroupIQ4_XS>);
 constinit const GemmFns gemm_q2_k = int_gemm<DecQ2_K>(pack_group<DecQ2_K, GroupQ2_K>);
 constinit const GemmFns gemm_q3_k = int_gemm<DecQ3_K>(pack_group<DecQ3_K, GroupQ3_K>);
 constinit const GemmFns gemm_q5_k = int_gemm<DecQ5_K>(pack_group<DecQ5_K, GroupQ5_K>);
@@ -1018,6 +1049,8 @@ constinit const RowFns rows_q4_k_16 = {act_bytes<DecQ4_K>, prepare<DecQ4_K>, nul
                                        group_dot<DecQ4_K, GroupQ4_K>};
 constinit const RowFns rows_q5_k_16 = {act_bytes<DecQ5_K>, prepare<DecQ5_K>, nullptr, nullptr,
                                        group_dot<DecQ5_K, GroupQ5_K>};
+constinit const RowFns rows_iq4_xs_16 = {act_bytes<DecIQ4_XS>, prepare<DecIQ4_XS>, nullptr, nullptr,
+                                         group_dot<DecIQ4_XS, GroupIQ4_XS>};
 constinit const RowFns rows_q6_k_16 = {act_bytes<DecQ6_K>, prepare<DecQ6_K>, nullptr, nullptr,
                                        group_dot<DecQ6_K, GroupQ6_K>};
 

@@ -8,6 +8,7 @@ namespace seam::interleave {
 
 namespace {
 
+using quant::BlockIQ4_XS;
 using quant::BlockQ2_K;
 using quant::BlockQ3_K;
 using quant::BlockQ4_K;
@@ -102,7 +103,8 @@ struct CrumbPlace {
 void pack_crumbs(const std::uint8_t* qs, int r, std::size_t values, std::uint8_t* out) {
   for (int e = 0; e < quant::kQK_K; ++e) {
     const CrumbPlace p(e, values);
-    out[p.group + 4 * r] |= static_cast<std::uint8_t>(((qs[p.file] >> p.file_shift) & 3) << p.group_shift);
+    out[p.group + 4 * r] |=
+        static_cast<std::uint8_t>(((qs[p.file] >> p.file_shift) & 3) << p.group_shift);
   }
 }
 void unpack_crumbs(const std::uint8_t* in, int r, std::size_t values, std::uint8_t* qs) {
@@ -110,7 +112,7 @@ void unpack_crumbs(const std::uint8_t* in, int r, std::size_t values, std::uint8
   for (int e = 0; e < quant::kQK_K; ++e) {
     const CrumbPlace p(e, values);
     qs[p.file] = static_cast<std::uint8_t>(qs[p.file] | ((in[p.group + 4 * r] >> p.group_shift) & 3)
-                                                           << p.file_shift);
+                                                            << p.file_shift);
   }
 }
 
@@ -137,6 +139,18 @@ void unpack_q2_k(const std::byte* in, std::byte* const* blk) {
   }
 }
 
+// A 6-bit scale of unit u, row r, as Q3_K and IQ4_XS groups keep it: the low
+// nibble at `low` + 8u (row r % 8, bit 4 (r / 8)), the top 2 bits in the
+// word at `high` + 4u (bit 2r).
+void put_scale6(std::uint8_t* g, std::size_t low, std::size_t high, int u, int r, int sc) {
+  g[low + 8 * u + r % 8] |= static_cast<std::uint8_t>((sc & 0xF) << (4 * (r / 8)));
+  g[high + 4 * u + r / 4] |= static_cast<std::uint8_t>((sc >> 4) << (2 * (r % 4)));
+}
+int get_scale6(const std::uint8_t* g, std::size_t low, std::size_t high, int u, int r) {
+  return ((g[low + 8 * u + r % 8] >> (4 * (r / 8))) & 0xF) |
+         ((g[high + 4 * u + r / 4] >> (2 * (r % 4))) & 3) << 4;
+}
+
 void pack_q3_k(const std::byte* const* blk, std::byte* out) {
   auto* u8 = reinterpret_cast<std::uint8_t*>(out);
   std::memset(u8 + kQ3KScaleLow, 0, kQ3KMask - kQ3KScaleLow);
@@ -144,11 +158,8 @@ void pack_q3_k(const std::byte* const* blk, std::byte* out) {
   for (int r = 0; r < kRows; ++r) {
     const auto* b = reinterpret_cast<const BlockQ3_K*>(blk[r]);
     std::memcpy(out + 2 * r, &b->d, 2);
-    for (int u = 0; u < 16; ++u) {
-      const int sc = quant::scale_q3_k(u, b->scales);
-      u8[kQ3KScaleLow + 8 * u + r % 8] |= static_cast<std::uint8_t>((sc & 0xF) << (4 * (r / 8)));
-      u8[kQ3KScaleHigh + 4 * u + r / 4] |= static_cast<std::uint8_t>((sc >> 4) << (2 * (r % 4)));
-    }
+    for (int u = 0; u < 16; ++u)
+      put_scale6(u8, kQ3KScaleLow, kQ3KScaleHigh, u, r, quant::scale_q3_k(u, b->scales));
     for (int m = 0; m < 8; ++m) std::memcpy(out + kQ3KMask + 64 * m + 4 * r, b->hmask + 4 * m, 4);
     pack_crumbs(b->qs, r, kQ3KValues, u8);
   }
@@ -161,14 +172,48 @@ void unpack_q3_k(const std::byte* in, std::byte* const* blk) {
     std::memcpy(&b->d, in + 2 * r, 2);
     std::memset(b->scales, 0, sizeof b->scales);
     for (int u = 0; u < 16; ++u) {
-      const int lo = (u8[kQ3KScaleLow + 8 * u + r % 8] >> (4 * (r / 8))) & 0xF;
-      const int hi = (u8[kQ3KScaleHigh + 4 * u + r / 4] >> (2 * (r % 4))) & 3;
+      const int sc = get_scale6(u8, kQ3KScaleLow, kQ3KScaleHigh, u, r);
       // scale_q3_k's places: the low nibble in byte u % 8, the top bits in byte 8 + u % 4.
-      b->scales[u % 8] = static_cast<std::uint8_t>(b->scales[u % 8] | lo << (4 * (u / 8)));
-      b->scales[8 + u % 4] = static_cast<std::uint8_t>(b->scales[8 + u % 4] | hi << (2 * (u / 4)));
+      b->scales[u % 8] = static_cast<std::uint8_t>(b->scales[u % 8] | (sc & 0xF) << (4 * (u / 8)));
+      b->scales[8 + u % 4] =
+          static_cast<std::uint8_t>(b->scales[8 + u % 4] | (sc >> 4) << (2 * (u / 4)));
     }
     for (int m = 0; m < 8; ++m) std::memcpy(b->hmask + 4 * m, in + kQ3KMask + 64 * m + 4 * r, 4);
     unpack_crumbs(u8, r, kQ3KValues, b->qs);
+  }
+}
+
+// IQ4_XS: scale j is (scales_l nibble j | scales_h bits 2j..2j+1 << 4), 6 bits.
+void pack_iq4_xs(const std::byte* const* blk, std::byte* out) {
+  auto* u8 = reinterpret_cast<std::uint8_t*>(out);
+  std::memset(u8 + kXSScaleLow, 0, kXSValues - kXSScaleLow);
+  for (int r = 0; r < kRows; ++r) {
+    const auto* b = reinterpret_cast<const BlockIQ4_XS*>(blk[r]);
+    std::memcpy(out + 2 * r, &b->d, 2);
+    for (int j = 0; j < 8; ++j)
+      put_scale6(u8, kXSScaleLow, kXSScaleHigh, j, r, quant::iq4_xs_scale(*b, j) + 32);
+    for (int j = 0; j < 8; ++j)
+      for (int m = 0; m < 4; ++m)
+        std::memcpy(out + kXSValues + 64 * (4 * j + m) + 4 * r, b->qs + 16 * j + 4 * m, 4);
+  }
+}
+void unpack_iq4_xs(const std::byte* in, std::byte* const* blk) {
+  const auto* u8 = reinterpret_cast<const std::uint8_t*>(in);
+  for (int r = 0; r < kRows; ++r) {
+    if (!blk[r]) continue;
+    auto* b = reinterpret_cast<BlockIQ4_XS*>(blk[r]);
+    std::memcpy(&b->d, in + 2 * r, 2);
+    std::memset(b->scales_l, 0, sizeof b->scales_l);
+    b->scales_h = 0;
+    for (int j = 0; j < 8; ++j) {
+      const int sc = get_scale6(u8, kXSScaleLow, kXSScaleHigh, j, r);
+      b->scales_l[j / 2] =
+          static_cast<std::uint8_t>(b->scales_l[j / 2] | (sc & 0xF) << (4 * (j % 2)));
+      b->scales_h = static_cast<std::uint16_t>(b->scales_h | (sc >> 4) << (2 * j));
+    }
+    for (int j = 0; j < 8; ++j)
+      for (int m = 0; m < 4; ++m)
+        std::memcpy(b->qs + 16 * j + 4 * m, in + kXSValues + 64 * (4 * j + m) + 4 * r, 4);
   }
 }
 
@@ -246,6 +291,8 @@ void pack(TensorType type, std::int64_t n, const std::byte* rows, std::size_t ro
     std::byte* out = dst + static_cast<std::size_t>(b) * block_bytes(type);
     if (type == TensorType::Q2_K)
       pack_q2_k(blk, out);
+    else if (type == TensorType::IQ4_XS)
+      pack_iq4_xs(blk, out);
     else if (type == TensorType::Q3_K)
       pack_q3_k(blk, out);
     else if (type == TensorType::Q4_K)
@@ -271,6 +318,8 @@ void unpack_rows(TensorType type, std::int64_t n, const std::byte* group, std::b
     const std::byte* in = group + b * block_bytes(type);
     if (type == TensorType::Q2_K)
       unpack_q2_k(in, blk);
+    else if (type == TensorType::IQ4_XS)
+      unpack_iq4_xs(in, blk);
     else if (type == TensorType::Q3_K)
       unpack_q3_k(in, blk);
     else if (type == TensorType::Q4_K)

@@ -1,4 +1,4 @@
-// Q4_0, Q8_0 and the K-quants (Q2_K to Q6_K) stored 16 rows at a time
+// Q4_0, Q8_0, the K-quants (Q2_K to Q6_K) and IQ4_XS stored 16 rows at a time
 // (WeightView::interleaved16): the layout from which the decode kernels read
 // 16 rows' values with one 64-byte load (AVX2: two 32-byte loads, one per 8
 // rows) and their scales with one more, where the file's row-major layout
@@ -28,6 +28,9 @@
 //    [8] (row r in byte r % 8 at bit 4 (r / 8)) and top bits [16 units] (one
 //    32-bit word, row r at bit 2r); hmask [8][16][4] (bytes hmask[4m..4m+3] of
 //    the rows); then the 2-bit values as Q2_K's.
+//  - IQ4_XS (2176 bytes): d[16] (fp16); the 6-bit scales as Q3_K's (low nibbles
+//    [8 sub-blocks][8], top bits [8] one word each); then per sub-block j the
+//    nibbles as Q4_0's: for m < 4 the bytes qs[16j + 4m..+3] of the rows.
 //  - Q6_K (per super-block, 3360 bytes): d[16] (fp16); scales[16 units][16]
 //    (int8); then per 16-element unit u: lo[2][16][4] (byte i of step m: the
 //    low 4 bits of element 16u + 4m + i | those of element 16u + 4(m + 2) + i
@@ -62,15 +65,15 @@ constexpr std::size_t block_bytes(TensorType type) {
       return kRows * sizeof(quant::BlockQ5_K);
     case TensorType::Q6_K:
       return kRows * sizeof(quant::BlockQ6_K);
+    case TensorType::IQ4_XS:
+      return kRows * sizeof(quant::BlockIQ4_XS);
     default:
       return 0;
   }
 }
 
 // Whether rows of `type` have this layout.
-constexpr bool has_layout(TensorType type) {
-  return block_bytes(type) != 0;
-}
+constexpr bool has_layout(TensorType type) { return block_bytes(type) != 0; }
 
 // Byte offsets inside a K-quant group block.
 inline constexpr std::size_t kQ4KDmin = 32, kQ4KScales = 64, kQ4KMinLow = 192, kQ4KValues = 256;
@@ -78,6 +81,7 @@ inline constexpr std::size_t kQ5KHigh = 2304;
 inline constexpr std::size_t kQ2KDmin = 32, kQ2KScales = 64, kQ2KValues = 320;
 inline constexpr std::size_t kQ3KScaleLow = 32, kQ3KScaleHigh = 160, kQ3KMask = 224,
                              kQ3KValues = 736;
+inline constexpr std::size_t kXSScaleLow = 32, kXSScaleHigh = 96, kXSValues = 128;
 inline constexpr std::size_t kQ6KScales = 32, kQ6KValues = 288, kQ6KUnit = 192, kQ6KHigh = 128;
 
 // 16 rows of n elements, `row_stride` bytes apart at `rows` -> one group at `dst`.

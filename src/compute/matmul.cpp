@@ -51,7 +51,7 @@ const quant::TypeTraits& checked_traits(const WeightView& w, const char* op) {
   if (w.interleaved16 && !can_interleave(w)) {
     throw Error(Errc::InvalidArgument,
                 std::string(op) +
-                    " interleaved weights must be Q4_0, Q8_0 or K-quant rows" +
+                    " interleaved weights must be Q4_0, Q8_0, K-quant or IQ4_XS rows" +
                     " in whole groups of 16, unpadded");
   }
   return *tr;

@@ -96,13 +96,14 @@ void interleave_matrices(const GgufFile& file, ModelWeights& w) {
       views.push_back(v);
   }
   // A tied output keeps the file's layout for its embedding lookups, but for
-  // the K-quants (interleaved at AVX2 alone), whose plain row kernels add in
+  // the K-quants and IQ4_XS (interleaved at AVX2 alone), whose plain row kernels add in
   // another order than the GEMM: interleaved, a token's logits do not depend
   // on its batch, and a lookup unpacks its one row (get_row).
   const bool tied = w.output.data == w.token_embd.data;
   const TensorType out = w.output.type;
   const bool k_quant = out == TensorType::Q2_K || out == TensorType::Q3_K ||
-                       out == TensorType::Q4_K || out == TensorType::Q5_K || out == TensorType::Q6_K;
+                       out == TensorType::Q4_K || out == TensorType::Q5_K ||
+                       out == TensorType::Q6_K || out == TensorType::IQ4_XS;
   if (!tied || k_quant) views.push_back(&w.output);
   views.push_back(&w.ple_model_proj);
   std::erase_if(views, [&](const WeightView* v) { return !interleave_pays(*v, level); });

@@ -1,4 +1,4 @@
-// Q4_0, Q8_0 and the K-quants (Q2_K to Q6_K) interleaved 16 rows at a time
+// Q4_0, Q8_0, the K-quants (Q2_K to Q6_K) and IQ4_XS interleaved 16 rows at a time
 // (compute/interleave.h) are the same matrix: the layout round-trips, and every
 // operation on an interleaved view gives what it gives on the rows, at every
 // CPU level this machine runs.
@@ -203,18 +203,18 @@ TEST_P(Interleave, ViewsItCannotDescribeAreRefused) {
   WeightView padded = m.w16;
   padded.row_stride += 2;
   EXPECT_THROW(matmul(padded, x.data(), 1, y.data(), 32, pool, scratch), Error);
-  WeightView iq4_xs = m.w16;  // a type without the layout
-  iq4_xs.type = TensorType::IQ4_XS;
-  iq4_xs.n_in = 256;
-  iq4_xs.row_stride = quant::row_size(TensorType::IQ4_XS, 256);
+  WeightView q5_1 = m.w16;  // a type without the layout
+  q5_1.type = TensorType::Q5_1;
+  q5_1.n_in = 256;
+  q5_1.row_stride = quant::row_size(TensorType::Q5_1, 256);
   std::vector<float> x256(256, 1.0f);
-  EXPECT_THROW(matmul(iq4_xs, x256.data(), 1, y.data(), 32, pool, scratch), Error);
+  EXPECT_THROW(matmul(q5_1, x256.data(), 1, y.data(), 32, pool, scratch), Error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, Interleave,
                          ::testing::Values(TensorType::Q4_0, TensorType::Q8_0, TensorType::Q2_K,
                                            TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K,
-                                           TensorType::Q6_K),
+                                           TensorType::Q6_K, TensorType::IQ4_XS),
                          [](const auto& info) { return quant::type_name(info.param); });
 
 }  // namespace

@@ -156,7 +156,7 @@ std::vector<char> read_file(const std::string& path) {
 // so a sequence decodes the same in seam serve's shared batches as alone. One
 // computation claimed reproducible, hence exact equality. Where this holds
 // today: every type at the scalar level; F32, F16 and BF16 at AVX2, whose GEMM
-// adds in the row kernel's order; interleaved Q4_0, Q8_0 and K-quants
+// adds in the row kernel's order; interleaved Q4_0, Q8_0, K-quants and IQ4_XS
 // (interleave_test: the loader's layout for those at AVX2). The other
 // (type, level) pairs are skipped, saying so.
 bool batch_invariant(TensorType type, CpuLevel level) {
