@@ -3,9 +3,11 @@
 // and for F32, F16 and BF16 weights (f32 FMA, at the end): the machines
 // without AVX-512 (Zen 3) multiply a panel of kPanelRows weight rows, unpacked
 // once per matmul, by every token, instead of re-decoding each weight block
-// for every 4-token dot tile. The same micro-kernel decodes Q4_0 and Q8_0
-// weights interleaved at load (interleave.h), whose 16-row groups are already
-// the panel's order: it reads them in place (rows_q4_0_16, rows_q8_0_16).
+// for every 4-token dot tile. The same micro-kernel decodes the weights
+// interleaved at load (interleave.h: Q4_0, Q8_0, the K-quants, IQ4_XS), whose
+// 16-row groups are already in the panel's order of steps: it reads them in
+// place for decode (rows_*_16), and their panels are packed from them with
+// loads, so a token's row is the same arithmetic in any batch.
 // Compiled with the AVX2 flags (CMakeLists.txt); see dot.h on keeping this
 // unit's code out of baseline callers.
 //
@@ -1037,21 +1039,19 @@ constinit const GemmFns gemm_bf16 = {kFloatMinTokens, float_act_bytes,     float
                                      float_prepare,   float_pack<CvtBF16>, float_run};
 
 // Decode on interleaved weights: the GEMM's prepared activations.
-constinit const RowFns rows_q4_0_16 = {act_bytes<DecQ4_0>, prepare<DecQ4_0>, nullptr, nullptr,
-                                       group_dot<DecQ4_0, GroupQ4_0>};
-constinit const RowFns rows_q8_0_16 = {act_bytes<DecQ8_0>, prepare<DecQ8_0>, nullptr, nullptr,
-                                       group_dot<DecQ8_0, GroupQ8_0>};
-constinit const RowFns rows_q2_k_16 = {act_bytes<DecQ2_K>, prepare<DecQ2_K>, nullptr, nullptr,
-                                       group_dot<DecQ2_K, GroupQ2_K>};
-constinit const RowFns rows_q3_k_16 = {act_bytes<DecQ3_K>, prepare<DecQ3_K>, nullptr, nullptr,
-                                       group_dot<DecQ3_K, GroupQ3_K>};
-constinit const RowFns rows_q4_k_16 = {act_bytes<DecQ4_K>, prepare<DecQ4_K>, nullptr, nullptr,
-                                       group_dot<DecQ4_K, GroupQ4_K>};
-constinit const RowFns rows_q5_k_16 = {act_bytes<DecQ5_K>, prepare<DecQ5_K>, nullptr, nullptr,
-                                       group_dot<DecQ5_K, GroupQ5_K>};
-constinit const RowFns rows_iq4_xs_16 = {act_bytes<DecIQ4_XS>, prepare<DecIQ4_XS>, nullptr, nullptr,
-                                         group_dot<DecIQ4_XS, GroupIQ4_XS>};
-constinit const RowFns rows_q6_k_16 = {act_bytes<DecQ6_K>, prepare<DecQ6_K>, nullptr, nullptr,
-                                       group_dot<DecQ6_K, GroupQ6_K>};
+namespace {
+template <class D, class Src>
+constexpr RowFns group_rows() {
+  return {act_bytes<D>, prepare<D>, nullptr, nullptr, group_dot<D, Src>};
+}
+}  // namespace
+constinit const RowFns rows_q4_0_16 = group_rows<DecQ4_0, GroupQ4_0>();
+constinit const RowFns rows_q8_0_16 = group_rows<DecQ8_0, GroupQ8_0>();
+constinit const RowFns rows_q2_k_16 = group_rows<DecQ2_K, GroupQ2_K>();
+constinit const RowFns rows_q3_k_16 = group_rows<DecQ3_K, GroupQ3_K>();
+constinit const RowFns rows_q4_k_16 = group_rows<DecQ4_K, GroupQ4_K>();
+constinit const RowFns rows_q5_k_16 = group_rows<DecQ5_K, GroupQ5_K>();
+constinit const RowFns rows_q6_k_16 = group_rows<DecQ6_K, GroupQ6_K>();
+constinit const RowFns rows_iq4_xs_16 = group_rows<DecIQ4_XS, GroupIQ4_XS>();
 
 }  // namespace seam::dot::avx2

@@ -87,38 +87,42 @@ void unpack_k4(const std::byte* in, std::byte* const* blk) {
   }
 }
 
-// Q2_K / Q3_K: element e's 2-bit value in the file (qs) and in a group, row 0.
-struct CrumbPlace {
-  int file, file_shift;
-  std::size_t group;
-  int group_shift;
-  CrumbPlace(int e, std::size_t values) {
-    file = 32 * (e / 128) + e % 32;
-    file_shift = 2 * (e / 32 % 4);
-    group = values + 64 * static_cast<std::size_t>(e / 16) + e % 4;
-    group_shift = 2 * (e % 16 / 4);
-  }
-};
+// 4 bytes as one word (the layouts move values 4 bytes of a row at a time).
+std::uint32_t load4(const std::uint8_t* p) {
+  std::uint32_t w;
+  std::memcpy(&w, p, 4);
+  return w;
+}
+void store4(std::uint8_t* p, std::uint32_t w) { std::memcpy(p, &w, 4); }
+void or4(std::uint8_t* p, std::uint32_t w) { store4(p, load4(p) | w); }
+
+// Q2_K / Q3_K 2-bit values. In the file, byte 32 (e / 128) + e % 32 of qs holds
+// element e at bit 2 ((e / 32) % 4); in a group, unit u's byte i of step s
+// (element 16u + 4s + i) sits in row r's word at values + 64u + 4r, bit 2s. So
+// unit u's step s is the file's word at 32 (u / 8) + 16 (u % 2) + 4s, shifted
+// by 2 ((u / 2) % 4).
+std::size_t crumb_word(int u, int s) { return 32 * (u / 8) + 16 * (u % 2) + 4 * s; }
+int crumb_shift(int u) { return 2 * (u / 2 % 4); }
 
 void pack_crumbs(const std::uint8_t* qs, int r, std::size_t values, std::uint8_t* out) {
-  for (int e = 0; e < quant::kQK_K; ++e) {
-    const CrumbPlace p(e, values);
-    out[p.group + 4 * r] |=
-        static_cast<std::uint8_t>(((qs[p.file] >> p.file_shift) & 3) << p.group_shift);
+  for (int u = 0; u < 16; ++u) {
+    std::uint32_t w = 0;
+    for (int s = 0; s < 4; ++s)
+      w |= ((load4(qs + crumb_word(u, s)) >> crumb_shift(u)) & 0x03030303u) << (2 * s);
+    store4(out + values + 64 * u + 4 * r, w);
   }
 }
 void unpack_crumbs(const std::uint8_t* in, int r, std::size_t values, std::uint8_t* qs) {
   std::memset(qs, 0, quant::kQK_K / 4);
-  for (int e = 0; e < quant::kQK_K; ++e) {
-    const CrumbPlace p(e, values);
-    qs[p.file] = static_cast<std::uint8_t>(qs[p.file] | ((in[p.group + 4 * r] >> p.group_shift) & 3)
-                                                            << p.file_shift);
+  for (int u = 0; u < 16; ++u) {
+    const std::uint32_t w = load4(in + values + 64 * u + 4 * r);
+    for (int s = 0; s < 4; ++s)
+      or4(qs + crumb_word(u, s), ((w >> (2 * s)) & 0x03030303u) << crumb_shift(u));
   }
 }
 
 void pack_q2_k(const std::byte* const* blk, std::byte* out) {
   auto* u8 = reinterpret_cast<std::uint8_t*>(out);
-  std::memset(u8 + kQ2KValues, 0, block_bytes(TensorType::Q2_K) - kQ2KValues);
   for (int r = 0; r < kRows; ++r) {
     const auto* b = reinterpret_cast<const BlockQ2_K*>(blk[r]);
     std::memcpy(out + 2 * r, &b->d, 2);
@@ -154,7 +158,6 @@ int get_scale6(const std::uint8_t* g, std::size_t low, std::size_t high, int u, 
 void pack_q3_k(const std::byte* const* blk, std::byte* out) {
   auto* u8 = reinterpret_cast<std::uint8_t*>(out);
   std::memset(u8 + kQ3KScaleLow, 0, kQ3KMask - kQ3KScaleLow);
-  std::memset(u8 + kQ3KValues, 0, block_bytes(TensorType::Q3_K) - kQ3KValues);
   for (int r = 0; r < kRows; ++r) {
     const auto* b = reinterpret_cast<const BlockQ3_K*>(blk[r]);
     std::memcpy(out + 2 * r, &b->d, 2);
@@ -217,45 +220,38 @@ void unpack_iq4_xs(const std::byte* in, std::byte* const* blk) {
   }
 }
 
-// Q6_K element e's 6-bit q: its ql nibble and its qh crumb (quant_blocks.h).
-struct Q6Place {
-  int ql, ql_shift, qh, qh_shift;
-  explicit Q6Place(int e) {
-    const int half = e / 128, g = e % 128 / 32, l = e % 32;
-    ql = 64 * half + l + 32 * (g & 1);
+// Q6_K. In the file (quant_blocks.h) element e = 128 half + 32 g + l has its
+// low 4 bits in ql[64 half + 32 (g % 2) + l] (the high nibble when g >= 2) and
+// its top 2 bits in qh[32 half + l] at bit 2g. Unit u (elements 16u..16u+15)
+// has half = u / 8, g = (u % 8) / 2, l = 16 (u % 2) + 4s + i for step s.
+struct Q6Unit {
+  std::size_t ql, qh;
+  int ql_shift, qh_shift;
+  explicit Q6Unit(int u) {
+    const int half = u / 8, g = u % 8 / 2;
+    ql = 64 * half + 32 * (g % 2) + 16 * (u % 2);
     ql_shift = g >= 2 ? 4 : 0;
-    qh = 32 * half + l;
+    qh = 32 * half + 16 * (u % 2);
     qh_shift = 2 * g;
-  }
-};
-// Where element e's low and high bits sit in a Q6_K group block, row 0.
-struct Q6Slot {
-  std::size_t lo, hi;
-  int lo_shift, hi_shift;
-  explicit Q6Slot(int e) {
-    const int u = e / 16, s = e % 16 / 4, i = e % 4;  // unit, step, byte in the step
-    const std::size_t unit = kQ6KValues + kQ6KUnit * static_cast<std::size_t>(u);
-    lo = unit + 64 * (s & 1) + i;
-    lo_shift = s >= 2 ? 4 : 0;
-    hi = unit + kQ6KHigh + i;
-    hi_shift = 2 * s;
   }
 };
 
 void pack_q6_k(const std::byte* const* blk, std::byte* out) {
   auto* u8 = reinterpret_cast<std::uint8_t*>(out);
-  std::memset(u8 + kQ6KValues, 0, block_bytes(TensorType::Q6_K) - kQ6KValues);
   for (int r = 0; r < kRows; ++r) {
     const auto* b = reinterpret_cast<const BlockQ6_K*>(blk[r]);
     std::memcpy(out + 2 * r, &b->d, 2);
     for (int u = 0; u < 16; ++u) std::memcpy(out + kQ6KScales + 16 * u + r, &b->scales[u], 1);
-    for (int e = 0; e < quant::kQK_K; ++e) {
-      const Q6Place from(e);
-      const Q6Slot to(e);
-      const int lo = (b->ql[from.ql] >> from.ql_shift) & 0xF,
-                hi = (b->qh[from.qh] >> from.qh_shift) & 3;
-      u8[to.lo + 4 * r] |= static_cast<std::uint8_t>(lo << to.lo_shift);
-      u8[to.hi + 4 * r] |= static_cast<std::uint8_t>(hi << to.hi_shift);
+    for (int u = 0; u < 16; ++u) {
+      const Q6Unit f(u);
+      std::uint8_t* unit = u8 + kQ6KValues + kQ6KUnit * u + 4 * r;
+      std::uint32_t lo[4], hi = 0;
+      for (int s = 0; s < 4; ++s) {
+        lo[s] = (load4(b->ql + f.ql + 4 * s) >> f.ql_shift) & 0x0F0F0F0Fu;
+        hi |= ((load4(b->qh + f.qh + 4 * s) >> f.qh_shift) & 0x03030303u) << (2 * s);
+      }
+      for (int m = 0; m < 2; ++m) store4(unit + 64 * m, lo[m] | lo[m + 2] << 4);
+      store4(unit + kQ6KHigh, hi);
     }
   }
 }
@@ -268,13 +264,15 @@ void unpack_q6_k(const std::byte* in, std::byte* const* blk) {
     for (int u = 0; u < 16; ++u) std::memcpy(&b->scales[u], in + kQ6KScales + 16 * u + r, 1);
     std::memset(b->ql, 0, sizeof b->ql);
     std::memset(b->qh, 0, sizeof b->qh);
-    for (int e = 0; e < quant::kQK_K; ++e) {
-      const Q6Place to(e);
-      const Q6Slot from(e);
-      const int lo = (u8[from.lo + 4 * r] >> from.lo_shift) & 0xF;
-      const int hi = (u8[from.hi + 4 * r] >> from.hi_shift) & 3;
-      b->ql[to.ql] = static_cast<std::uint8_t>(b->ql[to.ql] | lo << to.ql_shift);
-      b->qh[to.qh] = static_cast<std::uint8_t>(b->qh[to.qh] | hi << to.qh_shift);
+    for (int u = 0; u < 16; ++u) {
+      const Q6Unit f(u);
+      const std::uint8_t* unit = u8 + kQ6KValues + kQ6KUnit * u + 4 * r;
+      const std::uint32_t hi = load4(unit + kQ6KHigh);
+      for (int s = 0; s < 4; ++s) {
+        const std::uint32_t lo = (load4(unit + 64 * (s % 2)) >> (4 * (s / 2))) & 0x0F0F0F0Fu;
+        or4(b->ql + f.ql + 4 * s, lo << f.ql_shift);
+        or4(b->qh + f.qh + 4 * s, ((hi >> (2 * s)) & 0x03030303u) << f.qh_shift);
+      }
     }
   }
 }
