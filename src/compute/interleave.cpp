@@ -1,8 +1,12 @@
 #include "compute/interleave.h"
 
 #include <cstring>
+#include <string>
 #include <type_traits>
 #include <vector>
+
+#include "compute/quant.h"
+#include "seam/error.h"
 
 namespace seam::interleave {
 
@@ -22,7 +26,8 @@ std::int64_t block_elements(TensorType type) {
 }
 
 // Q4_0 / Q8_0: the 2-byte d, then the values in 4-byte steps.
-void pack_d_values(TensorType type, const std::byte* const* blk, std::byte* out) {
+template <TensorType type>
+void pack_d_values(const std::byte* const* blk, std::byte* out) {
   const std::size_t steps = (row_block(type) - 2) / 4;
   for (int r = 0; r < kRows; ++r) {
     std::memcpy(out + 2 * r, blk[r], 2);
@@ -31,7 +36,8 @@ void pack_d_values(TensorType type, const std::byte* const* blk, std::byte* out)
   }
 }
 // The unpack functions skip the rows whose pointer is null.
-void unpack_d_values(TensorType type, const std::byte* in, std::byte* const* blk) {
+template <TensorType type>
+void unpack_d_values(const std::byte* in, std::byte* const* blk) {
   const std::size_t steps = (row_block(type) - 2) / 4;
   for (int r = 0; r < kRows; ++r) {
     if (!blk[r]) continue;
@@ -277,30 +283,47 @@ void unpack_q6_k(const std::byte* in, std::byte* const* blk) {
   }
 }
 
+// One type's group block <-> its 16 rows' blocks.
+struct Codec {
+  void (*pack)(const std::byte* const* blk, std::byte* out);
+  void (*unpack)(const std::byte* in, std::byte* const* blk);  // skips null rows
+};
+Codec codec(TensorType type) {
+  switch (type) {
+    case TensorType::Q4_0:
+      return {pack_d_values<TensorType::Q4_0>, unpack_d_values<TensorType::Q4_0>};
+    case TensorType::Q8_0:
+      return {pack_d_values<TensorType::Q8_0>, unpack_d_values<TensorType::Q8_0>};
+    case TensorType::Q2_K:
+      return {pack_q2_k, unpack_q2_k};
+    case TensorType::Q3_K:
+      return {pack_q3_k, unpack_q3_k};
+    case TensorType::Q4_K:
+      return {pack_k4<BlockQ4_K>, unpack_k4<BlockQ4_K>};
+    case TensorType::Q5_K:
+      return {pack_k4<BlockQ5_K>, unpack_k4<BlockQ5_K>};
+    case TensorType::Q6_K:
+      return {pack_q6_k, unpack_q6_k};
+    case TensorType::IQ4_XS:
+      return {pack_iq4_xs, unpack_iq4_xs};
+    default:
+      throw Error(Errc::Internal,
+                  std::string("no interleaved layout for ") + quant::type_name(type));
+  }
+}
+
 }  // namespace
 
 void pack(TensorType type, std::int64_t n, const std::byte* rows, std::size_t row_stride,
           std::byte* dst) {
   const std::size_t rb = row_block(type);
+  const auto pack_block = codec(type).pack;
   for (std::int64_t b = 0; b < n / block_elements(type); ++b) {
     const std::byte* blk[kRows];
     for (int r = 0; r < kRows; ++r)
       blk[r] = rows + r * row_stride + static_cast<std::size_t>(b) * rb;
     std::byte* out = dst + static_cast<std::size_t>(b) * block_bytes(type);
-    if (type == TensorType::Q2_K)
-      pack_q2_k(blk, out);
-    else if (type == TensorType::IQ4_XS)
-      pack_iq4_xs(blk, out);
-    else if (type == TensorType::Q3_K)
-      pack_q3_k(blk, out);
-    else if (type == TensorType::Q4_K)
-      pack_k4<BlockQ4_K>(blk, out);
-    else if (type == TensorType::Q5_K)
-      pack_k4<BlockQ5_K>(blk, out);
-    else if (type == TensorType::Q6_K)
-      pack_q6_k(blk, out);
-    else
-      pack_d_values(type, blk, out);
+    pack_block(blk, out);
   }
 }
 
@@ -309,25 +332,13 @@ namespace {
 void unpack_rows(TensorType type, std::int64_t n, const std::byte* group, std::byte* rows,
                  int only) {
   const std::size_t rb = row_block(type), nb = static_cast<std::size_t>(n / block_elements(type));
+  const auto unpack_block = codec(type).unpack;
   for (std::size_t b = 0; b < nb; ++b) {
     std::byte* blk[kRows] = {};
     for (int r = 0; r < kRows; ++r)
       if (only < 0 || r == only) blk[r] = rows + (only < 0 ? r : 0) * nb * rb + b * rb;
     const std::byte* in = group + b * block_bytes(type);
-    if (type == TensorType::Q2_K)
-      unpack_q2_k(in, blk);
-    else if (type == TensorType::IQ4_XS)
-      unpack_iq4_xs(in, blk);
-    else if (type == TensorType::Q3_K)
-      unpack_q3_k(in, blk);
-    else if (type == TensorType::Q4_K)
-      unpack_k4<BlockQ4_K>(in, blk);
-    else if (type == TensorType::Q5_K)
-      unpack_k4<BlockQ5_K>(in, blk);
-    else if (type == TensorType::Q6_K)
-      unpack_q6_k(in, blk);
-    else
-      unpack_d_values(type, in, blk);
+    unpack_block(in, blk);
   }
 }
 }  // namespace
