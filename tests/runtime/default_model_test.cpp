@@ -74,61 +74,14 @@ TEST(DefaultModel, GreedyOutputIsTheReferences) {
   EXPECT_EQ(m->detok(ours, Detok::Plain).rfind("unto him,", 0), 0u);
 }
 
-// seam serve's promise: a sequence gets the same logits, bit for bit, alone
-// and beside 15 others in shared decode calls (prompts prefilled together, a
-// new prompt's prefill beside running decodes, 16-row decode steps that take
-// the GEMM). One computation claimed reproducible, hence exact equality;
-// attention.h and matmul.cpp say which kernels keep it. The AVX-512 kernels
-// do not yet, so there this runs only at SEAM_CPU=avx2 or below.
+// seam serve's promise (test_model.h): on the bundled F16 model. attention.h
+// and matmul.cpp say which kernels keep it. The AVX-512 kernels do not, so
+// there this runs only at SEAM_CPU=avx2 or below.
 TEST(DefaultModel, ASequenceGetsTheSameLogitsAloneAndBesideFifteenOthers) {
   if (active_cpu_level() > CpuLevel::Avx2)
     GTEST_SKIP() << "the " << cpu_level_name(active_cpu_level())
                  << " matmul kernels are not batch-invariant yet; run with SEAM_CPU=avx2";
-  auto m = kjv();
-  const std::size_t nv = m->info().n_vocab, n_seq = 16, steps = 10;
-  std::vector<std::vector<Token>> prompts;
-  for (std::size_t i = 0; i < n_seq; ++i) prompts.push_back(random_prompt(nv, 5 + 3 * i, 40 + i));
-  const std::vector<Token> next = random_prompt(nv, steps + 1, 99);
-  SessionConfig cfg;  // the default F16 cache, as seam serve runs
-  cfg.n_ctx = 1024;
-  cfg.n_seq_max = n_seq;
-
-  // Sequence 0 alone: its prompt, then one token per call.
-  std::vector<std::vector<float>> alone;
-  {
-    auto s = m->session(cfg);
-    alone.push_back(decode_all(*s, prompts[0], 0).back());
-    for (std::size_t j = 0; j < steps; ++j)
-      alone.push_back(decode_all(*s, std::span(&next[j], 1), 0,
-                                 static_cast<std::int32_t>(prompts[0].size() + j))[0]);
-  }
-  // Together: prompts 0..7 in one call; then every step decodes the running
-  // sequences, and from step 2 on one waiting prompt joins the call whole.
-  auto s = m->session(cfg);
-  std::vector<Decode> batch;
-  std::vector<std::int32_t> pos(n_seq, -1);
-  auto add_prompt = [&](std::size_t i) {
-    for (std::size_t k = 0; k < prompts[i].size(); ++k)
-      batch.push_back({prompts[i][k], static_cast<std::int32_t>(k), static_cast<std::uint32_t>(i),
-                       k + 1 == prompts[i].size()});
-    pos[i] = static_cast<std::int32_t>(prompts[i].size());
-  };
-  for (std::size_t i = 0; i < 8; ++i) add_prompt(i);
-  s->decode(batch);
-  EXPECT_EQ(std::vector<float>(s->logits(prompts[0].size() - 1).begin(),
-                               s->logits(prompts[0].size() - 1).end()),
-            alone[0]);
-  std::size_t waiting = 8;
-  for (std::size_t j = 0; j < steps; ++j) {
-    batch.clear();
-    for (std::size_t i = 0; i < n_seq; ++i)
-      if (pos[i] >= 0) batch.push_back({next[j], pos[i]++, static_cast<std::uint32_t>(i), true});
-    if (j >= 2 && waiting < n_seq) add_prompt(waiting++);
-    s->decode(batch);
-    const auto got = s->logits(0);  // sequence 0 is always the first row
-    EXPECT_EQ(std::vector<float>(got.begin(), got.end()), alone[j + 1])
-        << "step " << j << ", " << batch.size() << " rows in the call";
-  }
+  expect_alone_equals_beside_others(*kjv(), 10);
 }
 
 }  // namespace

@@ -146,6 +146,23 @@ TEST(LlamaCppQuantLayouts, InterleavedQ4_0GivesTheMappedFilesLogits) {
   EXPECT_EQ(greedy[0], greedy[1]);
 }
 
+// seam serve's promise (test_model.h) on llama.cpp's K-quant files: at AVX2
+// their matrices are interleaved at load and one micro-kernel reads them for
+// any number of tokens (compute/interleave.h); the Q4_K_M file's Q5_0 rows run
+// the block row kernels, which follow the GEMM's chain. The AVX-512 kernels
+// are not invariant: there this runs only at SEAM_CPU=avx2 or below.
+TEST(LlamaCppQuantLayouts, KQuantFilesGiveTheSameLogitsAloneAndBesideFifteenOthers) {
+  if (active_cpu_level() > CpuLevel::Avx2)
+    GTEST_SKIP() << "the " << cpu_level_name(active_cpu_level())
+                 << " matmul kernels are not batch-invariant; run with SEAM_CPU=avx2";
+  for (const char* file : {"ref-llama-512-q4_k_m.gguf", "ref-llama-512-q2_k-pure.gguf"}) {
+    SCOPED_TRACE(file);
+    LoadOptions lo;
+    lo.n_threads = 2;
+    testing::expect_alone_equals_beside_others(*Model::load(kQuantDir + file, lo), 6);
+  }
+}
+
 // Every file type expected.json records whose GGUF is present: three are
 // shipped in ../shared, the rest run wherever the full reference set is.
 std::vector<std::string> present_files() {

@@ -91,6 +91,56 @@ inline std::vector<std::vector<float>> decode_all(Session& s, std::span<const To
   return out;
 }
 
+// seam serve's promise (docs/server.md, "Batch invariance"): sequence 0 gets
+// the same logits, bit for bit, alone and beside 15 others in shared decode
+// calls: prompts 0..7 prefilled in one call, then every step decodes the
+// running sequences (16 rows once all have joined: the GEMM), and from step 2
+// on one waiting prompt joins the call whole. The default F16 cache, as seam
+// serve runs. One computation claimed reproducible, hence exact equality.
+inline void expect_alone_equals_beside_others(const Model& m, std::size_t steps) {
+  const std::size_t nv = m.info().n_vocab, n_seq = 16;
+  std::vector<std::vector<Token>> prompts;
+  for (std::size_t i = 0; i < n_seq; ++i) prompts.push_back(random_prompt(nv, 5 + 3 * i, 40 + i));
+  const std::vector<Token> next = random_prompt(nv, steps + 1, 99);
+  SessionConfig cfg;
+  cfg.n_ctx = 1024;
+  cfg.n_seq_max = n_seq;
+
+  std::vector<std::vector<float>> alone;  // sequence 0 alone: its prompt, then a token per call
+  {
+    auto s = m.session(cfg);
+    alone.push_back(decode_all(*s, prompts[0], 0).back());
+    for (std::size_t j = 0; j < steps; ++j)
+      alone.push_back(decode_all(*s, std::span(&next[j], 1), 0,
+                                 static_cast<std::int32_t>(prompts[0].size() + j))[0]);
+  }
+  auto s = m.session(cfg);
+  std::vector<Decode> batch;
+  std::vector<std::int32_t> pos(n_seq, -1);
+  auto add_prompt = [&](std::size_t i) {
+    for (std::size_t k = 0; k < prompts[i].size(); ++k)
+      batch.push_back({prompts[i][k], static_cast<std::int32_t>(k), static_cast<std::uint32_t>(i),
+                       k + 1 == prompts[i].size()});
+    pos[i] = static_cast<std::int32_t>(prompts[i].size());
+  };
+  for (std::size_t i = 0; i < 8; ++i) add_prompt(i);
+  s->decode(batch);
+  EXPECT_EQ(std::vector<float>(s->logits(prompts[0].size() - 1).begin(),
+                               s->logits(prompts[0].size() - 1).end()),
+            alone[0]);
+  std::size_t waiting = 8;
+  for (std::size_t j = 0; j < steps; ++j) {
+    batch.clear();
+    for (std::size_t i = 0; i < n_seq; ++i)
+      if (pos[i] >= 0) batch.push_back({next[j], pos[i]++, static_cast<std::uint32_t>(i), true});
+    if (j >= 2 && waiting < n_seq) add_prompt(waiting++);
+    s->decode(batch);
+    const auto got = s->logits(0);  // sequence 0 is always the first row
+    EXPECT_EQ(std::vector<float>(got.begin(), got.end()), alone[j + 1])
+        << "step " << j << ", " << batch.size() << " rows in the call";
+  }
+}
+
 // max |a - b| / max |b|
 inline double rel_diff(std::span<const float> a, std::span<const float> b) {
   double num = 0, den = 0;
