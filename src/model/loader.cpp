@@ -82,18 +82,21 @@ ModelSpec admit_model(const GgufFile& file) {
 
 namespace {
 
-// The matrices of interleave.h's types that only matmul reads (not the embeddings it looks rows up
-// in), interleaved in place where the CPU level's decode kernel reads that
-// layout (compute/interleave.h). Only a copy in memory is rewritten: a mapped
-// file's pages stay the file's.
+// The matrices of interleave.h's types that only matmul reads (not the
+// embeddings it looks rows up in), experts' included, interleaved in place
+// where the CPU level's decode kernel reads that layout (compute/interleave.h).
+// Only a copy in memory is rewritten: a mapped file's pages stay the file's.
 void interleave_matrices(const GgufFile& file, ModelWeights& w) {
   const CpuLevel level = active_cpu_level();
   std::vector<WeightView*> views;
+  std::vector<ExpertsView*> experts;
   for (LayerWeights& L : w.layers) {
     for (WeightView* v :
          {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down, &L.ple_gate, &L.ple_proj,
           &L.ffn_gate_shexp, &L.ffn_up_shexp, &L.ffn_down_shexp})
       views.push_back(v);
+    for (ExpertsView* e : {&L.ffn_gate_exps, &L.ffn_up_exps, &L.ffn_down_exps})
+      if (e->n_expert > 0 && interleave_pays(e->w, level)) experts.push_back(e);
   }
   // A tied output keeps the file's layout for its embedding lookups, but for
   // the K-quants and IQ4_XS (interleaved at AVX2 alone), whose plain row kernels add in
@@ -107,13 +110,21 @@ void interleave_matrices(const GgufFile& file, ModelWeights& w) {
   if (!tied || k_quant) views.push_back(&w.output);
   views.push_back(&w.ple_model_proj);
   std::erase_if(views, [&](const WeightView* v) { return !interleave_pays(*v, level); });
-  if (views.empty() || !file.set_tensors_writable(true)) return;
+  if ((views.empty() && experts.empty()) || !file.set_tensors_writable(true)) return;
   std::set<const std::byte*> done;  // a tensor bound to two views is rewritten once
+  // The file's own anonymous copy, writable until the end of this function.
+  auto pack = [&](const WeightView& v) {
+    if (done.insert(v.data).second)
+      interleave::pack_in_place(v.type, v.n_in, v.n_out, const_cast<std::byte*>(v.data));
+  };
   for (WeightView* v : views) {
-    // The file's own anonymous copy, writable until the end of this loop.
-    if (done.insert(v->data).second)
-      interleave::pack_in_place(v->type, v->n_in, v->n_out, const_cast<std::byte*>(v->data));
+    pack(*v);
     v->interleaved16 = true;
+  }
+  // Each expert's rows (a fused gate/up tensor's two views: each its half).
+  for (ExpertsView* e : experts) {
+    for (std::int32_t i = 0; i < e->n_expert; ++i) pack(e->expert(i));
+    e->w.interleaved16 = true;
   }
   if (tied && w.output.interleaved16) w.token_embd.interleaved16 = true;
   file.set_tensors_writable(false);
