@@ -21,9 +21,6 @@ using quant::BlockQ6_K;
 
 // Bytes of one row's block.
 std::size_t row_block(TensorType type) { return block_bytes(type) / kRows; }
-std::int64_t block_elements(TensorType type) {
-  return type == TensorType::Q4_0 || type == TensorType::Q8_0 ? 32 : quant::kQK_K;
-}
 
 // Q4_0 / Q8_0: the 2-byte d, then the values in 4-byte steps.
 template <TensorType type>

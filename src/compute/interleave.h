@@ -72,6 +72,12 @@ constexpr std::size_t block_bytes(TensorType type) {
   }
 }
 
+// Elements per block of a type with this layout: 32, or a K-quant super-block's
+// 256 (IQ4_XS included).
+constexpr std::int64_t block_elements(TensorType type) {
+  return type == TensorType::Q4_0 || type == TensorType::Q8_0 ? 32 : quant::kQK_K;
+}
+
 // Whether rows of `type` have this layout.
 constexpr bool has_layout(TensorType type) { return block_bytes(type) != 0; }
 

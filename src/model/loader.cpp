@@ -103,11 +103,8 @@ void interleave_matrices(const GgufFile& file, ModelWeights& w) {
   // another order than the GEMM: interleaved, a token's logits do not depend
   // on its batch, and a lookup unpacks its one row (get_row).
   const bool tied = w.output.data == w.token_embd.data;
-  const TensorType out = w.output.type;
-  const bool k_quant = out == TensorType::Q2_K || out == TensorType::Q3_K ||
-                       out == TensorType::Q4_K || out == TensorType::Q5_K ||
-                       out == TensorType::Q6_K || out == TensorType::IQ4_XS;
-  if (!tied || k_quant) views.push_back(&w.output);
+  if (!tied || interleave::block_elements(w.output.type) == quant::kQK_K)
+    views.push_back(&w.output);
   views.push_back(&w.ple_model_proj);
   std::erase_if(views, [&](const WeightView* v) { return !interleave_pays(*v, level); });
   if ((views.empty() && experts.empty()) || !file.set_tensors_writable(true)) return;
