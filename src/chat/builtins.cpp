@@ -8,12 +8,6 @@
 
 namespace seam::chat {
 
-void check_size(double bytes) {
-  if (bytes > static_cast<double>(kMaxString))
-    fail("the template builds a string of more than " + std::to_string(kMaxString >> 20) +
-         " MiB; a chat template never needs that much");
-}
-
 // JavaScript truthiness of a raw payload (objects are always true).
 bool raw_truthy(const Value& v) {
   switch (v.kind) {
@@ -31,19 +25,31 @@ static Value make_pair(const std::string& k, const Value& v) {
   return Value::array({Value::string(k), v});
 }
 
+// Copying a dict's keys or values out costs a step per entry and per KiB.
+static void charge_copy_of(const Value& obj) {
+  std::size_t bytes = 0;
+  for (const auto& [k, v] : obj.dict->items())
+    bytes += k.size() + (v.kind == Kind::String ? v.s.size() : 0);
+  charge(obj.dict->size());
+  charge_bytes(bytes);
+}
+
 Value items_of(const Value& obj) {
+  charge_copy_of(obj);
   Array out;
   for (const auto& [k, v] : obj.dict->items()) out.push_back(make_pair(k, v));
   return Value::array(std::move(out));
 }
 
 Value keys_of(const Value& obj) {
+  charge_copy_of(obj);
   Array out;
   for (const auto& kv : obj.dict->items()) out.push_back(Value::string(kv.first));
   return Value::array(std::move(out));
 }
 
 static Value values_of(const Value& obj) {
+  charge_copy_of(obj);
   Array out;
   for (const auto& kv : obj.dict->items()) out.push_back(kv.second);
   return Value::array(std::move(out));

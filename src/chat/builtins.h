@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "chat/render_budget.h"
 #include "chat/value.h"
 #include "seam/chat.h"
 #include "seam/error.h"
@@ -23,9 +24,6 @@ inline bool numeric_like(const Value& v) { return v.is_number() || v.kind == Kin
 inline double numeric_value(const Value& v) {
   return v.kind == Kind::Bool ? (v.b ? 1 : 0) : v.num();
 }
-
-// A render's limit on any string it builds, and on its output (bytes).
-constexpr std::size_t kMaxString = std::size_t{16} << 20;
 
 // JavaScript truthiness of a raw payload (objects are always true).
 bool raw_truthy(const Value& v);
@@ -63,9 +61,6 @@ bool is_known_test(const std::string& name);
 // strftime_now's format (Python's directives) over a pinned or local time.
 std::string strftime_py(const std::string& fmt, const TemplateTime& t);
 TemplateTime local_now();
-
-// Fails the render when a string it is about to build exceeds kMaxString.
-void check_size(double bytes);
 
 // Python-style array slicing with the reference's clamping rules.
 template <typename T>

@@ -6,6 +6,7 @@
 #include "chat/interpreter.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <ctime>
 
@@ -30,11 +31,6 @@ struct ContinueSignal {};
 
 constexpr int kMaxCallDepth = 200;  // macro recursion bound
 constexpr std::size_t kMaxRange = 1'000'000;
-// A render's budget. Real chat templates take thousands of steps over a long
-// conversation and produce kilobytes; nested loops or a doubled string can ask
-// for hours or terabytes. Past these limits the render fails with a template
-// error instead.
-constexpr std::uint64_t kMaxSteps = 1'000'000;
 
 class Interpreter {
  public:
@@ -95,6 +91,7 @@ class Interpreter {
                 if (out.size() >= kMaxRange) fail("range() is too large");
                 out.push_back(Value::number(i));
               }
+              charge(out.size());
               return Value::array(std::move(out));
             }));
     const TemplateOptions opts = opts_;
@@ -144,8 +141,8 @@ class Interpreter {
 
  private:
   const TemplateOptions& opts_;
+  RenderBudget budget_;  // the render's: charge() counts against it while this lives
   int call_depth_ = 0;
-  std::uint64_t steps_ = 0;
   std::vector<std::weak_ptr<Dict>> namespaces_;
 
   std::string eval_block(const NodeList& body, const EnvPtr& env) {
@@ -163,19 +160,16 @@ class Interpreter {
     return out;
   }
 
-  // Every evaluation counts against the render's budget, and no string it
-  // yields may exceed kMaxString.
-  void tick(std::uint64_t n) {
-    steps_ += n;
-    if (steps_ > kMaxSteps)
-      fail("the template ran for more than " + std::to_string(kMaxSteps) +
-           " steps (nested loops too large?); stopped");
-  }
-
+  // Every evaluation counts against the render's budget, a string it yields
+  // by its size (whatever uses the string reads or copies it), and no such
+  // string may exceed kMaxString.
   Value eval(const Node& n, const EnvPtr& env) {
-    tick(1);
+    charge(1);
     Value v = eval_node(n, env);
-    if (v.kind == Kind::String) check_size(static_cast<double>(v.s.size()));
+    if (v.kind == Kind::String) {
+      check_size(static_cast<double>(v.s.size()));
+      charge_bytes(v.s.size());
+    }
     return v;
   }
 
@@ -355,7 +349,10 @@ class Interpreter {
       return v;
     };
     const Value start = part(s.x, "start"), stop = part(s.y, "stop"), step = part(s.z, "step");
-    if (obj.is_array()) return Value::array(slice_vec(*obj.arr, start, stop, step));
+    if (obj.is_array()) {
+      charge(obj.arr->size());
+      return Value::array(slice_vec(*obj.arr, start, stop, step));
+    }
     std::string out;
     for (const auto& c : slice_vec(js::code_points(obj.s), start, stop, step)) out += c;
     return Value::string(std::move(out));
@@ -443,12 +440,14 @@ class Interpreter {
       if (v.kind != Kind::Undefined) return v;
     } else if (l.is_array() && r.is_array()) {
       if (op == "+") {
+        charge(l.arr->size() + r.arr->size());
         Array out = *l.arr;
         out.insert(out.end(), r.arr->begin(), r.arr->end());
         return Value::array(std::move(out));
       }
     } else if (r.is_array()) {
       if (membership) {
+        charge(r.arr->size());
         bool found = false;
         for (const auto& item : *r.arr)
           if (strict_equals(item, l)) {
@@ -525,7 +524,10 @@ class Interpreter {
 
     std::vector<Value> items;
     const Array source = *iterable.arr;  // the loop sees the list as it was when it started
-    tick(source.size());                 // an empty body still costs its iterations
+    // An empty body still costs its iterations; each item is copied a few times per iteration.
+    charge(source.size());
+    for (const auto& item : source)
+      if (item.kind == Kind::String) charge_bytes(item.s.size());
     for (const auto& item : source) {
       if (target.kind == NodeKind::TupleLit) {
         // Unpacking is checked for every item up front, as the reference does.
@@ -686,9 +688,32 @@ class Interpreter {
   // ---- filters -------------------------------------------------------------
 
   Value apply_filter(const Value& v, const Node& f, const EnvPtr& env) {
-    if (f.kind == NodeKind::Identifier) return apply_plain_filter(v, f.str, env);
+    if (f.kind == NodeKind::Identifier) {
+      charge_walk(v, f.str);
+      return apply_plain_filter(v, f.str, env);
+    }
     if (f.kind != NodeKind::Call || f.x->kind != NodeKind::Identifier) fail("Unknown filter");
+    charge_walk(v, f.x->str);
     return apply_call_filter(v, f.x->str, f.list, env);
+  }
+
+  // A filter that walks a list or a dict costs a step per element (sort: per
+  // comparison); the ones that look at one end or the size cost nothing more,
+  // so `messages|length` inside a loop over the messages stays cheap.
+  static void charge_walk(const Value& v, const std::string& filter) {
+    if (filter == "length" || filter == "count" || filter == "first" || filter == "last" ||
+        filter == "list" || filter == "safe" || filter == "default" || filter == "d")
+      return;
+    std::size_t n = 0, bytes = 0;
+    if (v.is_array()) {
+      n = v.arr->size();
+      for (const Value& item : *v.arr)
+        if (item.kind == Kind::String) bytes += item.s.size();
+    }
+    if (v.dict) n = v.dict->size();
+    const std::uint64_t walk = n + bytes / kBytesPerStep;
+    charge(walk);
+    if (filter == "sort" || filter == "dictsort") charge(walk * std::bit_width(n));
   }
 
   Value apply_plain_filter(const Value& v, const std::string& name, const EnvPtr& env) {

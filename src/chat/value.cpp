@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "chat/js_text.h"
+#include "chat/render_budget.h"
 #include "seam/error.h"
 
 namespace seam::chat {
@@ -225,7 +226,9 @@ std::string to_js_string(const Value& v) {
       std::string out;
       for (std::size_t k = 0; k < v.arr->size(); ++k) {
         if (k) out += ',';
+        charge(1);
         out += to_display((*v.arr)[k]);
+        check_size(static_cast<double>(out.size()));
       }
       return out;
     }
@@ -257,6 +260,9 @@ bool locale_less(const std::string& a, const std::string& b) {
 }  // namespace
 
 std::string to_json(const Value& v, const JsonOptions& opts, bool undefined_as_null, int depth) {
+  // A list can hold itself many times over (`[a, a]` forty times is 2^40 elements in
+  // 40 lists), so each element written costs a step and the text is checked as it grows.
+  charge(1);
   switch (v.kind) {
     case Kind::Null:
       return "null";
@@ -269,6 +275,7 @@ std::string to_json(const Value& v, const JsonOptions& opts, bool undefined_as_n
     case Kind::Bool:
       return v.b ? "true" : "false";
     case Kind::String:
+      charge_bytes(v.s.size());
       return js::json_quote(v.s, opts.ensure_ascii);
     case Kind::Array:
     case Kind::Object:
@@ -294,6 +301,7 @@ std::string to_json(const Value& v, const JsonOptions& opts, bool undefined_as_n
       if (k) out += item_sep;
       if (indented) out += child_pad;
       out += to_json(items[k], opts, undefined_as_null, depth + 1);
+      check_size(static_cast<double>(out.size()));
     }
     if (indented && !items.empty()) out += base_pad;
     out += ']';
@@ -312,6 +320,7 @@ std::string to_json(const Value& v, const JsonOptions& opts, bool undefined_as_n
     out += js::json_quote(entries[k]->first, opts.ensure_ascii);
     out += key_sep;
     out += to_json(entries[k]->second, opts, undefined_as_null, depth + 1);
+    check_size(static_cast<double>(out.size()));
   }
   if (indented && !entries.empty()) out += base_pad;
   out += '}';

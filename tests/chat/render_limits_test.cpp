@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <string>
 
+#include "case_data.h"
 #include "seam/chat.h"
 #include "seam/error.h"
 
@@ -93,6 +95,66 @@ TEST(RenderLimits, StringsAndOutputAreCapped) {
   EXPECT_EQ(render("{% set ns = namespace(s='x') %}{% for i in range(20) %}"
                    "{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s | length }}"),
             "1048576");
+}
+
+// Found by the campaign of stop 29: work that a step per evaluation does not
+// see. Each of these ran for minutes or more before; now each is stopped by
+// the budget within a fraction of a second.
+TEST(RenderLimits, WorkOnLargeValuesCountsAgainstTheBudget) {
+  // An 8 MiB string copied a million times (each copy is one evaluation).
+  expect_template_error(
+      "{% set ns = namespace(s='x') %}{% for i in range(23) %}{% set ns.s = ns.s ~ ns.s %}"
+      "{% endfor %}{% for i in range(1000000) %}{% set y = ns.s %}{% endfor %}",
+      "steps");
+  // ... or scanned by a test a million times.
+  expect_template_error(
+      "{% set ns = namespace(s='x') %}{% for i in range(23) %}{% set ns.s = ns.s ~ ns.s %}"
+      "{% endfor %}{% for i in range(1000000) %}{% if 'z' in ns.s %}{% endif %}{% endfor %}",
+      "steps");
+  // A list of a million sorted nine hundred times.
+  expect_template_error(
+      "{% set l = range(999999) %}{% for i in range(900) %}{% set m = l|sort %}{% endfor %}",
+      "steps");
+  // A list that holds itself twice, forty levels down: 2^40 elements to print.
+  const std::string nest =
+      "{% set ns = namespace(a=[1]) %}{% for i in range(40) %}{% set ns.a = [ns.a, ns.a] %}"
+      "{% endfor %}";
+  expect_template_error(nest + "{{ ns.a }}", "steps");
+  expect_template_error(nest + "{{ ns.a|tojson|length }}", "steps");
+  expect_template_error(nest + "{{ ns.a ~ '' }}", "steps");
+  // A dict whose 8 MiB value is copied out a thousand times.
+  expect_template_error(
+      "{% set ns = namespace(s='x') %}{% for i in range(23) %}{% set ns.s = ns.s ~ ns.s %}"
+      "{% endfor %}{% set d = {'k': ns.s} %}{% for i in range(1000) %}{% set v = d.values() %}"
+      "{% endfor %}",
+      "steps");
+}
+
+// The budget must not cost real conversations anything: every shared template
+// renders 2,000 turns of 2 KB each (4 MB of messages) within it.
+TEST(RenderLimits, ALongConversationRendersWithEveryTemplate) {
+  Json msgs = Json::array();
+  for (int i = 0; i < 2000; ++i)
+    msgs.push_back({{"role", i % 2 ? "assistant" : "user"},
+                    {"content", std::string(2047, 'a' + i % 26) + "."}});
+  msgs.push_back({{"role", "user"}, {"content", "last"}});
+  const Json tool = Json::parse(R"({"type": "function", "function": {"name": "get_time",
+      "description": "The time now", "parameters": {"type": "object", "properties": {}}}})");
+  const Json ctx{{"messages", msgs},
+                 {"tools", Json::array({tool})},
+                 {"add_generation_prompt", true},
+                 {"bos_token", "<s>"},
+                 {"eos_token", "</s>"}};
+  int rendered = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(test::templates_dir())) {
+    if (entry.path().extension() != ".jinja") continue;
+    SCOPED_TRACE(entry.path().filename().string());
+    std::string out;
+    ASSERT_NO_THROW(out = render(test::read_file(entry.path().string()), ctx));
+    EXPECT_GT(out.size(), 2000u * 2048u);
+    ++rendered;
+  }
+  EXPECT_GE(rendered, 20);
 }
 
 }  // namespace
