@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmarks of `seam observe` (docs/observe.md), not timed tests.
 
-  observe_bench.py --seam build/seam --model MODEL --text FILE [--threads N]
+  observe_bench.py --seam build/seam --model MODEL --text FILE [--threads N] [--ctx N]
 
 1. throughput: observation tokens/s on a file against `seam perplexity` on the
    same model and text (both wall-clock, model load included, best of --runs);
@@ -55,48 +55,57 @@ def main():
     ap.add_argument("--text", required=True)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--ctx", type=int, default=0,
+                    help="-c for both tools (default: each tool's own default)")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--gap-only", action="store_true", help="only the interjection measurement")
+    ap.add_argument("--throughput-only", action="store_true", help="no interjection measurement")
     ap.add_argument("--windows", type=int, nargs="*", default=[],
                     help="also measure these --window values (smaller: cheaper rolls)")
     a = ap.parse_args()
-    t = ["-t", str(a.threads)]
+    t = ["-t", str(a.threads)] + (["-c", str(a.ctx)] if a.ctx else [])
 
     base = [a.seam, "observe", "-m", a.model, "-f", a.text] + t
     if not a.gap_only:
         throughput(a, t, base)
-    gap(a, base)
+    if not a.throughput_only:
+        gap(a, base)
 
 
 def throughput(a, t, base):
     _, out, _ = run([a.seam, "perplexity", "-m", a.model, "-f", a.text, "--json"] + t)
     info = json.loads(out)
     tokens, scored = info["tokens"], info["scored"]
+    # perplexity forwards whole windows only (the tail that fills none is
+    # skipped) and asks logits of, and scores, their second halves; the
+    # observer forwards and scores every token of the text. Each tool's rate
+    # is over the tokens it forwarded.
+    forwarded = info["windows"] * info["n_ctx"]
     ppl = best(a.runs, [a.seam, "perplexity", "-m", a.model, "-f", a.text] + t)
     obs = base + ["--no-interject"]
     obs10 = best(a.runs, obs + ["--top-k", "10"])
     obs0 = best(a.runs, obs + ["--top-k", "0"])
-    print(f"text: {tokens} tokens, {a.threads} threads; tokens/s by wall clock and by CPU time")
+    print(f"text: {tokens} tokens, {a.threads} threads{f', context {a.ctx}' if a.ctx else ''}; "
+          "tokens read per second (perplexity: its windows' tokens; observe: the text's), "
+          "by wall clock and by CPU time")
 
-    def line(name, r):
-        return f"{name:28s} {tokens / r[0]:9.1f} wall {tokens / r[1]:9.1f} cpu"
-    print(line("seam perplexity", ppl))
-    print(line("seam observe --top-k 10", obs10) +
-          f"  ({100 * ppl[1] / obs10[1]:.1f}% of perplexity by CPU)")
-    # perplexity forwards the text's whole windows (the tail that fills no
-    # window is skipped) but asks logits of, and scores, only their second
-    # halves; the observer scores every token of the text.
+    def line(name, r, n=tokens):
+        return f"{name:28s} {n / r[0]:9.1f} wall {n / r[1]:9.1f} cpu"
+
+    def share(r):
+        return f"{100 * (tokens / r[1]) / (forwarded / ppl[1]):.1f}% of perplexity by CPU"
+    print(line("seam perplexity", ppl, forwarded) +
+          f"  ({info['windows']} windows of {info['n_ctx']}: {forwarded} tokens)")
+    print(line("seam observe --top-k 10", obs10) + f"  ({share(obs10)})")
     print(f"scored tokens per CPU second: perplexity {scored / ppl[1]:.1f} ({scored} scored), "
           f"observe {tokens / obs10[1]:.1f} ({tokens} scored)")
     print(line("seam observe --top-k 0", obs0) +
           f"  (top-10 costs {100 * (obs10[1] / obs0[1] - 1):+.1f}% CPU)")
     pre = best(a.runs, obs + ["--top-k", "10", "--roll", "prefill"])
-    print(line("seam observe --roll prefill", pre) +
-          f"  ({100 * ppl[1] / pre[1]:.1f}% of perplexity by CPU)")
+    print(line("seam observe --roll prefill", pre) + f"  ({share(pre)})")
     for w in a.windows:
         r = best(a.runs, obs + ["--top-k", "10", "--window", str(w)])
-        print(line(f"seam observe --window {w}", r) +
-              f"  ({100 * ppl[1] / r[1]:.1f}% of perplexity by CPU)")
+        print(line(f"seam observe --window {w}", r) + f"  ({share(r)})")
 
 
 
