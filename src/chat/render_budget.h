@@ -2,10 +2,11 @@
 // steps over a long conversation and produce kilobytes; a hostile or broken
 // one can ask for hours or terabytes in a few lines: nested loops, an 8 MiB
 // string copied in a loop, a long list sorted a thousand times, a list nested
-// in itself forty times and printed. So every evaluation, every element a
-// builtin walks and every KiB of string an evaluation yields or a
-// serialisation writes costs a step, and past the budget, or past the size
-// limit of one string, the render fails with a template error.
+// in itself forty times and printed. So every evaluation, every loop
+// iteration (four), every element a builtin walks and every KiB of string an
+// evaluation yields or a serialisation writes costs steps, and past the
+// budget, or past the size limit of one string, the render fails with a
+// template error.
 #pragma once
 
 #include <cstddef>
