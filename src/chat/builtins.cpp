@@ -25,7 +25,7 @@ static Value make_pair(const std::string& k, const Value& v) {
   return Value::array({Value::string(k), v});
 }
 
-// Copying a dict's keys or values out costs a step per entry and per KiB.
+// Copying a dict's keys or values out costs a step per entry and per 256 bytes.
 static void charge_copy_of(const Value& obj) {
   std::size_t bytes = 0;
   for (const auto& [k, v] : obj.dict->items())

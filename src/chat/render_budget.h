@@ -3,9 +3,9 @@
 // one can ask for hours or terabytes in a few lines: nested loops, an 8 MiB
 // string copied in a loop, a long list sorted a thousand times, a list nested
 // in itself forty times and printed. So every evaluation, every loop
-// iteration (four), every element a builtin walks and every KiB of string an
-// evaluation yields or a serialisation writes costs steps, and past the
-// budget, or past the size limit of one string, the render fails with a
+// iteration (four), every element a builtin walks and every 256 bytes of
+// string an evaluation yields or a serialisation writes costs steps, and past
+// the budget, or past the size limit of one string, the render fails with a
 // template error.
 #pragma once
 
@@ -15,7 +15,7 @@
 namespace seam::chat {
 
 constexpr std::uint64_t kMaxSteps = 1'000'000;
-constexpr std::size_t kBytesPerStep = 1024;
+constexpr std::size_t kBytesPerStep = 256;
 // A render's limit on any string it builds, and on its output (bytes).
 constexpr std::size_t kMaxString = std::size_t{16} << 20;
 
