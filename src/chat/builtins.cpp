@@ -25,6 +25,13 @@ static Value make_pair(const std::string& k, const Value& v) {
   return Value::array({Value::string(k), v});
 }
 
+std::uint64_t walk_cost(const Array& items) {
+  std::size_t bytes = 0;
+  for (const Value& item : items)
+    if (item.kind == Kind::String) bytes += item.s.size();
+  return items.size() + bytes / kBytesPerStep;
+}
+
 // Copying a dict's keys or values out costs a step per entry and per 256 bytes.
 static void charge_copy_of(const Value& obj) {
   std::size_t bytes = 0;

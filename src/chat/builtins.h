@@ -28,6 +28,10 @@ inline double numeric_value(const Value& v) {
 // JavaScript truthiness of a raw payload (objects are always true).
 bool raw_truthy(const Value& v);
 
+// What walking a list costs the render's budget: a step per element and per
+// 256 bytes of its string elements.
+std::uint64_t walk_cost(const Array& items);
+
 // A dict's items as [key, value] pairs, its keys: in insertion order.
 Value items_of(const Value& obj);
 Value keys_of(const Value& obj);

@@ -526,9 +526,7 @@ class Interpreter {
     const Array source = *iterable.arr;  // the loop sees the list as it was when it started
     // An empty body still costs its iterations: each builds the `loop` object (nine entries)
     // and copies its item a few times, the work of about four evaluations.
-    charge(4 * source.size());
-    for (const auto& item : source)
-      if (item.kind == Kind::String) charge_bytes(item.s.size());
+    charge(3 * source.size() + walk_cost(source));
     for (const auto& item : source) {
       if (target.kind == NodeKind::TupleLit) {
         // Unpacking is checked for every item up front, as the reference does.
@@ -705,14 +703,8 @@ class Interpreter {
     if (filter == "length" || filter == "count" || filter == "first" || filter == "last" ||
         filter == "list" || filter == "safe" || filter == "default" || filter == "d")
       return;
-    std::size_t n = 0, bytes = 0;
-    if (v.is_array()) {
-      n = v.arr->size();
-      for (const Value& item : *v.arr)
-        if (item.kind == Kind::String) bytes += item.s.size();
-    }
-    if (v.dict) n = v.dict->size();
-    const std::uint64_t walk = n + bytes / kBytesPerStep;
+    const std::size_t n = v.is_array() ? v.arr->size() : (v.dict ? v.dict->size() : 0);
+    const std::uint64_t walk = v.is_array() ? walk_cost(*v.arr) : n;
     charge(walk);
     if (filter == "sort" || filter == "dictsort") charge(walk * std::bit_width(n));
   }
