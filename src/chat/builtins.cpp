@@ -21,10 +21,6 @@ bool raw_truthy(const Value& v) {
   }
 }
 
-static Value make_pair(const std::string& k, const Value& v) {
-  return Value::array({Value::string(k), v});
-}
-
 std::uint64_t walk_cost(const Array& items) {
   std::size_t bytes = 0;
   for (const Value& item : items)
@@ -41,17 +37,24 @@ static void charge_copy_of(const Value& obj) {
   charge_bytes(bytes);
 }
 
+// Entry e's key as a template value: a string, or an integer from a dict literal.
+static Value key_value(const Dict& d, std::size_t e) {
+  const std::string& k = d.items()[e].first;
+  return d.int_key(e) ? Value::integer(std::stoll(k)) : Value::string(k);
+}
+
 Value items_of(const Value& obj) {
   charge_copy_of(obj);
   Array out;
-  for (const auto& [k, v] : obj.dict->items()) out.push_back(make_pair(k, v));
+  for (std::size_t e = 0; e < obj.dict->size(); ++e)
+    out.push_back(Value::array({key_value(*obj.dict, e), obj.dict->items()[e].second}));
   return Value::array(std::move(out));
 }
 
 Value keys_of(const Value& obj) {
   charge_copy_of(obj);
   Array out;
-  for (const auto& kv : obj.dict->items()) out.push_back(Value::string(kv.first));
+  for (std::size_t e = 0; e < obj.dict->size(); ++e) out.push_back(key_value(*obj.dict, e));
   return Value::array(std::move(out));
 }
 
@@ -290,7 +293,7 @@ static Value dictsort(const Value& obj, std::vector<Value>& args) {
   if (by.s != "key" && by.s != "value") fail("by must be either 'key' or 'value'");
   const Value reverse = pos.size() > 2 ? pos[2] : (kw_rev ? *kw_rev : Value::boolean(false));
   if (reverse.kind != Kind::Bool) fail("reverse must be a boolean");
-  Array items = items_of(obj).arr ? *items_of(obj).arr : Array{};
+  Array items = *items_of(obj).arr;
   const std::size_t idx = by.s == "key" ? 0 : 1;
   std::stable_sort(items.begin(), items.end(), [&](const Value& a, const Value& b) {
     const int r = compare_values((*a.arr)[idx], (*b.arr)[idx], case_sensitive.b);
@@ -304,10 +307,12 @@ Value object_member(const Value& obj, const std::string& name) {
   using Args = std::vector<Value>&;
   if (name == "get") {
     return Value::function([obj](Args args, const EnvPtr&) {
-      if (args.empty() || args[0].kind != Kind::String)
+      if (args.empty() || (args[0].kind != Kind::String && args[0].kind != Kind::Int))
         fail("Object key must be a string: got " +
              (args.empty() ? std::string("UndefinedValue") : type_name(args[0])));
-      if (const Value* v = obj.dict->find(args[0].s)) return *v;
+      const Value* v =
+          args[0].kind == Kind::Int ? obj.dict->find_int(args[0].i) : obj.dict->find(args[0].s);
+      if (v) return *v;
       return args.size() > 1 ? args[1] : Value::null();
     });
   }

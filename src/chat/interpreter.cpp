@@ -12,6 +12,7 @@
 
 #include "chat/builtins.h"
 #include "chat/js_text.h"
+#include "chat/py_repr.h"
 #include "seam/error.h"
 
 namespace seam::chat {
@@ -195,7 +196,12 @@ class Interpreter {
         Value obj = Value::object();
         for (std::size_t k = 0; k < n.list.size(); ++k) {
           const Value key = eval(*n.list[k], env);
-          if (key.kind != Kind::String) fail("Object keys must be strings: got " + type_name(key));
+          if (key.kind == Kind::Int) {
+            obj.dict->set_int(key.i, eval(*n.list2[k], env));
+            continue;
+          }
+          if (key.kind != Kind::String)
+            fail("Object keys must be strings or integers: got " + type_name(key));
           obj.dict->set(key.s, eval(*n.list2[k], env));
         }
         return obj;
@@ -297,12 +303,25 @@ class Interpreter {
   Value eval_call(const Node& n, const EnvPtr& env) {
     auto [args, kw] = eval_args(n.list, env);
     if (kw.dict->size() > 0) args.push_back(kw);
-    const Value fn = eval(*n.x, env);
+    const Node& callee = *n.x;
+    if (callee.kind != NodeKind::Member || callee.flag)
+      return call_function(eval(callee, env), args, env);
+    // `d.items()` where the dict also has a key "items" (a JSON schema's array
+    // items): the data shadows the method in the reference, which then cannot call
+    // it; Jinja2 looks up the method first.
+    const Value obj = eval(*callee.x, env);
+    Value fn = member_of(obj, callee, env);
+    if (fn.kind != Kind::Function && obj.is_object() && callee.y->kind != NodeKind::IntLit) {
+      const Value method = object_member(obj, callee.y->str);
+      if (method.kind == Kind::Function) fn = method;
+    }
     return call_function(fn, args, env);
   }
 
-  Value eval_member(const Node& n, const EnvPtr& env) {
-    const Value obj = eval(*n.x, env);
+  Value eval_member(const Node& n, const EnvPtr& env) { return member_of(eval(*n.x, env), n, env); }
+
+  // obj.name, obj[expr] or obj[slice] for the Member node n, with obj evaluated.
+  Value member_of(const Value& obj, const Node& n, const EnvPtr& env) {
     Value prop;
     if (n.flag) {
       if (n.y->kind == NodeKind::Slice) return eval_slice(obj, *n.y, env);
@@ -312,9 +331,14 @@ class Interpreter {
     } else {
       prop = Value::string(n.y->str);
     }
+    // A key that is not a string (`d[undefined]`, `d[0]`) finds nothing: Jinja2
+    // gives undefined where the reference refuses the lookup.
     if (obj.is_attr_container()) {
-      if (prop.kind != Kind::String)
-        fail("Cannot access property with non-string: got " + type_name(prop));
+      if (prop.kind == Kind::Int) {
+        const Value* v = obj.dict->find_int(prop.i);
+        return v ? *v : Value::undefined();
+      }
+      if (prop.kind != Kind::String) return Value::undefined();
       if (const Value* v = obj.dict->find(prop.s)) return *v;
       return obj.is_object() ? object_member(obj, prop.s) : Value::undefined();
     }
@@ -332,7 +356,7 @@ class Interpreter {
         if (prop.s == "length") return Value::integer(static_cast<std::int64_t>(obj.arr->size()));
         return Value::undefined();
       }
-      fail("Cannot access property with non-string/non-number: got " + type_name(prop));
+      return Value::undefined();
     }
     if (prop.kind != Kind::String)
       fail("Cannot access property with non-string: got " + type_name(prop));
@@ -411,6 +435,32 @@ class Interpreter {
     return Value::undefined();  // not a numeric operator: fall through to the other rules
   }
 
+  // What `~` joins: Jinja2 writes an undefined value as "" and none as "None"
+  // (the reference refuses both).
+  static std::string concat_part(const Value& v) {
+    if (v.kind == Kind::Undefined) return {};
+    if (v.kind == Kind::Null) return "None";
+    return to_js_string(v);
+  }
+
+  // Python's `seq * n` for a string or a list (the reference has no such operator).
+  static Value repeat(const Value& seq, std::int64_t times) {
+    const std::size_t count = times > 0 ? static_cast<std::size_t>(times) : 0;
+    if (seq.kind == Kind::String) {
+      check_size(static_cast<double>(seq.s.size()) * static_cast<double>(count));
+      charge_bytes(seq.s.size() * count);
+      std::string out;
+      out.reserve(seq.s.size() * count);
+      for (std::size_t k = 0; k < count; ++k) out += seq.s;
+      return Value::string(std::move(out));
+    }
+    const double elements = static_cast<double>(seq.arr->size()) * static_cast<double>(count);
+    charge(static_cast<std::uint64_t>(std::min(elements, 2.0 * kMaxSteps)));
+    Array out;
+    for (std::size_t k = 0; k < count; ++k) out.insert(out.end(), seq.arr->begin(), seq.arr->end());
+    return Value::array(std::move(out));
+  }
+
   Value eval_binary(const Node& n, const EnvPtr& env) {
     const std::string& op = n.str;
     const Value l = eval(*n.x, env);
@@ -419,14 +469,25 @@ class Interpreter {
     const Value r = eval(*n.y, env);
     if (op == "==") return Value::boolean(loose_equals(l, r));
     if (op == "!=") return Value::boolean(!loose_equals(l, r));
+    if (op == "~") return Value::string(concat_part(l) + concat_part(r));
     const bool membership = op == "in" || op == "not in";
+    // `none in [...]` and `undefined in {...}` ask a question Jinja2 answers (the
+    // reference refuses): such a value is in no list of template data and is no key.
+    if (membership && (l.kind == Kind::Null || l.kind == Kind::Undefined) &&
+        (r.is_array() || r.is_object())) {
+      bool found = false;
+      if (r.is_array()) {
+        charge(r.arr->size());
+        for (const auto& item : *r.arr) found = found || item.kind == l.kind;
+      }
+      return Value::boolean(found == (op == "in"));
+    }
     if (l.kind == Kind::Undefined || r.kind == Kind::Undefined) {
       if (r.kind == Kind::Undefined && membership) return Value::boolean(op == "not in");
       fail("Cannot perform operation " + op + " on undefined values");
     }
     if (l.kind == Kind::Null || r.kind == Kind::Null)
       fail("Cannot perform operation " + op + " on null values");
-    if (op == "~") return Value::string(to_js_string(l) + to_js_string(r));
     if (op == "**" && numeric_like(l) && numeric_like(r)) {
       const double a = numeric_value(l), b = numeric_value(r);
       if (a == 0 && b < 0) fail("0.0 cannot be raised to a negative power");
@@ -457,12 +518,26 @@ class Interpreter {
         return Value::boolean(found == (op == "in"));
       }
     }
+    if (op == "*" && (l.kind == Kind::Int) != (r.kind == Kind::Int)) {
+      const Value& seq = l.kind == Kind::Int ? r : l;
+      const std::int64_t times = l.kind == Kind::Int ? l.i : r.i;
+      if (seq.kind == Kind::String || seq.is_array()) return repeat(seq, times);
+    }
     if ((l.kind == Kind::String || r.kind == Kind::String) && op == "+")
       return Value::string(to_js_string(l) + to_js_string(r));
+    // Python orders strings by code point, which is UTF-8's byte order (the
+    // reference cannot compare strings).
+    if (l.kind == Kind::String && r.kind == Kind::String &&
+        (op == "<" || op == ">" || op == "<=" || op == ">=")) {
+      const int c = l.s.compare(r.s);
+      return Value::boolean(op == "<" ? c < 0 : op == ">" ? c > 0 : op == "<=" ? c <= 0 : c >= 0);
+    }
     if (l.kind == Kind::String && r.kind == Kind::String && membership)
       return Value::boolean((r.s.find(l.s) != std::string::npos) == (op == "in"));
     if (l.kind == Kind::String && r.is_object() && membership)
       return Value::boolean((r.dict->find(l.s) != nullptr) == (op == "in"));
+    if (l.kind == Kind::Int && r.is_object() && membership)
+      return Value::boolean((r.dict->find_int(l.i) != nullptr) == (op == "in"));
     fail("Unknown operator \"" + op + "\" between " + type_name(l) + " and " + type_name(r));
   }
 
@@ -502,6 +577,15 @@ class Interpreter {
       iter_node = iter_node->x.get();
     }
     Value iterable = eval(*iter_node, scope);
+    // Jinja2 iterates an undefined value as an empty sequence ...
+    if (iterable.kind == Kind::Undefined) iterable = Value::array();
+    // ... and a string as its characters (the reference refuses a string).
+    if (iterable.kind == Kind::String) {
+      charge_bytes(iterable.s.size());
+      Array chars;
+      for (auto& c : js::code_points(iterable.s)) chars.push_back(Value::string(std::move(c)));
+      iterable = Value::array(std::move(chars));
+    }
     if (!iterable.is_array() && !iterable.is_object())
       fail("Expected iterable or object type in for loop: got " + type_name(iterable));
     if (iterable.is_object()) iterable = keys_of(iterable);
@@ -512,7 +596,7 @@ class Interpreter {
         e.set(target.str, item);
         return;
       }
-      if (item.kind != Kind::Array) fail("Cannot unpack non-iterable type: " + type_name(item));
+      if (!item.is_array()) fail("Cannot unpack non-iterable type: " + type_name(item));
       if (item.arr->size() != target.list.size())
         fail(std::string("Too ") + (target.list.size() > item.arr->size() ? "few" : "many") +
              " items to unpack");
@@ -530,7 +614,7 @@ class Interpreter {
     for (const auto& item : source) {
       if (target.kind == NodeKind::TupleLit) {
         // Unpacking is checked for every item up front, as the reference does.
-        if (item.kind != Kind::Array) fail("Cannot unpack non-iterable type: " + type_name(item));
+        if (!item.is_array()) fail("Cannot unpack non-iterable type: " + type_name(item));
         if (item.arr->size() != target.list.size())
           fail(std::string("Too ") + (target.list.size() > item.arr->size() ? "few" : "many") +
                " items to unpack");
@@ -738,6 +822,9 @@ class Interpreter {
         return Value::string(std::move(out));
       }
       if (name == "string") return Value::string(to_json(v, JsonOptions{}, false));
+      // Jinja2 trims str(list), Python's repr; the reference has no trim for lists.
+      if (name == "trim") return Value::string(std::string(js::trim(py_repr(v))));
+      if (name == "select" || name == "reject") return select_items(a, name == "select", {}, env);
       if (name == "unique") {
         Array out;
         for (const auto& item : a) {
@@ -785,6 +872,8 @@ class Interpreter {
     if (v.is_object()) {
       if (name == "items") return items_of(v);
       if (name == "length") return Value::integer(static_cast<std::int64_t>(v.dict->size()));
+      // Python's str(dict), as Jinja2 writes it; the reference has no such filter.
+      if (name == "string" || name == "trim") return Value::string(py_repr(v));
       const Value m = object_member(v, name);
       if (m.kind == Kind::Function) {
         std::vector<Value> none;
@@ -799,6 +888,9 @@ class Interpreter {
       if (name == "string") return Value::string(v.b ? "true" : "false");
       fail("Unknown BooleanValue filter: " + name);
     }
+    if (v.kind == Kind::Namespace && name == "string") return Value::string(py_repr(v));
+    // Jinja2's str() of an undefined value is "".
+    if (v.kind == Kind::Undefined && (name == "string" || name == "trim")) return Value::string("");
     fail("Cannot apply filter \"" + name + "\" to type: " + type_name(v));
   }
 
@@ -818,6 +910,24 @@ class Interpreter {
   }
 
   static const Value* kwarg(const Value& kw, const char* name) { return kw.dict->find(name); }
+
+  // Jinja2's `select(test, arg)` / `reject(...)`: the items that pass (or fail) a
+  // test, or that are truthy when no test is named. The reference has neither.
+  Value select_items(const Array& a, bool keep_passing, const NodeList& arg_nodes,
+                     const EnvPtr& env) {
+    auto [pos, kw] = eval_args(arg_nodes, env);
+    if (!pos.empty() && pos[0].kind != Kind::String)
+      fail("the test of select/reject must be a name");
+    const std::string test = pos.empty() ? std::string() : pos[0].s;
+    if (!test.empty() && !is_known_test(test)) fail("Unknown test: " + test);
+    const Value* arg = pos.size() > 1 ? &pos[1] : nullptr;
+    Array out;
+    for (const auto& item : a) {
+      const bool passes = test.empty() ? truthy(item) : run_test(test, item, arg);
+      if (passes == keep_passing) out.push_back(item);
+    }
+    return Value::array(std::move(out));
+  }
 
   static Value pick(const std::vector<Value>& pos, std::size_t idx, const Value& kw,
                     const char* name, Value fallback) {
@@ -947,6 +1057,8 @@ class Interpreter {
         }
         return Value::array(std::move(out));
       }
+      if (name == "select" || name == "reject")
+        return select_items(a, name == "select", arg_nodes, env);
       if (name == "map") {
         auto [pos, kw] = eval_args(arg_nodes, env);
         const Value* attr = kwarg(kw, "attribute");

@@ -405,8 +405,35 @@ class Lexer {
             js::append_utf8(out, cp);
             break;
           }
+          // Below: what Python's string literals (and so Jinja2) also read, where the
+          // reference stops with an error.
+          case '\n':  // a backslash at the end of a line joins the lines
+            break;
+          case '\r':
+            if (pos_ < src_.size() && src_[pos_] == '\n') ++pos_;
+            break;
+          case 'a':
+            out += '\a';
+            break;
+          case 'U': {
+            const unsigned cp = hex_escape(8);
+            if (cp > 0x10FFFF) syntax_error("invalid \\U escape: beyond U+10FFFF");
+            js::append_utf8(out, cp);
+            break;
+          }
+          case 'N':
+            syntax_error("named escapes (\\N{...}) are not supported");
           default:
-            syntax_error(std::string("unexpected escaped character: ") + e);
+            if (e >= '0' && e <= '7') {  // up to three octal digits
+              unsigned cp = static_cast<unsigned>(e - '0');
+              for (int k = 0; k < 2 && pos_ < src_.size() && src_[pos_] >= '0' && src_[pos_] <= '7';
+                   ++k)
+                cp = cp * 8 + static_cast<unsigned>(src_[pos_++] - '0');
+              js::append_utf8(out, cp);
+            } else {  // an unknown escape stays as written
+              out += '\\';
+              out += e;
+            }
         }
         continue;
       }

@@ -20,6 +20,25 @@ void Dict::clear() {
   std::vector<std::pair<std::string, Value>> items;
   items.swap(items_);
   index_.clear();
+  int_index_.clear();
+  int_keys_.clear();
+}
+
+const Value* Dict::find_int(std::int64_t key) const {
+  const auto it = int_index_.find(key);
+  return it == int_index_.end() ? nullptr : &items_[it->second].second;
+}
+
+void Dict::set_int(std::int64_t key, Value v) {
+  const auto it = int_index_.find(key);
+  if (it != int_index_.end()) {
+    items_[it->second].second = std::move(v);
+    return;
+  }
+  int_index_.emplace(key, items_.size());
+  items_.emplace_back(std::to_string(key), std::move(v));
+  int_keys_.resize(items_.size());
+  int_keys_.back() = true;
 }
 
 const Value* Dict::find(std::string_view key) const {

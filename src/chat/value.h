@@ -32,6 +32,12 @@ class Dict {
   const Value* find(std::string_view key) const;
   Value* find(std::string_view key);
   void set(const std::string& key, Value v);
+  // Integer keys, which a template's dict literal may have ({0: 'a'}, as in
+  // Jinja2): the entry's text is the decimal number, and string lookups never
+  // find it, nor integer lookups a string key.
+  const Value* find_int(std::int64_t key) const;
+  void set_int(std::int64_t key, Value v);
+  bool int_key(std::size_t entry) const { return entry < int_keys_.size() && int_keys_[entry]; }
   std::size_t size() const;
   void clear();
   const std::vector<std::pair<std::string, Value>>& items() const { return items_; }
@@ -39,6 +45,8 @@ class Dict {
  private:
   std::vector<std::pair<std::string, Value>> items_;
   std::unordered_map<std::string, std::size_t> index_;
+  std::unordered_map<std::int64_t, std::size_t> int_index_;
+  std::vector<bool> int_keys_;  // per entry; empty while every key is a string
 };
 
 using NativeFn = std::function<Value(std::vector<Value>& args, const std::shared_ptr<Env>& env)>;

@@ -100,4 +100,38 @@ inline std::string runtime_error_kind(const std::string& msg) {
   return msg;
 }
 
+// Whether the reference failed at a construct that Jinja2 accepts and seam
+// therefore renders as Jinja2 does (jinja2_behaviour_test.cpp): in a case where
+// both references fail, seam then fails later, with another message.
+inline bool reference_refused_a_jinja2_construct(const std::string& msg) {
+  static const char* const kPrefixes[] = {
+      "Cannot access property with non-string",
+      "Expected iterable or object type in for loop: got UndefinedValue",
+      "Expected iterable or object type in for loop: got StringValue",
+      "Cannot perform operation ~ on",
+      "Unknown ArrayValue filter: reject",
+      "Unknown ArrayValue filter: select",
+      "Unknown ArrayValue filter: trim",
+      "Unknown ObjectValue filter: string",
+      "Unknown operator \"*\" between",
+      "Unknown operator \"<\" between StringValue and StringValue",
+      "Unknown operator \">\" between StringValue and StringValue",
+      "Unknown operator \"<=\" between StringValue and StringValue",
+      "Unknown operator \">=\" between StringValue and StringValue",
+      "Unexpected escaped character",
+      "Cannot perform operation in on",  // `none in [...]`, `undefined in {...}`
+      "Cannot perform operation not in on",
+      "Cannot perform operation on null values",
+      "Cannot apply filter \"string\" to type: UndefinedValue",
+      "Cannot apply filter \"trim\" to type: UndefinedValue",
+      "Cannot apply filter \"string\" to type: NamespaceValue",
+      "Object keys must be strings",
+      "Cannot call something that is not a function: got ObjectValue",
+      "Cannot unpack non-iterable type: TupleValue",
+  };
+  for (const char* p : kPrefixes)
+    if (msg.rfind(p, 0) == 0) return true;
+  return false;
+}
+
 }  // namespace seam::test
