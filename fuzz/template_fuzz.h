@@ -69,6 +69,12 @@ inline std::vector<std::string> template_seeds() {
       "{%- set ns = namespace(s='x') -%}{%- for i in range(8) -%}{%- set ns.s = ns.s ~ ns.s -%}"
       "{%- endfor -%}{{ ns.s | length }}{{ 'abc'.split('b') | join('-') }}"
       "{{ messages | selectattr('role', 'equalto', 'user') | map(attribute='content') | list }}");
+  // What seam renders as Jinja2 does where the reference refuses (docs/templates.md).
+  seeds.push_back(
+      "{% set m = {0: 'a', 16: [1, none, 2.5]} %}{{ m|string }}{{ m[16]|trim }}{{ 'ab' * 3 }}"
+      "{{ nope ~ none }}{% for c in 'h\\u00e9' %}{{ c }}{% endfor %}{% for x in nope %}{% endfor %}"
+      "{{ tools[0]['function']|string }}{{ [3, 1, 2]|reject('odd')|list }}{{ '\\101\\\nb' }}"
+      "{% if 'a' < 'b' and none in [none] %}{{ m.items()|list|length }}{% endif %}");
   return seeds;
 }
 
