@@ -163,9 +163,10 @@ class Interpreter {
 
   // Every evaluation counts against the render's budget, a string it yields
   // by its size (whatever uses the string reads or copies it), and no such
-  // string may exceed kMaxString.
+  // string may exceed kMaxString; and it may not run the stack out.
   Value eval(const Node& n, const EnvPtr& env) {
     charge(1);
+    check_stack();
     Value v = eval_node(n, env);
     if (v.kind == Kind::String) {
       check_size(static_cast<double>(v.s.size()));

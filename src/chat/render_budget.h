@@ -19,8 +19,14 @@ constexpr std::size_t kBytesPerStep = 256;
 // A render's limit on any string it builds, and on its output (bytes).
 constexpr std::size_t kMaxString = std::size_t{16} << 20;
 
+// The most stack one render may use. A render recurses through the evaluator
+// (macros calling macros, nested expressions); the macro depth limit alone does
+// not bound the bytes, which depend on the build (an ASan build's frames are
+// several times larger) and the thread's stack is the caller's.
+constexpr std::size_t kMaxStackBytes = std::size_t{4} << 20;
+
 // The budget of the render running on this thread: made when a render starts,
-// it is the one charge() counts against until it ends.
+// it is the one charge() and check_stack() count against until it ends.
 class RenderBudget {
  public:
   RenderBudget();
@@ -30,7 +36,11 @@ class RenderBudget {
 
  private:
   friend void charge(std::uint64_t steps);
+  friend void check_stack();
   std::uint64_t steps_ = 0;
+  // Evaluation may go down to this address: half the thread's stack left below
+  // the render's start, at most kMaxStackBytes.
+  std::uintptr_t stack_floor_ = 0;
   RenderBudget* outer_;
 };
 
@@ -38,6 +48,10 @@ class RenderBudget {
 // past it; outside a render it counts nothing.
 void charge(std::uint64_t steps);
 inline void charge_bytes(std::size_t bytes) { charge(bytes / kBytesPerStep); }
+
+// Fails the render, with a template error instead of a stack overflow, once
+// evaluation has gone below the render's stack floor.
+void check_stack();
 
 // Fails the render when a string it is about to build exceeds kMaxString.
 void check_size(double bytes);

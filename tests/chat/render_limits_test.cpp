@@ -4,6 +4,7 @@
 // error or a correct result; the sanitizer build (ASan's leak check, UBSan)
 // is what proves the absence of the overflow and of the leak.
 #include <gtest/gtest.h>
+#include <pthread.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -155,6 +156,43 @@ TEST(RenderLimits, ALongConversationRendersWithEveryTemplate) {
     ++rendered;
   }
   EXPECT_GE(rendered, 20);
+}
+
+// Deep macro recursion ends in a template error, never a stack overflow, on
+// whatever stack the caller renders on: each level takes several evaluator
+// frames, more under the sanitizers, and a library caller's thread may have a
+// small stack. (Hermes 3's template recurses without end on some tool schemas.)
+TEST(RenderLimits, DeepRecursionFailsBeforeTheStackRunsOut) {
+  struct Job {
+    std::string error;
+    bool template_error = false;
+  };
+  auto run = [](void* arg) -> void* {
+    auto* job = static_cast<Job*>(arg);
+    try {
+      render_chat_template(
+          "{% macro m(n) %}{% if (n + 1) * 2 > 0 and n is defined %}{{ ((n ~ 'x')|upper)[0] }}"
+          "{{ m(n + 1) }}{% endif %}{% endmacro %}{{ m(0) }}",
+          nlohmann::ordered_json::object(), {});
+    } catch (const Error& e) {
+      job->template_error = e.code() == Errc::Template;
+      job->error = e.what();
+    }
+    return nullptr;
+  };
+  for (std::size_t stack_kib : {128, 512, 8192}) {
+    SCOPED_TRACE(stack_kib);
+    Job job;
+    pthread_attr_t attr;
+    ASSERT_EQ(pthread_attr_init(&attr), 0);
+    ASSERT_EQ(pthread_attr_setstacksize(&attr, stack_kib << 10), 0);
+    pthread_t thread;
+    ASSERT_EQ(pthread_create(&thread, &attr, run, &job), 0);
+    ASSERT_EQ(pthread_join(thread, nullptr), 0);
+    pthread_attr_destroy(&attr);
+    EXPECT_TRUE(job.template_error);
+    EXPECT_NE(job.error.find("too deeply"), std::string::npos) << job.error;
+  }
 }
 
 }  // namespace
