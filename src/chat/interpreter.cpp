@@ -479,7 +479,8 @@ class Interpreter {
       bool found = false;
       if (r.is_array()) {
         charge(r.arr->size());
-        for (const auto& item : *r.arr) found = found || item.kind == l.kind;
+        found = std::any_of(r.arr->begin(), r.arr->end(),
+                            [&](const Value& item) { return item.kind == l.kind; });
       }
       return Value::boolean(found == (op == "in"));
     }
@@ -582,7 +583,7 @@ class Interpreter {
     if (iterable.kind == Kind::Undefined) iterable = Value::array();
     // ... and a string as its characters (the reference refuses a string).
     if (iterable.kind == Kind::String) {
-      charge_bytes(iterable.s.size());
+      charge(iterable.s.size());  // a step per character made, before they are made
       Array chars;
       for (auto& c : js::code_points(iterable.s)) chars.push_back(Value::string(std::move(c)));
       iterable = Value::array(std::move(chars));

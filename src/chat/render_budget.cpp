@@ -10,26 +10,40 @@
 namespace seam::chat {
 
 namespace {
+
 thread_local RenderBudget* current = nullptr;
+
+// The lowest address of this thread's stack, found once per thread (for the
+// main thread glibc reads /proc/self/maps to find it); 0 if it cannot be found.
+std::uintptr_t thread_stack_low() {
+  thread_local const std::uintptr_t low = [] {
+    std::uintptr_t found = 0;
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      void* addr = nullptr;
+      std::size_t size = 0;
+      if (pthread_attr_getstack(&attr, &addr, &size) == 0)
+        found = reinterpret_cast<std::uintptr_t>(addr);
+      pthread_attr_destroy(&attr);
+    }
+    return found;
+  }();
+  return low;
 }
+
+}  // namespace
 
 RenderBudget::RenderBudget() : outer_(current) {
   // The frame address, not a local's: under AddressSanitizer a local may live
   // on a heap-allocated fake stack.
   const auto start = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
-  std::size_t room = std::size_t{1} << 20;  // if the thread's stack cannot be found
-  pthread_attr_t attr;
-  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-    void* low = nullptr;
-    std::size_t size = 0;
-    if (pthread_attr_getstack(&attr, &low, &size) == 0 &&
-        start > reinterpret_cast<std::uintptr_t>(low))
-      room = (start - reinterpret_cast<std::uintptr_t>(low)) / 2;
-    pthread_attr_destroy(&attr);
-  }
+  const std::uintptr_t low = thread_stack_low();
+  const std::size_t room =
+      low != 0 && start > low ? (start - low) / 2 : std::size_t{1} << 20;  // stack unknown
   stack_floor_ = start - std::min(room, kMaxStackBytes);
   current = this;
 }
+
 RenderBudget::~RenderBudget() { current = outer_; }
 
 void charge(std::uint64_t steps) {
