@@ -32,6 +32,10 @@ namespace fs = std::filesystem;
 
 // Largest token id accepted (the largest real vocabularies hold ~262k).
 constexpr std::uint64_t kMaxTokenId = 1u << 21;
+// Ids no token has (holes, filled with [PADn] as llama.cpp's converter does) beyond the
+// number of tokens defined: real vocabularies have a few hundred at most. Without the
+// bound a 2 KB file naming one id near kMaxTokenId costs two million placeholder tokens.
+constexpr std::size_t kMaxExtraHoles = 65536;
 
 [[noreturn]] void bad(const std::string& file, const std::string& what) {
   throw Error(Errc::BadFormat, "[hf] " + file + ": " + what);
@@ -210,6 +214,13 @@ std::vector<std::pair<std::string, GgufValue>> hf_tokenizer_metadata(const std::
     }
   }
   const std::size_t n = text.size();
+  const auto defined = static_cast<std::size_t>(
+      std::count_if(text.begin(), text.end(), [](const auto& t) { return t.has_value(); }));
+  if (n - defined > defined + kMaxExtraHoles) {
+    bad(tok_path, "the vocabulary names " + std::to_string(defined) + " tokens but ids up to " +
+                      std::to_string(n - 1) + ": at most " +
+                      std::to_string(defined + kMaxExtraHoles) + " ids may lack a token");
+  }
   std::unordered_map<std::string, std::uint32_t> by_text;
   for (std::size_t i = n; i-- > 0;) {
     if (text[i]) by_text[*text[i]] = static_cast<std::uint32_t>(i);  // lowest id wins

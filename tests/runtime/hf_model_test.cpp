@@ -571,6 +571,13 @@ TEST_F(HfBroken, UnknownByteLevelPreTokenizerIsRefused) {
   expect_refused(Errc::Unsupported, "pre-tokenizer");
 }
 
+// Found by fuzzing (hf_tokenizer, stop 31): one token moved to id 1,814,444 made the
+// vocabulary two million placeholder tokens (4 s and 730 MB for a 2.5 KB file).
+TEST_F(HfBroken, AVocabularyOfMostlyHolesIsRefused) {
+  replace_in("tokenizer.json", "\"</s>\": 2", "\"</s>\": 1814444");
+  expect_refused(Errc::BadFormat, "but ids up to 1814444");
+}
+
 TEST_F(HfBroken, MissingTokenizerIsNamed) {
   std::filesystem::remove(dir_ + "/tokenizer.json");
   expect_refused(Errc::Io, "tokenizer.json");
