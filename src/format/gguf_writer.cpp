@@ -24,11 +24,15 @@ namespace {
 // Refuses values the file format cannot encode as declared (a variant that
 // disagrees with `type`, an integer out of its type's range, an array element
 // of the wrong type), so the bytes written always read back as given.
+// It runs once per array element (a vocabulary's hundreds of thousands), so a message
+// is put together only when a value is refused.
 void validate(const std::string& key, const GgufValue& v, int depth) {
-  const std::string where = "metadata key '" + key + "'";
-  const auto name = std::string(gguf_value_type_name(v.type));
+  const auto where = [&] { return "metadata key '" + key + "'"; };
+  const auto name = [&] { return std::string(gguf_value_type_name(v.type)); };
   auto range = [&](auto lo, auto hi, auto x) {
-    if (x < lo || x > hi) bad_arg(where + ": value " + std::to_string(x) + " does not fit " + name);
+    if (x < lo || x > hi) {
+      bad_arg(where() + ": value " + std::to_string(x) + " does not fit " + name());
+    }
   };
   switch (v.type) {
     case GgufValueType::UINT8:
@@ -63,7 +67,7 @@ void validate(const std::string& key, const GgufValue& v, int depth) {
       const auto* d = std::get_if<double>(&v.v);
       if (!d) break;
       if (std::isfinite(*d) && std::fabs(*d) > std::numeric_limits<float>::max()) {
-        bad_arg(where + ": value " + std::to_string(*d) + " does not fit FLOAT32");
+        bad_arg(where() + ": value " + std::to_string(*d) + " does not fit FLOAT32");
       }
       return;
     }
@@ -80,16 +84,16 @@ void validate(const std::string& key, const GgufValue& v, int depth) {
       const auto* a = std::get_if<GgufArray>(&v.v);
       if (!a) break;
       if (depth >= kGgufMaxArrayDepth) {
-        bad_arg(where + ": arrays nest deeper than " + std::to_string(kGgufMaxArrayDepth) +
+        bad_arg(where() + ": arrays nest deeper than " + std::to_string(kGgufMaxArrayDepth) +
                 " levels");
       }
       if (static_cast<std::uint32_t>(a->elem_type) >
           static_cast<std::uint32_t>(GgufValueType::FLOAT64)) {
-        bad_arg(where + ": array has an unknown element type");
+        bad_arg(where() + ": array has an unknown element type");
       }
       for (const GgufValue& item : a->items) {
         if (item.type != a->elem_type) {
-          bad_arg(where + ": array of " + std::string(gguf_value_type_name(a->elem_type)) +
+          bad_arg(where() + ": array of " + std::string(gguf_value_type_name(a->elem_type)) +
                   " holds a " + std::string(gguf_value_type_name(item.type)) + " element");
         }
         validate(key, item, depth + 1);
@@ -97,9 +101,10 @@ void validate(const std::string& key, const GgufValue& v, int depth) {
       return;
     }
     default:
-      bad_arg(where + ": unknown value type " + std::to_string(static_cast<std::uint32_t>(v.type)));
+      bad_arg(where() + ": unknown value type " +
+              std::to_string(static_cast<std::uint32_t>(v.type)));
   }
-  bad_arg(where + ": the stored value does not match its declared type " + name);
+  bad_arg(where() + ": the stored value does not match its declared type " + name());
 }
 
 // Serializes through a sink so the same code fills a buffer or streams a file.
