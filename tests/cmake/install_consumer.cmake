@@ -12,14 +12,14 @@ function(run_checked what)
     message(FATAL_ERROR "${what} failed (${rc}): ${ARGN}\n${out}\n${err}")
   endif()
   set(out "${out}" PARENT_SCOPE)
+  set(err "${err}" PARENT_SCOPE)
 endfunction()
 
+# Exit 0 and stdout matching `regex`: expect_output.cmake's check, run as its own script.
 function(expect_output what regex)
-  run_checked("${what}" ${ARGN})
-  message("${what}: ${out}")
-  if(NOT out MATCHES "${regex}")
-    message(FATAL_ERROR "${what}: output does not match '${regex}'")
-  endif()
+  run_checked("${what}" ${CMAKE_COMMAND} "-DEXPECT=${regex}"
+              -P ${CMAKE_CURRENT_LIST_DIR}/expect_output.cmake -- ${ARGN})
+  message("${what}: ${err}")  # expect_output.cmake shows the program's output on stderr
 endfunction()
 
 set(greedy_story "^Once upon a time, there was a little girl named Lily")
