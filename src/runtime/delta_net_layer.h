@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "compute/backend.h"
+#include "core/zeroed_vector.h"
 #include "model/delta_net.h"
 #include "runtime/recurrent_state.h"
 
@@ -20,14 +21,14 @@ namespace seam {
 // Buffers for up to n_batch tokens, allocated once per session.
 struct DeltaNetScratch {
   DeltaNetScratch(const DeltaNetParams& p, std::uint32_t n_batch);
-  std::vector<float> m;     // [n_batch][conv_channels] projections, then conv outputs
-  std::vector<float> z;     // [n_batch][v_width]
-  std::vector<float> b, a;  // [n_batch][n_head_v] beta, g (ba: [n_batch][2 n_head_v] first)
-  std::vector<float> x, u;  // [n_batch][conv_channels] one sequence's rows, gathered
-  std::vector<float> q, k;  // [n_batch][qk_width]
-  std::vector<float> v, o;  // [n_batch][v_width]
-  std::vector<float> gb;    // [n_batch][2][n_head_v] one sequence's g and beta
-  std::vector<float> y;     // [n_batch][v_width] every row's rule output
+  ZeroedVector<float> m;     // [n_batch][conv_channels] projections, then conv outputs
+  ZeroedVector<float> z;     // [n_batch][v_width]
+  ZeroedVector<float> b, a;  // [n_batch][n_head_v] beta, g (ba: [n_batch][2 n_head_v] first)
+  ZeroedVector<float> x, u;  // [n_batch][conv_channels] one sequence's rows, gathered
+  ZeroedVector<float> q, k;  // [n_batch][qk_width]
+  ZeroedVector<float> v, o;  // [n_batch][v_width]
+  ZeroedVector<float> gb;    // [n_batch][2][n_head_v] one sequence's g and beta
+  ZeroedVector<float> y;     // [n_batch][v_width] every row's rule output
 };
 
 // out [T][n_embd] = the mixer of h [T][n_embd] for the rows of `batch`

@@ -38,11 +38,12 @@ ForwardScratch::ForwardScratch(const ModelSpec& spec, std::uint32_t n_batch) : p
   k.resize(b * m.kv_width);
   v.resize(b * m.kv_width);
   attn.resize(b * m.q_width);
-  gate.resize(b * m.ff_width);
-  up.resize(b * m.ff_width);
-  router.resize(b * m.n_expert);
-  expert_ids.resize(b * m.n_expert_used);
-  expert_w.resize(b * m.n_expert_used);
+  const std::size_t f = std::min<std::size_t>(b, kFfnRows);  // the FFN's rows at a time
+  gate.resize(f * m.ff_width);
+  up.resize(f * m.ff_width);
+  router.resize(f * m.n_expert);
+  expert_ids.resize(f * m.n_expert_used);
+  expert_w.resize(f * m.n_expert_used);
   rows.resize(b * spec.hp.n_embd);
   if (spec.recipe.gated_q) {
     q_gate.resize(b * m.q_width);
@@ -50,12 +51,12 @@ ForwardScratch::ForwardScratch(const ModelSpec& spec, std::uint32_t n_batch) : p
   }
   if (std::any_of(spec.layers.begin(), spec.layers.end(),
                   [](const LayerSpec& L) { return L.n_ff_shexp > 0 || L.n_ff_dense > 0; })) {
-    shexp.resize(b * spec.hp.n_embd);
-    shexp_gate.resize(b);
+    shexp.resize(f * spec.hp.n_embd);
+    shexp_gate.resize(f);
   }
   if (std::any_of(spec.layers.begin(), spec.layers.end(),
                   [](const LayerSpec& L) { return L.n_ff_dense > 0; })) {
-    router_in.resize(b * spec.hp.n_embd);
+    router_in.resize(f * spec.hp.n_embd);
   }
   if (recurrent_shape(spec).n_layer > 0) delta.emplace(spec.hp.delta_net, n_batch);
   tokens.resize(b);
@@ -103,52 +104,53 @@ void routed_experts(const ModelSpec& spec, const LayerSpec& ls, const LayerWeigh
 
 // Gemma 4 26B-A4B: x += post_ffw_norm(post_ffw_norm_1(MLP(ffn_norm(x))) +
 // post_ffw_norm_2(experts(pre_ffw_norm_2(x)))), the router reading
-// rms(x) / sqrt(E) * ffn_gate_inp.scale.
+// rms(x) / sqrt(E) * ffn_gate_inp.scale. x and h are the chunk's rows.
 void dense_and_experts_block(const ModelSpec& spec, const LayerSpec& ls, const LayerWeights& L,
-                             ComputeBackend& be, ForwardScratch& s, std::int64_t T) {
+                             ComputeBackend& be, ForwardScratch& s, std::int64_t T, float* x,
+                             float* h) {
   const Hparams& hp = spec.hp;
   const Recipe& r = spec.recipe;
   const std::int64_t E = hp.n_embd, FD = ls.n_ff_dense;
   const float eps = hp.norm_eps;
-  be.rms_norm(s.x.data(), L.ffn_norm, T, E, eps, s.h.data());
-  const MatmulJob gate_up[2] = {{L.ffn_gate, s.h.data(), T, s.gate.data(), FD},
-                                {L.ffn_up, s.h.data(), T, s.up.data(), FD}};
+  be.rms_norm(x, L.ffn_norm, T, E, eps, h);
+  const MatmulJob gate_up[2] = {{L.ffn_gate, h, T, s.gate.data(), FD},
+                                {L.ffn_up, h, T, s.up.data(), FD}};
   be.matmul_many(gate_up);
   be.gated_activation(s.gate.data(), s.up.data(), T * FD, r.ffn_act, s.gate.data());
   be.matmul(L.ffn_down, s.gate.data(), T, s.shexp.data(), E);
   be.rms_norm(s.shexp.data(), L.post_ffn_norm_1, T, E, eps, s.shexp.data());
 
-  be.rms_norm(s.x.data(), nullptr, T, E, eps, s.router_in.data());
+  be.rms_norm(x, nullptr, T, E, eps, s.router_in.data());
   be.scale(s.router_in.data(), T * E, 1.0f / std::sqrt(static_cast<float>(E)));
   be.mul_rows(s.router_in.data(), T, E, L.ffn_gate_inp_scale);
   be.matmul(L.ffn_gate_inp, s.router_in.data(), T, s.router.data(), ls.n_expert);
-  be.rms_norm(s.x.data(), L.pre_ffn_norm_2, T, E, eps, s.h.data());
-  routed_experts(spec, ls, L, be, s, T, s.h.data(), s.h.data());
-  be.rms_norm(s.h.data(), L.post_ffn_norm_2, T, E, eps, s.h.data());
-  be.add(s.h.data(), s.shexp.data(), T * E);
-  be.rms_norm(s.h.data(), L.post_ffn_norm, T, E, eps, s.h.data());
-  be.add(s.x.data(), s.h.data(), T * E);
+  be.rms_norm(x, L.pre_ffn_norm_2, T, E, eps, h);
+  routed_experts(spec, ls, L, be, s, T, h, h);
+  be.rms_norm(h, L.post_ffn_norm_2, T, E, eps, h);
+  be.add(h, s.shexp.data(), T * E);
+  be.rms_norm(h, L.post_ffn_norm, T, E, eps, h);
+  be.add(x, h, T * E);
 }
 
-// x += FFN(norm(x)): Wdown (act(Wgate h) * Wup h); a MoE layer sums that over
-// its routed experts, weighted by the router, plus its shared expert scaled by
-// sigmoid(w_shexp . h).
-void ffn_block(const ModelSpec& spec, const LayerSpec& ls, const LayerWeights& L,
-               ComputeBackend& be, ForwardScratch& s, std::int64_t T) {
+// x += FFN(norm(x)) for T rows (at most kFfnRows) x and h [T][E]: Wdown
+// (act(Wgate h) * Wup h); a MoE layer sums that over its routed experts,
+// weighted by the router, plus its shared expert scaled by sigmoid(w_shexp . h).
+void ffn_rows(const ModelSpec& spec, const LayerSpec& ls, const LayerWeights& L, ComputeBackend& be,
+              ForwardScratch& s, std::int64_t T, float* x, float* h) {
   const Hparams& hp = spec.hp;
   const Recipe& r = spec.recipe;
   const std::int64_t E = hp.n_embd;
   const std::int64_t FF = ls.n_ff;
   if (ls.n_ff_dense > 0) {
-    dense_and_experts_block(spec, ls, L, be, s, T);
+    dense_and_experts_block(spec, ls, L, be, s, T, x, h);
     return;
   }
-  be.rms_norm(s.x.data(), L.ffn_norm, T, E, hp.norm_eps, s.h.data());
+  be.rms_norm(x, L.ffn_norm, T, E, hp.norm_eps, h);
   if (ls.n_ff_shexp > 0) {
     // Before the routed experts, which reuse gate and up: shexp [T][E].
     const std::int64_t FS = ls.n_ff_shexp;
-    const MatmulJob gate_up[2] = {{L.ffn_gate_shexp, s.h.data(), T, s.gate.data(), FS},
-                                  {L.ffn_up_shexp, s.h.data(), T, s.up.data(), FS}};
+    const MatmulJob gate_up[2] = {{L.ffn_gate_shexp, h, T, s.gate.data(), FS},
+                                  {L.ffn_up_shexp, h, T, s.up.data(), FS}};
     be.matmul_many(gate_up);
     be.gated_activation(s.gate.data(), s.up.data(), T * FS, r.ffn_act, s.gate.data());
     be.matmul(L.ffn_down_shexp, s.gate.data(), T, s.shexp.data(), E);
@@ -157,25 +159,38 @@ void ffn_block(const ModelSpec& spec, const LayerSpec& ls, const LayerWeights& L
     gate_inp.n_out = 1;
     gate_inp.data = reinterpret_cast<const std::byte*>(L.ffn_gate_inp_shexp);
     gate_inp.row_stride = static_cast<std::size_t>(E) * sizeof(float);
-    be.matmul(gate_inp, s.h.data(), T, s.shexp_gate.data(), 1);
+    be.matmul(gate_inp, h, T, s.shexp_gate.data(), 1);
     be.sigmoid(s.shexp_gate.data(), T, s.shexp_gate.data());
     be.scale_rows(s.shexp.data(), T, E, s.shexp_gate.data());
   }
   if (ls.ffn == FfnKind::Moe) {
     const std::int32_t n_exp = static_cast<std::int32_t>(ls.n_expert);
-    be.matmul(L.ffn_gate_inp, s.h.data(), T, s.router.data(), n_exp);
+    be.matmul(L.ffn_gate_inp, h, T, s.router.data(), n_exp);
     if (L.ffn_gate_inp_b) be.add_bias(s.router.data(), L.ffn_gate_inp_b, T, n_exp);
-    routed_experts(spec, ls, L, be, s, T, s.h.data(), s.h.data());
+    routed_experts(spec, ls, L, be, s, T, h, h);
   } else {
-    const MatmulJob gate_up[2] = {{L.ffn_gate, s.h.data(), T, s.gate.data(), FF},
-                                  {L.ffn_up, s.h.data(), T, s.up.data(), FF}};
+    const MatmulJob gate_up[2] = {{L.ffn_gate, h, T, s.gate.data(), FF},
+                                  {L.ffn_up, h, T, s.up.data(), FF}};
     be.matmul_many(gate_up);
     be.gated_activation(s.gate.data(), s.up.data(), T * FF, r.ffn_act, s.gate.data());
-    be.matmul(L.ffn_down, s.gate.data(), T, s.h.data(), E);
+    be.matmul(L.ffn_down, s.gate.data(), T, h, E);
   }
-  if (ls.n_ff_shexp > 0) be.add(s.h.data(), s.shexp.data(), T * E);
-  if (r.post_norms) be.rms_norm(s.h.data(), L.post_ffn_norm, T, E, hp.norm_eps, s.h.data());
-  be.add(s.x.data(), s.h.data(), T * E);
+  if (ls.n_ff_shexp > 0) be.add(h, s.shexp.data(), T * E);
+  if (r.post_norms) be.rms_norm(h, L.post_ffn_norm, T, E, hp.norm_eps, h);
+  be.add(x, h, T * E);
+}
+
+// The FFN of all T rows, kFfnRows at a time: each row's FFN is its own, and
+// the chunks keep the FFN's [rows][n_ff] buffers a fraction of a full batch's
+// (32 MiB at 512 tokens for a 1B model) for the cost of reading the FFN
+// weights once per chunk.
+void ffn_block(const ModelSpec& spec, const LayerSpec& ls, const LayerWeights& L,
+               ComputeBackend& be, ForwardScratch& s, std::int64_t T) {
+  const std::int64_t E = spec.hp.n_embd;
+  for (std::int64_t t0 = 0; t0 < T; t0 += kFfnRows) {
+    ffn_rows(spec, ls, L, be, s, std::min(kFfnRows, T - t0), s.x.data() + t0 * E,
+             s.h.data() + t0 * E);
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compute/backend.h"
+#include "core/zeroed_vector.h"
 #include "model/loader.h"
 #include "runtime/delta_net_layer.h"
 #include "runtime/kv_cache.h"
@@ -23,31 +24,36 @@ std::vector<std::uint32_t> kv_widths(const ModelSpec& spec);
 // delta-rule state per gated-delta-net layer (n_layer 0 for a pure attention model).
 RecurrentShape recurrent_shape(const ModelSpec& spec);
 
+// The FFN runs this many of a batch's rows at a time (forward.cpp, ffn_block).
+inline constexpr std::int64_t kFfnRows = 128;
+
 // Activation buffers for up to n_batch tokens, allocated once per session and
-// sized by the widest layer (model/layers.h).
+// sized by the widest layer (model/layers.h); the FFN's for up to kFfnRows.
+// Zeroed vectors: a page becomes resident when a batch first reaches it, so a
+// session that decodes one token at a time holds little of them.
 struct ForwardScratch {
   ForwardScratch(const ModelSpec& spec, std::uint32_t n_batch);
-  std::vector<float> x;                   // [n_batch][n_embd] residual stream
-  std::vector<float> h;                   // [n_batch][n_embd] normed input / block output
-  std::vector<float> q;                   // [n_batch][max q width]
-  std::vector<float> k;                   // [n_batch][max kv width]
-  std::vector<float> v;                   // [n_batch][max kv width]
-  std::vector<float> attn;                // [n_batch][max q width]
-  std::vector<float> gate;                // [n_batch][max ff width] (MoE: [n_used][n_ff] per row)
-  std::vector<float> up;                  // [n_batch][max ff width]
-  std::vector<float> router;              // [n_batch][max n_expert] router logits
-  std::vector<std::int32_t> expert_ids;   // [n_batch][max n_expert_used]
-  std::vector<float> expert_w;            // [n_batch][max n_expert_used]
-  std::vector<float> q_gate;              // [n_batch][max q width] (gated_q)
-  std::vector<float> q_raw;               // [n_batch][n_head][2 head_dim] (gated_q: [q | gate])
-  std::vector<float> shexp;               // [n_batch][n_embd] shared expert output
-  std::vector<float> shexp_gate;          // [n_batch] its gate
-  std::vector<float> router_in;           // [n_batch][n_embd] (n_ff_dense: the router's input)
-  std::vector<float> rows;                // [n_out][n_embd] rows that want logits
-  std::optional<DeltaNetScratch> delta;   // gated-delta-net layers
-  std::vector<SeqRun> runs;               // the batch's rows by sequence (recurrent models)
-  std::vector<std::int32_t> tokens, pos;  // [n_batch]
-  std::vector<float> q_temp;              // [n_batch] attention temperature (attn_temp_scale)
+  ZeroedVector<float> x;                   // [n_batch][n_embd] residual stream
+  ZeroedVector<float> h;                   // [n_batch][n_embd] normed input / block output
+  ZeroedVector<float> q;                   // [n_batch][max q width]
+  ZeroedVector<float> k;                   // [n_batch][max kv width]
+  ZeroedVector<float> v;                   // [n_batch][max kv width]
+  ZeroedVector<float> attn;                // [n_batch][max q width]
+  ZeroedVector<float> gate;                // [kFfnRows][max ff width] (MoE: [n_used][n_ff] per row)
+  ZeroedVector<float> up;                  // [kFfnRows][max ff width]
+  ZeroedVector<float> router;              // [kFfnRows][max n_expert] router logits
+  ZeroedVector<std::int32_t> expert_ids;   // [kFfnRows][max n_expert_used]
+  ZeroedVector<float> expert_w;            // [kFfnRows][max n_expert_used]
+  ZeroedVector<float> q_gate;              // [n_batch][max q width] (gated_q)
+  ZeroedVector<float> q_raw;               // [n_batch][n_head][2 head_dim] (gated_q: [q | gate])
+  ZeroedVector<float> shexp;               // [kFfnRows][n_embd] shared expert output
+  ZeroedVector<float> shexp_gate;          // [kFfnRows] its gate
+  ZeroedVector<float> router_in;           // [kFfnRows][n_embd] (n_ff_dense: the router's input)
+  ZeroedVector<float> rows;                // [n_out][n_embd] rows that want logits
+  std::optional<DeltaNetScratch> delta;    // gated-delta-net layers
+  std::vector<SeqRun> runs;                // the batch's rows by sequence (recurrent models)
+  ZeroedVector<std::int32_t> tokens, pos;  // [n_batch]
+  ZeroedVector<float> q_temp;              // [n_batch] attention temperature (attn_temp_scale)
   // One causal mask per distinct window among the layers (0 = no window).
   struct Mask {
     std::uint32_t window = 0;

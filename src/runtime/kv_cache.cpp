@@ -20,8 +20,9 @@ KvCache::KvCache(std::uint32_t n_cells, std::uint32_t n_seq_max, std::vector<std
   for (std::uint32_t c = n_cells; c-- > 0;) free_.push_back(c);
   for (std::size_t l = 0; l < widths_.size(); ++l) {
     const std::size_t n = static_cast<std::size_t>(n_cells) * kv_row_bytes(type, widths_[l]);
-    k_[l].assign(n, std::byte{0});  // zero in both types
-    v_[l].assign(n, std::byte{0});
+    // Zero in both types, and resident only as far as cells are written.
+    k_[l].resize(n);
+    v_[l].resize(n);
   }
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "compute/backend.h"
+#include "core/zeroed_vector.h"
 #include "seam/session.h"
 
 namespace seam {
@@ -97,7 +98,7 @@ class KvCache {
   // checks), so a decode appends; each holds room for every cell once used,
   // so decoding allocates nothing per token.
   std::vector<SeqCells> seqs_;
-  std::vector<std::vector<std::byte>> k_, v_;  // per layer: [n_cells][widths_[l]] of type_
+  std::vector<ZeroedVector<std::byte>> k_, v_;  // per layer: [n_cells][widths_[l]] of type_
 };
 
 }  // namespace seam

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "compute/backend.h"
+#include "core/zeroed_vector.h"
 #include "model/loader.h"
 
 namespace seam {
@@ -16,9 +17,9 @@ namespace seam {
 // Buffers for up to n_batch tokens (empty when the model has no PLE).
 struct PleScratch {
   PleScratch(const ModelSpec& spec, std::uint32_t n_batch);
-  std::vector<float> tok;   // [n_batch][n_layer * n_embd_ple], then [n_layer][n_batch][n_embd_ple]
-  std::vector<float> proj;  // [n_batch][n_layer * n_embd_ple]
-  std::vector<float> gate;  // [n_batch][n_embd_ple]
+  ZeroedVector<float> tok;   // [n_batch][n_layer * n_embd_ple], then [n_layer][n_batch][n_embd_ple]
+  ZeroedVector<float> proj;  // [n_batch][n_layer * n_embd_ple]
+  ZeroedVector<float> gate;  // [n_batch][n_embd_ple]
 };
 
 // The per-layer inputs of a batch of n_tokens tokens, from their ids and the
