@@ -73,7 +73,7 @@ struct SamplerConfig {
   std::int32_t repeat_last_n = 64;  // penalty window in tokens (prompt included); 0 = off, -1 = all
   float frequency_penalty = 0.0f;   // subtracted once per occurrence in the window
   float presence_penalty = 0.0f;    // subtracted once if present in the window
-  std::vector<std::pair<Token, float>> logit_bias;  // added to raw logits; -inf bans a token
+  std::vector<std::pair<Token, float>> logit_bias{};  // added to raw logits; -inf bans a token
   std::vector<SamplerStage> order = default_sampler_order();  // a stage left out is skipped
   std::uint64_t seed = 0;
 };
@@ -140,10 +140,11 @@ using PrefillProgress =
 
 struct GenerateConfig {
   std::int32_t max_tokens = 256;  // < 0: until end of generation or context full
-  SamplerConfig sampler;
-  std::vector<std::string> stop;  // stop strings (non-empty, valid UTF-8); the match is not emitted
-  bool ignore_eos = false;        // ban every end-of-generation id instead of stopping on it
-  double timeout_s = 0;           // wall-clock limit from begin(); 0 = none
+  SamplerConfig sampler{};
+  std::vector<std::string>
+      stop{};               // stop strings (non-empty, valid UTF-8); the match is not emitted
+  bool ignore_eos = false;  // ban every end-of-generation id instead of stopping on it
+  double timeout_s = 0;     // wall-clock limit from begin(); 0 = none
   // Set from any thread (or a signal handler) to stop: the generation ends
   // with FinishReason::Cancelled at its next step. Owned by the caller and
   // must outlive the Generation; null = not cancellable.
@@ -151,12 +152,12 @@ struct GenerateConfig {
   // Per-token log-probabilities: -1 = off; N >= 0 = on, with the N most
   // likely alternatives of each step.
   std::int32_t logprobs = -1;
-  std::uint32_t seq = 0;       // the session sequence to generate on
-  std::uint32_t n_batch = 0;   // prefill chunk size for generate(); 0 = the whole prompt at once
-  PrefillProgress on_prefill;  // generate() only (a scheduler reports its own); may be empty
+  std::uint32_t seq = 0;         // the session sequence to generate on
+  std::uint32_t n_batch = 0;     // prefill chunk size for generate(); 0 = the whole prompt at once
+  PrefillProgress on_prefill{};  // generate() only (a scheduler reports its own); may be empty
   // The clock behind timeout_s and the figures; empty = std::chrono::steady_clock::now.
   // Tests inject one that advances per step, so a timeout lands on a known step.
-  std::function<std::chrono::steady_clock::time_point()> clock;
+  std::function<std::chrono::steady_clock::time_point()> clock{};
 };
 
 struct TokenAlternative {
@@ -174,34 +175,34 @@ struct TokenLogprob {
 };
 
 struct GenerateResult {
-  std::string text;           // every byte released, stop string excluded
-  std::vector<Token> tokens;  // generated ids; an end-of-generation id that stopped it is not one
+  std::string text{};           // every byte released, stop string excluded
+  std::vector<Token> tokens{};  // generated ids; an end-of-generation id that stopped it is not one
   FinishReason finish = FinishReason::Stop;
-  std::optional<std::string> stop_string;  // the stop string that ended it, if one did
+  std::optional<std::string> stop_string{};  // the stop string that ended it, if one did
   std::size_t prompt_tokens = 0;
   std::size_t cached_prompt_tokens = 0;  // reused from the KV cache, not recomputed
   std::size_t completion_tokens = 0;     // == tokens.size()
   double ttft_ms = 0;                    // begin() -> first token sampled
   double prefill_tokens_per_s = 0;       // uncached prompt tokens / (begin() -> prompt logits)
   double decode_tokens_per_s = 0;        // tokens after the first / (first -> last token)
-  std::vector<TokenLogprob> logprobs;    // one per token when GenerateConfig::logprobs >= 0
+  std::vector<TokenLogprob> logprobs{};  // one per token when GenerateConfig::logprobs >= 0
 };
 
 // What the loop needs from the vocabulary. A Model provides it; tests fake
 // it to drive the state machine without a model.
 struct Vocabulary {
   std::uint32_t n_vocab = 0;
-  std::function<std::string(Token)> piece;  // the bytes one generated token adds to the text
-  std::function<bool(Token)> is_eog;
+  std::function<std::string(Token)> piece{};  // the bytes one generated token adds to the text
+  std::function<bool(Token)> is_eog{};
 };
-// Pieces are Model::detok(token, Detok::Plain). The model must outlive it.
+// Pieces are Model::detok(token, Detok::Plain). It holds a reference to the model.
 Vocabulary vocabulary_of(const Model& model);
 
 // What one on_logits() step produced.
 struct Step {
-  std::optional<Token> token;  // the token sampled; absent when the step only finished
-  std::string text;            // text released now: whole UTF-8 characters, no stop-string prefix
-  std::optional<TokenLogprob> logprob;
+  std::optional<Token> token{};  // the token sampled; absent when the step only finished
+  std::string text{};            // text released now: whole UTF-8 characters, no stop-string prefix
+  std::optional<TokenLogprob> logprob{};
   bool finished = false;
 };
 

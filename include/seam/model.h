@@ -1,6 +1,7 @@
 // seam::Model — a loaded checkpoint: weights (memory-mapped, in their file
 // format), hyperparameters, tokenizer and chat template. Immutable after load
-// and safe to share across threads; every Session holds a reference to it.
+// and safe to share across threads; every Session holds a reference to it (a session
+// may outlive the caller's pointer to its model).
 #pragma once
 
 #include <cstdint>
@@ -25,9 +26,9 @@ struct Capabilities {
 };
 
 struct ModelInfo {
-  std::string path;
-  std::string name;          // general.name, or the file name
-  std::string architecture;  // general.architecture, e.g. "llama"
+  std::string path{};
+  std::string name{};          // general.name, or the file name
+  std::string architecture{};  // general.architecture, e.g. "llama"
   std::uint32_t n_vocab = 0;
   std::uint32_t n_ctx_train = 0;
   std::string rope_scaling = "none";  // e.g. "linear x4", "YaRN x4 from 32768", "LongRoPE"
@@ -37,21 +38,21 @@ struct ModelInfo {
   std::uint32_t n_head_kv = 0;
   std::uint64_t n_params = 0;      // elements of all weights
   std::uint64_t weight_bytes = 0;  // bytes of all weights as stored
-  std::string quantization;        // e.g. "Q4_K x25, Q6_K x5, F32 x9"
-  Capabilities capabilities;
-  std::optional<std::string> chat_template;
+  std::string quantization{};      // e.g. "Q4_K x25, Q6_K x5, F32 x9"
+  Capabilities capabilities{};
+  std::optional<std::string> chat_template{};
 };
 
 // The verdict of the admission check, made from the file header alone before
 // any weight is touched.
 struct Admission {
   bool ok = false;
-  std::string reason;  // why not, e.g. "tensor blk.3.ffn_up.weight has type IQ2_XS, which
-                       // this build cannot decode"; empty when ok
+  std::string reason{};  // why not, e.g. "tensor blk.3.ffn_up.weight has type IQ2_XS, which
+                         // this build cannot decode"; empty when ok
 };
 
 struct LoadOptions {
-  int n_threads = 0;        // compute threads for sessions; 0 = one per core
+  int n_threads = 0;        // compute threads for sessions: 0 = one per core, at most 512
   bool vocab_only = false;  // load only the tokenizer (tensors may be absent)
   // Weights are read into memory, where decode runs fastest (docs/library.md);
   // true serves them from a memory map of the file instead (opens at once,
@@ -60,7 +61,7 @@ struct LoadOptions {
   bool mmap = false;
 };
 
-class Model {
+class Model : public std::enable_shared_from_this<Model> {
  public:
   // Loads a GGUF file. Runs admission first and throws Error(Unsupported or
   // BadFormat) with its reason; Error(Io) when the file cannot be read.

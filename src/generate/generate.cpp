@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 
 #include "generate/utf8.h"
@@ -27,8 +28,11 @@ std::string_view finish_reason_name(FinishReason r) {
 Vocabulary vocabulary_of(const Model& model) {
   Vocabulary v;
   v.n_vocab = model.info().n_vocab;
-  v.piece = [&model](Token t) { return model.detok(t, Detok::Plain); };
-  v.is_eog = [&model](Token t) { return model.is_eog(t); };
+  // The lambdas share the model's ownership, as a Session does, so a
+  // Generation may outlive the caller's pointer to the model.
+  std::shared_ptr<const Model> owner = model.weak_from_this().lock();
+  v.piece = [&model, owner](Token t) { return model.detok(t, Detok::Plain); };
+  v.is_eog = [&model, owner](Token t) { return model.is_eog(t); };
   return v;
 }
 

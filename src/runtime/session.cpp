@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "runtime/forward.h"
@@ -30,7 +31,8 @@ KvType kv_type(CacheType t) {
 class SessionImpl final : public Session {
  public:
   SessionImpl(const Model& model, const SessionConfig& cfg, std::unique_ptr<ComputeBackend> be)
-      : m_(ModelAccess::of(model)),
+      : owner_(model.weak_from_this().lock()),
+        m_(ModelAccess::of(model)),
         cfg_(cfg),
         backend_(std::move(be)),
         stores_(KvCache(cfg.n_ctx, cfg.n_seq_max, kv_widths(m_.spec), kv_type(cfg.cache_type)),
@@ -160,6 +162,7 @@ class SessionImpl final : public Session {
     }
   }
 
+  std::shared_ptr<const Model> owner_;  // keeps m_ alive as long as the session
   const Model::Impl& m_;
   SessionConfig cfg_;
   std::unique_ptr<ComputeBackend> backend_;
@@ -204,7 +207,8 @@ std::unique_ptr<Session> make_session(const Model& model, const SessionConfig& c
       throw Error(Errc::InvalidArgument,
                   "a q8_0 KV cache needs a head size that is a multiple of 32, but this model's "
                   "head size is " +
-                      std::to_string(L.head_dim) + "; use --cache-type f16 (or f32)");
+                      std::to_string(L.head_dim) +
+                      "; use CacheType::F16 or F32 (the CLI's --cache-type f16)");
     }
   }
   double kv_bytes_per_cell = 0;  // K and V rows of every layer that owns a cache

@@ -2,6 +2,7 @@
 // the same logits as computing each sequence alone from scratch.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <random>
 
 #include "test_model.h"
@@ -112,6 +113,30 @@ TEST(SessionInvariants, ForkEqualsRecompute) {
   for (std::size_t i = 0; i < 3; ++i) EXPECT_LT(rel_diff(got_b_head[i], ref_b[i]), kTol);
   for (std::size_t i = 3; i < tail_b.size(); ++i)
     EXPECT_LT(rel_diff(got_b_tail[i - 3], ref_b[i]), kTol);
+}
+
+// An embedder may keep only the session (as with a llama.cpp context): the
+// session holds its model, so dropping the caller's pointer frees nothing it uses.
+TEST(SessionInvariants, SessionOutlivesTheCallersModelPointer) {
+  std::mt19937 rng(5);
+  const auto tokens = random_tokens(rng, 9);
+  const auto expected = decode_all(*stories()->session(exact_config(64, 512)), tokens, 0);
+
+  std::unique_ptr<Session> s;
+  std::weak_ptr<const Model> watch;
+  {
+    LoadOptions lo;
+    lo.n_threads = 2;
+    auto model = Model::load(testing::stories_path(), lo);
+    watch = model;
+    s = model->session(exact_config(64, 512));
+  }
+  EXPECT_FALSE(watch.expired()) << "the session does not hold its model";
+  const auto got = decode_all(*s, tokens, 0);
+  ASSERT_EQ(got.size(), expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_LT(rel_diff(got[i], expected[i]), kTol) << i;
+  s.reset();
+  EXPECT_TRUE(watch.expired()) << "the last session did not release its model";
 }
 
 // begin_prompt keeps the cached prefix; decoding the rest must equal a cold prefill.
