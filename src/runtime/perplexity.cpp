@@ -13,8 +13,11 @@ namespace seam {
 
 PerplexityResult perplexity(const Model& model, std::string_view text,
                             const PerplexityOptions& options) {
-  const std::vector<Token> tokens = model.tokenize(text, /*add_bos=*/false, false);
-  // Whether the model's own prompts start with BOS decides the window's first token.
+  // As llama.cpp: the text with the model's own special tokens (a leading BOS
+  // where its prompts start with one), so the first window scores the text
+  // from its first token on, and every later window starts with BOS in place
+  // of the token there.
+  const std::vector<Token> tokens = model.tokenize(text, /*add_bos=*/true, false);
   const std::vector<Token> probe = model.tokenize("", /*add_bos=*/true, false);
   const std::optional<Token> bos = model.bos();
   const bool use_bos = bos && !probe.empty() && probe.front() == *bos;

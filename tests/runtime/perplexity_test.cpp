@@ -33,7 +33,7 @@ TEST(Perplexity, StandardErrorAndKlMatchNumpy) {
   const std::string pa = generate_model("ppl_a", args + " --seed 21");
   const std::string pb = generate_model("ppl_b", args + " --seed 22");
   auto a = load_two_threads(pa), b = load_two_threads(pb);
-  const std::vector<Token> text = a->tokenize(kText, false, false);
+  const std::vector<Token> text = a->tokenize(kText, true, false);
   PerplexityOptions po;
   po.compare = b.get();
   std::size_t calls = 0;
@@ -46,9 +46,10 @@ TEST(Perplexity, StandardErrorAndKlMatchNumpy) {
   const PerplexityResult r = perplexity(*a, kText, po);
   ASSERT_EQ(r.n_windows, 1u);  // the text is shorter than a window: one window of its length
   EXPECT_EQ(calls, 1u);
-  // The window as perplexity() decodes it: BOS in place of the first token.
-  std::vector<Token> ids = text;
-  ids[0] = *a->bos();
+  // The window as perplexity() decodes it, as llama.cpp does: the text after
+  // the BOS its tokenization adds.
+  ASSERT_EQ(text.front(), *a->bos());
+  const std::vector<Token>& ids = text;
   const std::size_t nv = a->info().n_vocab, n = ids.size();
   const std::vector<float> ra = reference_logits(pa, ids, "ppl_a");
   const std::vector<float> rb = reference_logits(pb, ids, "ppl_b");
