@@ -1,8 +1,11 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <string>
+#include <system_error>
 
 #include "core/cpu_cores.h"
+#include "seam/error.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -21,12 +24,31 @@ constexpr int kSpinIterations = 20000;
 
 int ThreadPool::default_threads() { return core_count(); }
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads <= 0 ? default_threads() : n_threads) {
-  workers_.reserve(static_cast<std::size_t>(n_threads_ - 1));
-  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
+int checked_thread_count(int n_threads, const char* what) {
+  if (n_threads < 0 || n_threads > kMaxThreads) {
+    throw Error(Errc::InvalidArgument, std::string(what) + " " + std::to_string(n_threads) +
+                                           " is out of range: use 1 to " +
+                                           std::to_string(kMaxThreads) + ", or 0 for one per core");
+  }
+  return n_threads;
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads <= 0 ? default_threads() : n_threads) {
+  workers_.reserve(static_cast<std::size_t>(n_threads_ - 1));
+  try {
+    for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
+  } catch (const std::system_error& e) {
+    const std::size_t started = workers_.size() + 1;
+    stop_workers();
+    throw Error(Errc::InvalidArgument,
+                "the system refused compute thread " + std::to_string(started + 1) + " of " +
+                    std::to_string(n_threads_) + " (" + e.what() + "); use fewer threads");
+  }
+}
+
+ThreadPool::~ThreadPool() { stop_workers(); }
+
+void ThreadPool::stop_workers() {
   {
     std::lock_guard lock(mu_);
     stop_.store(true);

@@ -14,10 +14,19 @@
 
 namespace seam {
 
+// The most threads a pool takes (llama.cpp's limit too): far past any core
+// count this engine meets, short of what exhausts a process's threads.
+inline constexpr int kMaxThreads = 512;
+
+// n_threads as an API option (`what` names it): 0 (one per core) to
+// kMaxThreads, else Error(InvalidArgument).
+int checked_thread_count(int n_threads, const char* what);
+
 class ThreadPool {
  public:
   // `n_threads` counts the calling thread: a pool of 1 runs everything inline.
   // 0 means default_threads(): one per physical core this process may use.
+  // Throws Error(InvalidArgument) when the system refuses a thread.
   explicit ThreadPool(int n_threads = 0);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -40,6 +49,7 @@ class ThreadPool {
 
  private:
   void worker_loop();
+  void stop_workers();
   // Claims and runs chunks of job `job_id` until none are left.
   void run_chunks(std::uint32_t job_id);
   // Length of the chunk that starts at `begin` when the job has `n` items.

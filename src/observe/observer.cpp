@@ -44,15 +44,16 @@ bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; 
 void check_options(const ObserveOptions& o) {
   auto bad = [](const std::string& m) { throw Error(Errc::InvalidArgument, m); };
   if (o.n_batch == 0) bad("n_batch must be at least 1");
-  if (o.span == 0) bad("--span must be at least 1");
+  if (o.span == 0) bad("span (--span) must be at least 1");
   if (o.ewma_window == 0) bad("the EWMA window must be at least 1");
-  if (!std::isfinite(o.z) || !std::isfinite(o.z_rearm)) bad("--z and --z-rearm must be finite");
+  if (!std::isfinite(o.z) || !std::isfinite(o.z_rearm))
+    bad("z and z_rearm (--z, --z-rearm) must be finite");
   if (o.z_rearm > o.z)
-    bad("--z-rearm (" + std::to_string(o.z_rearm) + ") must not exceed --z (" +
-        std::to_string(o.z) + "): the gate would never re-arm");
-  if (!(o.dedup >= 0 && o.dedup <= 1)) bad("--dedup must be in [0, 1] (1 = off)");
+    bad("z_rearm (--z-rearm) " + std::to_string(o.z_rearm) + " must not exceed z (--z) " +
+        std::to_string(o.z) + ": the gate would never re-arm");
+  if (!(o.dedup >= 0 && o.dedup <= 1)) bad("dedup (--dedup) must be in [0, 1] (1 = off)");
   if (o.interject && o.interject_tokens < 1)
-    bad("--interject-tokens must be at least 1 (or use --no-interject)");
+    bad("interject_tokens (--interject-tokens) must be at least 1 (or turn interject off)");
   validate(o.sampler);
 }
 
@@ -136,7 +137,7 @@ struct Observer::Impl {
     const std::vector<Token> probe = mm.tokenize("", true, false);
     if (mm.bos() && !probe.empty() && probe.front() == *mm.bos()) bos = mm.bos();
     if (o.top_k > mm.info().n_vocab)
-      throw Error(Errc::InvalidArgument, "--top-k " + std::to_string(o.top_k) +
+      throw Error(Errc::InvalidArgument, "top_k (--top-k) " + std::to_string(o.top_k) +
                                              " exceeds the vocabulary of " +
                                              std::to_string(mm.info().n_vocab) + " tokens");
     // The interjection's room (its prompt and answer) comes on top of the
@@ -154,13 +155,14 @@ struct Observer::Impl {
     }
     if (n_ctx < 8)
       throw Error(Errc::InvalidArgument, "the context of " + std::to_string(n_ctx) +
-                                             " tokens is too small; use -c 8 or more");
+                                             " tokens is too small; use n_ctx (-c) 8 or more");
     main_limit = n_ctx;
     window = o.window ? o.window : main_limit / 2;
     if (window + (bos ? 1u : 0u) >= main_limit)
-      throw Error(Errc::InvalidArgument, "--window " + std::to_string(window) +
-                                             " must be smaller than the observed context (" +
-                                             std::to_string(main_limit - (bos ? 1 : 0)) + ")");
+      throw Error(Errc::InvalidArgument,
+                  "window (--window) " + std::to_string(window) + " must be smaller than the " +
+                      std::to_string(main_limit - (bos ? 1 : 0)) + " text tokens the context of " +
+                      std::to_string(main_limit) + " holds" + (bos ? " after BOS" : ""));
     if (window == 0) window = 1;
     // KV cells: the stream's context, and for an interjection its own room
     // plus the old context it may still share after a roll.

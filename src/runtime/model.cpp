@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 
+#include "core/thread_pool.h"
 #include "format/hf_model.h"
 #include "runtime/forward.h"
 #include "runtime/model_impl.h"
@@ -74,6 +75,7 @@ Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Model::~Model() = default;
 
 std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& opts) {
+  checked_thread_count(opts.n_threads, "LoadOptions::n_threads");
   auto impl = std::make_unique<Impl>();
   // A GGUF file or a Hugging Face directory.
   const bool in_memory = !opts.vocab_only && !opts.mmap;

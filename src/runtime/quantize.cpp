@@ -94,7 +94,7 @@ void refuse_unwritable(const std::string& u) {
                       (u[0] == 'I'   ? "importance-matrix"
                        : u[0] == 'T' ? "ternary"
                                      : "MXFP4") +
-                      " types, which seam cannot write; the nearest types it writes are "
+                      " types, which seam cannot write; the nearest it writes are the mixes "
                       "IQ4_XS, Q3_K_M and Q2_K");
   }
 }
@@ -111,7 +111,8 @@ TensorType parse_quant_type(const std::string& name) {
   }
   throw Error(Errc::InvalidArgument, "unknown quantization type '" + name +
                                          "'; choose Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, "
-                                         "Q6_K, F16, BF16 or F32, or a mix (Q4_K_M, ...)");
+                                         "Q6_K, F16, BF16 or F32; a mix (Q4_K_M, ...) goes in "
+                                         "QuantizeOptions::mix (the CLI takes either)");
 }
 
 namespace {
@@ -150,7 +151,7 @@ QuantMix parse_quant_mix(const std::string& name) {
   for (const MixName& m : kMixes)
     if (u == m.name) return m.mix;
   throw Error(Errc::InvalidArgument,
-              "unknown --mix '" + name +
+              "unknown mix '" + name +
                   "'; the mixes are q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, "
                   "iq4_nl and iq4_xs");
 }
@@ -317,6 +318,7 @@ std::vector<PlannedTensor> plan_quantization(const GgufFile& file, TensorType ta
 
 QuantizeReport quantize_model(const std::string& in, const std::string& out,
                               const QuantizeOptions& options) {
+  checked_thread_count(options.n_threads, "QuantizeOptions::n_threads");
   const QuantMix mix = parse_quant_mix(options.mix);
   const TensorType target =
       mix != QuantMix::None ? mix_base_type(mix) : parse_quant_type(options.type);
@@ -375,9 +377,9 @@ QuantizeReport quantize_model(const std::string& in, const std::string& out,
   w.write(tmp);
   std::filesystem::rename(tmp, out, ec);
   if (ec) {
+    const std::string why = ec.message();  // before remove() reuses ec
     std::filesystem::remove(tmp, ec);
-    throw Error(Errc::Io,
-                "cannot move the quantized file into place at " + out + ": " + ec.message());
+    throw Error(Errc::Io, "cannot move the quantized file into place at " + out + ": " + why);
   }
   return report;
 }

@@ -1,5 +1,6 @@
 #include "runtime/seq_stores.h"
 
+#include <limits>
 #include <string>
 
 #include "seam/error.h"
@@ -30,6 +31,11 @@ void SeqStores::validate(std::span<const Decode> batch, std::uint32_t n_vocab) {
     }
     if (d.pos < 0) {
       throw Error(Errc::InvalidArgument, where + "negative position " + std::to_string(d.pos));
+    }
+    if (d.pos == std::numeric_limits<std::int32_t>::max()) {  // its next position would overflow
+      throw Error(Errc::InvalidArgument, where + "position " + std::to_string(d.pos) +
+                                             " is past the last a sequence can use (" +
+                                             std::to_string(d.pos - 1) + ")");
     }
     if (seen_[d.seq] != batch_id_) {
       seen_[d.seq] = batch_id_;

@@ -2,9 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <limits>
 #include <random>
 #include <set>
 
+#include "core/thread_pool.h"
 #include "runtime/model_impl.h"
 #include "seam/error.h"
 #include "test_model.h"
@@ -61,6 +63,9 @@ TEST(SessionErrors, RejectedBatchesChangeNothing) {
   EXPECT_EQ(code_of([&] { s->decode(already_held); }), Errc::InvalidArgument);
   std::vector<Decode> negative_pos = {{5, -1, 1, true}};
   EXPECT_EQ(code_of([&] { s->decode(negative_pos); }), Errc::InvalidArgument);
+  // The largest int32 position would leave the sequence a next position past it.
+  std::vector<Decode> last_pos = {{5, std::numeric_limits<std::int32_t>::max(), 1, true}};
+  EXPECT_EQ(code_of([&] { s->decode(last_pos); }), Errc::InvalidArgument);
   std::vector<Decode> too_many;
   for (int i = 0; i < 62; ++i) too_many.push_back({7, i, 1, false});
   try {
@@ -99,6 +104,15 @@ TEST(SessionErrors, BadConfigIsRejected) {
   EXPECT_EQ(code_of([&] { model->session({64, 512, 100000}); }), Errc::InvalidArgument);
   auto s = model->session({64, 512, 64});
   EXPECT_EQ(s->n_seq_max(), 64u);
+}
+
+TEST(SessionErrors, ThreadCountsOutOfRangeAreRefusedAtLoad) {
+  for (int n : {-1, kMaxThreads + 1, 100000}) {
+    LoadOptions lo;
+    lo.n_threads = n;
+    EXPECT_EQ(code_of([&] { Model::load(testing::stories_path(), lo); }), Errc::InvalidArgument)
+        << n;
+  }
 }
 
 // A backend that overrides one op and inherits the CPU for the rest.
