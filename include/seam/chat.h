@@ -27,7 +27,7 @@ TemplateTime parse_template_time(std::string_view text);
 struct TemplateOptions {
   // The clock strftime_now formats. Unset: the local time when rendering.
   // Tests pin it so renders are reproducible.
-  std::optional<TemplateTime> now;
+  std::optional<TemplateTime> now{};
 };
 
 // Renders `source` with the variables of `context` (a JSON object: each key is

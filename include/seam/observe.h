@@ -95,19 +95,19 @@ struct ObserveOptions {
   // Asked after the text so far; wrapped as a user turn of the model's chat
   // template when it has one, appended as plain text when it has none.
   // Empty = the default (default_interject_prompt()).
-  std::string interject_prompt;
+  std::string interject_prompt{};
   // An interjection whose word-bigram overlap with one of the last 8 shown
   // ones exceeds this is marked duplicate (|A ∩ B| / min(|A|, |B|)). 1 = off.
   double dedup = 0.6;
   std::uint64_t seed = 0;  // the interjection sampler's seed (plus the trigger's index)
   // The interjection sampler (its seed field is replaced as above).
-  SamplerConfig sampler;
+  SamplerConfig sampler{};
 
   std::uint32_t compare_window = 64;  // tokens of the windowed Binoculars score
 
   // Called with one line (no newline) per decode call and per trigger
   // decision, for `--debug-log`. Empty = no log.
-  std::function<void(const std::string&)> debug_log;
+  std::function<void(const std::string&)> debug_log{};
 };
 
 // The prompt ObserveOptions::interject_prompt defaults to.
@@ -115,15 +115,15 @@ std::string_view default_interject_prompt();
 
 struct TokenAlt {
   Token id = 0;
-  std::string piece;  // Model::detok(id, Detok::Text)
-  double p = 0;       // probability under the model
+  std::string piece{};  // Model::detok(id, Detok::Text)
+  double p = 0;         // probability under the model
 };
 
 // One observed token.
 struct TokenEvent {
   std::uint64_t i = 0;  // index in the stream, from 0 (BOS is not a stream token)
   Token id = 0;
-  std::string piece;  // the bytes of the input this token covers (may split a UTF-8 character)
+  std::string piece{};  // the bytes of the input this token covers (may split a UTF-8 character)
   std::uint64_t offset = 0;  // byte offset of `piece` in the input
   // Whether the model predicted this token. False only for the stream's first
   // token when the model adds no BOS: nothing came before it. The fields
@@ -132,10 +132,10 @@ struct TokenEvent {
   // Whether a word starts here: the piece is not all whitespace and starts with
   // whitespace or follows whitespace (a leading space belongs to its word).
   bool word_start = false;
-  double surprisal_bits = 0;  // -log2 p(token | everything before it)
-  double entropy_bits = 0;    // entropy of the predicted distribution
-  std::uint32_t rank = 0;     // 1 = the most likely token; ties count the lower ids first
-  std::vector<TokenAlt> top;  // the top_k most likely tokens, most likely first
+  double surprisal_bits = 0;    // -log2 p(token | everything before it)
+  double entropy_bits = 0;      // entropy of the predicted distribution
+  std::uint32_t rank = 0;       // 1 = the most likely token; ties count the lower ids first
+  std::vector<TokenAlt> top{};  // the top_k most likely tokens, most likely first
   // With a compare model (same tokenizer), what it thinks of the same position:
   // KL(P || Q) and the cross-entropy -sum P log2 Q, P this model's prediction,
   // Q the compare model's; binoculars: the Binoculars score over the last
@@ -156,7 +156,7 @@ struct TriggerEvent {
 // What the model said about the text after a trigger at token `i`.
 struct InterjectionEvent {
   std::uint64_t i = 0;
-  std::string text;
+  std::string text{};
   std::uint32_t tokens = 0;  // generated tokens
   bool duplicate = false;    // too close to a recent interjection (ObserveOptions::dedup)
 };

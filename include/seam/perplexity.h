@@ -17,7 +17,7 @@ struct PerplexityOptions {
   CacheType cache_type = CacheType::F16;  // how the session stores K and V
   // Called after each window with the windows done, the windows in all and
   // the perplexity of the windows so far (for a progress line); may be empty.
-  std::function<void(std::size_t done, std::size_t total, double ppl)> on_window;
+  std::function<void(std::size_t done, std::size_t total, double ppl)> on_window{};
   // A second model with the same vocabulary, run on the same windows: the
   // result then carries the mean KL divergence KL(P_model || P_compare) of the
   // scored positions (in full float, from both live logits rows). Null = none.

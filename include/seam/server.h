@@ -17,14 +17,14 @@ namespace seam {
 struct ServerConfig {
   std::string host = "127.0.0.1";
   int port = 8080;             // 0: pick a free port (ServerHandle::port() says which)
-  std::string model_id;        // the id /v1/models reports and responses carry
+  std::string model_id{};      // the id /v1/models reports and responses carry
   std::uint32_t parallel = 4;  // slots: requests generating at once
   std::uint32_t n_ctx = 0;     // KV cells shared by the slots; 0 = the model's training context
   std::uint32_t batch = 512;   // most tokens per decode step (prefill chunks + decode tokens)
   CacheType cache_type = CacheType::F16;  // how the shared KV cache stores keys and values
   std::uint32_t queue = 64;               // requests waiting for a slot; beyond it: 503
   double timeout_s = 600;                 // per-request wall-clock limit (queue included); 0 = none
-  std::string api_key;                    // empty: no auth
+  std::string api_key{};                  // empty: no auth
   std::size_t max_body = 4u << 20;        // request bodies over this get 413
   bool log_json = false;                  // access log lines as JSON objects (else text)
   double grace_s = 10;                    // on stop(): running requests get this long to finish
