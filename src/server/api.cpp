@@ -13,6 +13,15 @@ namespace seam::server {
 
 namespace {
 
+// Per HTTP thread, seeded once from the system's entropy: response ids and
+// the seeds of requests that give none.
+std::mt19937_64& request_rng() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  return rng;
+}
+
+std::uint64_t fresh_seed() { return request_rng()(); }
+
 [[noreturn]] void bad(const std::string& message, const std::string& param = "",
                       const std::string& code = "") {
   throw ApiError{400, message, "invalid_request_error", param, code};
@@ -108,8 +117,13 @@ void parse_sampling(const Json& b, const ApiContext& ctx, CompletionRequest& r) 
   range("frequency_penalty", s.frequency_penalty, -2, 2);
   s.repeat_penalty = static_cast<float>(get_number(b, "repeat_penalty", 1.0));
   if (!(s.repeat_penalty > 0)) bad("'repeat_penalty' must be > 0", "repeat_penalty");
-  const std::int64_t seed = get_int(b, "seed", 0);
-  s.seed = static_cast<std::uint64_t>(seed);
+  // Without a seed every request samples afresh, as OpenAI's API does; a
+  // seed makes the same request give the same answer.
+  if (b.contains("seed") && !b["seed"].is_null()) {
+    s.seed = static_cast<std::uint64_t>(get_int(b, "seed", 0));
+  } else {
+    s.seed = fresh_seed();
+  }
   if (b.contains("logit_bias") && !b["logit_bias"].is_null()) {
     const Json& lb = b["logit_bias"];
     if (!lb.is_object()) wrong_type("logit_bias", "an object of token id -> bias", lb);
@@ -176,14 +190,15 @@ void parse_sampling(const Json& b, const ApiContext& ctx, CompletionRequest& r) 
   }
 }
 
-void check_prompt_fits(const CompletionRequest& r, const ApiContext& ctx) {
-  if (r.prompt.empty()) bad("the prompt is empty", "prompt");
+// `param`: the field the prompt came from ("messages" for a chat, "prompt").
+void check_prompt_fits(const CompletionRequest& r, const ApiContext& ctx, const char* param) {
+  if (r.prompt.empty()) bad("the prompt is empty", param);
   if (r.prompt.size() >= ctx.n_ctx)
     bad("the prompt has " + std::to_string(r.prompt.size()) + " tokens, but the context holds " +
             std::to_string(ctx.n_ctx) +
             " (with room for at least one generated token): shorten it or start the server "
             "with a larger -c",
-        "messages", "context_length_exceeded");
+        param, "context_length_exceeded");
 }
 
 // A message's content: a string, null, or an array of text parts.
@@ -398,7 +413,7 @@ CompletionRequest parse_chat_request(const Json& b, const ApiContext& ctx) {
   const bool add_bos = !bos_text.empty() && text.rfind(bos_text, 0) != 0;
   r.prompt = ctx.model->tokenize(text, add_bos, true);
   for (const std::string& s : ctx.chat_stops) r.config.stop.push_back(s);
-  check_prompt_fits(r, ctx);
+  check_prompt_fits(r, ctx, "messages");
   return r;
 }
 
@@ -438,7 +453,7 @@ CompletionRequest parse_completion_request(const Json& b, const ApiContext& ctx)
     r.top_logprobs = static_cast<std::int32_t>(lp);
     r.config.logprobs = r.top_logprobs;
   }
-  check_prompt_fits(r, ctx);
+  check_prompt_fits(r, ctx, "prompt");
   return r;
 }
 
@@ -656,7 +671,7 @@ std::string StreamEncoder::error(const std::string& message) {
 }
 
 std::string random_id(const std::string& prefix) {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::mt19937_64& rng = request_rng();
   static const char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
   std::string id = prefix;
   for (int i = 0; i < 24; ++i) id += kAlphabet[rng() % (sizeof kAlphabet - 1)];

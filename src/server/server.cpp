@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <mutex>
+#include <string_view>
 #include <thread>
 
 #include "seam/chat.h"
@@ -18,6 +20,7 @@
 #include "seam/server.h"
 #include "server/api.h"
 #include "server/chat_page.h"
+#include "server/client_socket.h"
 #include "server/engine.h"
 #include "server/metrics.h"
 
@@ -27,6 +30,9 @@ namespace server {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// How often a whole answer's handler looks whether its client is still there.
+constexpr std::chrono::milliseconds kClientCheck{100};
 
 std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
@@ -83,11 +89,16 @@ thread_local Clock::time_point t_request_start;
 class HttpServer final : public ServerHandle {
  public:
   explicit HttpServer(const ServerConfig& cfg) : cfg_(cfg), created_(std::time(nullptr)) {
+    // Each message names the ServerConfig field and the CLI option that sets it.
+    if (cfg_.port < 0 || cfg_.port > 65535)
+      throw Error(Errc::InvalidArgument,
+                  "port (--port) must be in 0..65535, got " + std::to_string(cfg_.port));
     if (cfg_.parallel < 1 || cfg_.parallel > 256)
       throw Error(Errc::InvalidArgument,
-                  "--parallel must be in 1..256, got " + std::to_string(cfg_.parallel));
-    if (cfg_.timeout_s < 0) throw Error(Errc::InvalidArgument, "--timeout must be >= 0");
-    if (cfg_.max_body < 1) throw Error(Errc::InvalidArgument, "--max-body must be >= 1");
+                  "parallel (--parallel) must be in 1..256, got " + std::to_string(cfg_.parallel));
+    if (cfg_.timeout_s < 0)
+      throw Error(Errc::InvalidArgument, "timeout_s (--timeout) must be >= 0");
+    if (cfg_.max_body < 1) throw Error(Errc::InvalidArgument, "max_body (--max-body) must be >= 1");
     setup();
   }
 
@@ -178,9 +189,10 @@ class HttpServer final : public ServerHandle {
  private:
   void setup();
   bool authorized(const httplib::Request& req) const;
-  void chat_or_completion(const Json& body, httplib::Response& res, bool chat);
-  void respond_whole(httplib::Response& res, const std::shared_ptr<Job>& job,
-                     const CompletionRequest& r, bool chat);
+  void chat_or_completion(const Json& body, const httplib::Request& req, httplib::Response& res,
+                          bool chat);
+  void respond_whole(const httplib::Request& req, httplib::Response& res,
+                     const std::shared_ptr<Job>& job, const CompletionRequest& r, bool chat);
   void respond_stream(httplib::Response& res, const std::shared_ptr<Job>& job,
                       const CompletionRequest& r, bool chat);
   void access_log(const httplib::Request& req, const httplib::Response& res);
@@ -208,11 +220,16 @@ class HttpServer final : public ServerHandle {
 bool HttpServer::authorized(const httplib::Request& req) const {
   if (cfg_.api_key.empty()) return true;
   const std::string h = req.get_header_value("Authorization");
-  const std::string want = "Bearer " + cfg_.api_key;
+  const std::string_view scheme = "bearer ";  // case-insensitive (RFC 7235)
+  if (h.size() < scheme.size()) return false;
+  for (std::size_t i = 0; i < scheme.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(h[i])) != scheme[i]) return false;
+  const std::string_view key = std::string_view(h).substr(scheme.size());
   // Constant-time compare: the key's bytes must not leak through timing.
-  if (h.size() != want.size()) return false;
+  if (key.size() != cfg_.api_key.size()) return false;
   unsigned char diff = 0;
-  for (std::size_t i = 0; i < h.size(); ++i) diff |= static_cast<unsigned char>(h[i] ^ want[i]);
+  for (std::size_t i = 0; i < key.size(); ++i)
+    diff |= static_cast<unsigned char>(key[i] ^ cfg_.api_key[i]);
   return diff == 0;
 }
 
@@ -317,10 +334,14 @@ void HttpServer::setup() {
         send_error(res, {500, "internal error: " + what, "server_error"});
       });
 
-  svr_.Options(".*", [](const httplib::Request&, httplib::Response& res) {
+  svr_.Options(".*", [](const httplib::Request& req, httplib::Response& res) {
     res.status = 204;
     res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-    res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+    // Whatever headers the page's client asks to send (the openai package adds
+    // its X-Stainless-* headers to every request); the API key still guards.
+    const std::string asked = req.get_header_value("Access-Control-Request-Headers");
+    res.set_header("Access-Control-Allow-Headers",
+                   asked.empty() ? std::string("Authorization, Content-Type") : asked);
   });
 
   svr_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
@@ -390,12 +411,13 @@ void HttpServer::setup() {
       };
 
   post("/v1/chat/completions",
-       [this](const Json& b, const httplib::Request&, httplib::Response& res) {
-         chat_or_completion(b, res, true);
+       [this](const Json& b, const httplib::Request& req, httplib::Response& res) {
+         chat_or_completion(b, req, res, true);
        });
-  post("/v1/completions", [this](const Json& b, const httplib::Request&, httplib::Response& res) {
-    chat_or_completion(b, res, false);
-  });
+  post("/v1/completions",
+       [this](const Json& b, const httplib::Request& req, httplib::Response& res) {
+         chat_or_completion(b, req, res, false);
+       });
   post("/tokenize", [this](const Json& b, const httplib::Request&, httplib::Response& res) {
     const TokenizeRequest r = parse_tokenize_request(b);
     const std::vector<Token> toks = model_->tokenize(r.content, r.add_special, r.parse_special);
@@ -416,7 +438,8 @@ void HttpServer::setup() {
   bind();
 }
 
-void HttpServer::chat_or_completion(const Json& body, httplib::Response& res, bool chat) {
+void HttpServer::chat_or_completion(const Json& body, const httplib::Request& req,
+                                    httplib::Response& res, bool chat) {
   CompletionRequest r =
       chat ? parse_chat_request(body, ctx_) : parse_completion_request(body, ctx_);
   auto job = std::make_shared<Job>();
@@ -433,14 +456,19 @@ void HttpServer::chat_or_completion(const Json& body, httplib::Response& res, bo
   if (r.stream)
     respond_stream(res, job, r, chat);
   else
-    respond_whole(res, job, r, chat);
+    respond_whole(req, res, job, r, chat);
 }
 
-void HttpServer::respond_whole(httplib::Response& res, const std::shared_ptr<Job>& job,
-                               const CompletionRequest& r, bool chat) {
+void HttpServer::respond_whole(const httplib::Request& req, httplib::Response& res,
+                               const std::shared_ptr<Job>& job, const CompletionRequest& r,
+                               bool chat) {
+  // A client that hangs up frees its slot (or queue place), as a stream's does.
+  const int client = find_client_socket(port_, req.remote_addr, req.remote_port);
   {
     std::unique_lock lock(job->m);
-    job->cv.wait(lock, [&] { return job->done; });
+    while (!job->cv.wait_for(lock, kClientCheck, [&] { return job->done; })) {
+      if (client >= 0 && !job->cancel.load() && !client_connected(client)) job->cancel.store(true);
+    }
   }
   if (job->error)
     throw ApiError{job->error_status, *job->error,

@@ -10,6 +10,8 @@
 #include <thread>
 
 #include "compute/cpu_level.h"
+#include "seam/error.h"
+#include "seam/server.h"
 #include "server/serve_process.h"
 
 namespace seam::test {
@@ -399,6 +401,28 @@ TEST(ServeHttp, ErrorsHaveOpenAIShapeAndStatus) {
   EXPECT_EQ(chat({{"messages", msgs}, {"max_tokens", 2}}).status, 200);
 }
 
+// OpenAI's rule: a seed repeats an answer; without one each request samples afresh.
+TEST(ServeHttp, ASeedRepeatsAnAnswerAndNoSeedSamplesAfresh) {
+  ServeProcess s({"-m", kStories});
+  ASSERT_TRUE(s.ok());
+  auto c = s.client();
+  auto text = [&](Json body) {
+    int st;
+    const Json r = post_json(c, "/v1/completions", body, &st);
+    EXPECT_EQ(st, 200) << r.dump();
+    return r["choices"][0]["text"].get<std::string>();
+  };
+  const Json body = {{"prompt", "Once upon a time"}, {"max_tokens", 24}, {"temperature", 1.0}};
+  Json seeded = body;
+  seeded["seed"] = 42;
+  EXPECT_EQ(text(seeded), text(seeded));
+  std::set<std::string> unseeded;
+  for (int i = 0; i < 4; ++i) unseeded.insert(text(body));
+  // Four samples of 24 tokens at temperature 1 from a 512-token vocabulary: all
+  // alike only if every request drew the same numbers.
+  EXPECT_GT(unseeded.size(), 1u);
+}
+
 TEST(ServeHttp, ApiKeyGuardsEverythingButHealthAndThePage) {
   ::setenv("SEAM_API_KEY", "sekrit", 1);
   ServeProcess s({"-m", kStories});
@@ -413,6 +437,22 @@ TEST(ServeHttp, ApiKeyGuardsEverythingButHealthAndThePage) {
   EXPECT_EQ(wrong.body["error"]["code"], "invalid_api_key");
   post_json(c, "/v1/completions", body, &st, {{"Authorization", "Bearer sekrit"}});
   EXPECT_EQ(st, 200);
+  // The scheme is case-insensitive (RFC 7235); the key is not.
+  post_json(c, "/v1/completions", body, &st, {{"Authorization", "bearer sekrit"}});
+  EXPECT_EQ(st, 200);
+  expect_error(post(c, "/v1/completions", body, {{"Authorization", "Bearer SEKRIT"}}), 401);
+  // A browser's preflight is answered without the key, allowing the headers
+  // its client asks for (the openai package sends X-Stainless-* ones).
+  httplib::Headers preflight = {
+      {"Origin", "http://example.com"},
+      {"Access-Control-Request-Method", "POST"},
+      {"Access-Control-Request-Headers", "authorization,content-type,x-stainless-retry-count"}};
+  auto options = c.Options("/v1/chat/completions", preflight);
+  ASSERT_TRUE(options);
+  EXPECT_EQ(options->status, 204);
+  EXPECT_EQ(options->get_header_value("Access-Control-Allow-Headers"),
+            "authorization,content-type,x-stainless-retry-count");
+  EXPECT_EQ(options->get_header_value("Access-Control-Allow-Origin"), "*");
   auto models = c.Get("/v1/models");
   ASSERT_TRUE(models);
   EXPECT_EQ(models->status, 401);
@@ -479,6 +519,59 @@ TEST(ServeHttp, DisconnectFreesTheSlotAndAFullQueueGets503) {
   int st;
   post_json(c, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 1}}, &st);
   EXPECT_EQ(st, 200);
+}
+
+// The same for a whole (non-streamed) answer: nothing is written until it is
+// done, so the handler must look for the hang-up itself.
+TEST(ServeHttp, DisconnectCancelsAWholeAnswerToo) {
+  ServeProcess s({"-m", kStories, "--parallel", "1", "-c", "65536"});
+  ASSERT_TRUE(s.ok());
+  auto c = s.client();
+  Json whole = kLongStream;
+  whole["stream"] = false;
+  RawSocket sock(s.port());
+  ASSERT_TRUE(sock.ok());
+  ASSERT_TRUE(sock.send(http_post("/v1/completions", whole)));
+  auto metrics = c.Get("/metrics");
+  for (int i = 0; i < 200 && metric(metrics->body, "seam_slots_busy") != 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    metrics = c.Get("/metrics");
+    ASSERT_TRUE(metrics);
+  }
+  ASSERT_EQ(metric(metrics->body, "seam_slots_busy"), 1) << metrics->body;
+  sock.close();
+  bool freed = false;
+  for (int i = 0; i < 200 && !freed; ++i) {
+    metrics = c.Get("/metrics");
+    ASSERT_TRUE(metrics);
+    freed = metric(metrics->body, "seam_slots_busy") == 0 &&
+            metric(metrics->body, "seam_requests_finished_total{reason=\"cancelled\"}") == 1;
+    if (!freed) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(freed) << metrics->body;
+  EXPECT_LT(metric(metrics->body, "seam_generated_tokens_total"), 60000);
+}
+
+// A config value out of range is refused before anything binds, naming the
+// field and its CLI option (a port above 65535 would otherwise wrap to 16 bits).
+TEST(ServeHttp, ConfigOutOfRangeIsRefused) {
+  auto refusal = [](const ServerConfig& sc) -> std::string {
+    try {
+      start_server(sc);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::InvalidArgument) << e.what();
+      return e.what();
+    }
+    return "no error";
+  };
+  ServerConfig sc;
+  sc.port = 65536 + 18081;
+  EXPECT_NE(refusal(sc).find("port (--port) must be in 0..65535, got 83617"), std::string::npos);
+  sc.port = -1;
+  EXPECT_NE(refusal(sc).find("port (--port)"), std::string::npos);
+  sc.port = 0;
+  sc.parallel = 0;
+  EXPECT_NE(refusal(sc).find("parallel (--parallel)"), std::string::npos);
 }
 
 TEST(ServeHttp, APortInUseIsRefused) {
