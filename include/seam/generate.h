@@ -125,7 +125,8 @@ class Sampler {
   std::vector<double> weight_;   // the draw's e^(logit - max) per candidate, reused
 };
 
-// argmax, lowest id on ties.
+// argmax, lowest id on ties; NaN entries are skipped. Throws
+// Error(InvalidArgument) for an empty row or one of NaNs only.
 Token argmax(std::span<const float> logits);
 
 // ------------------------------------------------------- the state machine

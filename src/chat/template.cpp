@@ -17,8 +17,10 @@ TemplateTime parse_template_time(std::string_view text) {
                             &t.hour, &t.minute, &t.second, &tail);
   const bool shape_ok = n == 6 && s.size() == 19 && s[4] == '-' && s[7] == '-' && s[10] == ' ' &&
                         s[13] == ':' && s[16] == ':';
-  if (!shape_ok || t.month < 1 || t.month > 12 || t.day < 1 || t.day > 31 || t.hour > 23 ||
-      t.minute > 59 || t.second > 60 || t.hour < 0 || t.minute < 0 || t.second < 0)
+  const bool leap = t.year % 4 == 0 && (t.year % 100 != 0 || t.year % 400 == 0);
+  const int month_days[12] = {31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (!shape_ok || t.month < 1 || t.month > 12 || t.day < 1 || t.day > month_days[t.month - 1] ||
+      t.hour > 23 || t.minute > 59 || t.second > 60 || t.hour < 0 || t.minute < 0 || t.second < 0)
     throw Error(
         Errc::InvalidArgument,
         "invalid time '" + s + "': expected \"YYYY-MM-DD HH:MM:SS\", e.g. \"2025-02-05 14:07:09\"");

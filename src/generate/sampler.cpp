@@ -155,11 +155,15 @@ void validate(const SamplerConfig& c, std::uint32_t n_vocab) {
 }
 
 Token argmax(std::span<const float> logits) {
-  Token best = 0;
-  for (std::size_t i = 1; i < logits.size(); ++i) {
-    if (logits[i] > logits[static_cast<std::size_t>(best)]) best = static_cast<Token>(i);
+  std::size_t best = logits.size();
+  for (std::size_t i = 0; i < logits.size(); ++i) {
+    if (std::isnan(logits[i])) continue;  // a NaN is nobody's maximum
+    if (best == logits.size() || logits[i] > logits[best]) best = i;
   }
-  return best;
+  if (best == logits.size())
+    throw Error(Errc::InvalidArgument, logits.empty() ? "the logits row is empty"
+                                                      : "every logit in the row is NaN");
+  return static_cast<Token>(best);
 }
 
 Sampler::Sampler(SamplerConfig cfg) : cfg_(std::move(cfg)), rng_(cfg_.seed) { validate(cfg_); }

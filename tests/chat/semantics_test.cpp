@@ -162,6 +162,11 @@ TEST(TemplateSemantics, ContextMustBeAnObjectAndTimeIsValidated) {
   EXPECT_THROW(render_chat_template("x", nlohmann::ordered_json::array()), Error);
   EXPECT_THROW(parse_template_time("2025-02-05"), Error);
   EXPECT_THROW(parse_template_time("2025-13-05 10:00:00"), Error);
+  EXPECT_THROW(parse_template_time("2024-02-30 00:00:00"), Error);
+  EXPECT_THROW(parse_template_time("2023-02-29 00:00:00"), Error);
+  EXPECT_THROW(parse_template_time("2025-04-31 00:00:00"), Error);
+  EXPECT_EQ(parse_template_time("2024-02-29 00:00:00").day, 29);  // a leap year
+  EXPECT_EQ(parse_template_time("2000-02-29 00:00:00").day, 29);
   const TemplateTime t = parse_template_time("2025-02-05 14:07:09");
   EXPECT_EQ(t.year, 2025);
   EXPECT_EQ(t.second, 9);

@@ -93,6 +93,13 @@ TEST(Sampler, GreedyIsArgmaxWithLowestIdOnTies) {
   EXPECT_EQ(s.sample(l, {}), 1);
   EXPECT_EQ(argmax(l), 1);
   EXPECT_EQ(ids_of(s.candidates(l, {})), std::vector<Token>{1});
+  // A NaN is skipped wherever it stands, as greedy sampling skips it.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> with_nan = {nan, 1, 2};
+  EXPECT_EQ(argmax(with_nan), 2);
+  EXPECT_EQ(s.sample(with_nan, {}), 2);
+  EXPECT_THROW(argmax(std::vector<float>{nan, nan}), Error);
+  EXPECT_THROW(argmax(std::span<const float>{}), Error);
 }
 
 TEST(Sampler, GreedyStillAppliesBiasAndPenalties) {
