@@ -24,11 +24,12 @@ std::vector<std::uint32_t> kv_widths(const ModelSpec& spec);
 // delta-rule state per gated-delta-net layer (n_layer 0 for a pure attention model).
 RecurrentShape recurrent_shape(const ModelSpec& spec);
 
-// The FFN runs this many of a batch's rows at a time (forward.cpp, ffn_block).
+// A dense FFN runs this many of a batch's rows at a time (forward.cpp, ffn_block).
 inline constexpr std::int64_t kFfnRows = 128;
 
 // Activation buffers for up to n_batch tokens, allocated once per session and
-// sized by the widest layer (model/layers.h); the FFN's for up to kFfnRows.
+// sized by the widest layer (model/layers.h); the FFN's for one pass of it
+// (kFfnRows for a dense FFN, the whole batch for a MoE layer).
 // Zeroed vectors: a page becomes resident when a batch first reaches it, so a
 // session that decodes one token at a time holds little of them.
 struct ForwardScratch {
@@ -39,16 +40,16 @@ struct ForwardScratch {
   ZeroedVector<float> k;                   // [n_batch][max kv width]
   ZeroedVector<float> v;                   // [n_batch][max kv width]
   ZeroedVector<float> attn;                // [n_batch][max q width]
-  ZeroedVector<float> gate;                // [kFfnRows][max ff width] (MoE: [n_used][n_ff] per row)
-  ZeroedVector<float> up;                  // [kFfnRows][max ff width]
-  ZeroedVector<float> router;              // [kFfnRows][max n_expert] router logits
-  ZeroedVector<std::int32_t> expert_ids;   // [kFfnRows][max n_expert_used]
-  ZeroedVector<float> expert_w;            // [kFfnRows][max n_expert_used]
+  ZeroedVector<float> gate;                // [FFN rows][max ff width] (MoE: [n_used][n_ff] per row)
+  ZeroedVector<float> up;                  // [FFN rows][max ff width]
+  ZeroedVector<float> router;              // [FFN rows][max n_expert] router logits
+  ZeroedVector<std::int32_t> expert_ids;   // [FFN rows][max n_expert_used]
+  ZeroedVector<float> expert_w;            // [FFN rows][max n_expert_used]
   ZeroedVector<float> q_gate;              // [n_batch][max q width] (gated_q)
   ZeroedVector<float> q_raw;               // [n_batch][n_head][2 head_dim] (gated_q: [q | gate])
-  ZeroedVector<float> shexp;               // [kFfnRows][n_embd] shared expert output
-  ZeroedVector<float> shexp_gate;          // [kFfnRows] its gate
-  ZeroedVector<float> router_in;           // [kFfnRows][n_embd] (n_ff_dense: the router's input)
+  ZeroedVector<float> shexp;               // [FFN rows][n_embd] shared expert output
+  ZeroedVector<float> shexp_gate;          // [FFN rows] its gate
+  ZeroedVector<float> router_in;           // [FFN rows][n_embd] (n_ff_dense: the router's input)
   ZeroedVector<float> rows;                // [n_out][n_embd] rows that want logits
   std::optional<DeltaNetScratch> delta;    // gated-delta-net layers
   std::vector<SeqRun> runs;                // the batch's rows by sequence (recurrent models)
