@@ -191,6 +191,7 @@ void Engine::finish_job(Slot& slot) {
   const GenerateResult& r = job->gen->result();
   metrics_.tokens(r.prompt_tokens, r.cached_prompt_tokens, r.completion_tokens);
   metrics_.finished(std::string(finish_reason_name(r.finish)));
+  update_gauges();  // before the client hears, so /metrics agrees with its answer
   {
     std::lock_guard lock(job->m);
     job->result = r;
@@ -212,6 +213,7 @@ void Engine::fail_job(Slot& slot, const std::string& why, int status) {
   }
   job->gen.reset();
   metrics_.finished("error");
+  update_gauges();
   job->cv.notify_all();
 }
 

@@ -138,6 +138,11 @@ TEST(ServeHttp, CompletionMatchesSeamRunAtTemperatureZero) {
   EXPECT_EQ(j["usage"]["completion_tokens"], 24);
   EXPECT_EQ(j["usage"]["prompt_tokens"], ref["usage"]["prompt_tokens"]);
   EXPECT_EQ(j["usage"]["total_tokens"], j["usage"]["prompt_tokens"].get<int>() + 24);
+  // The gauges are updated before the answer goes out, not on the next idle tick.
+  auto met = c.Get("/metrics");
+  ASSERT_TRUE(met);
+  EXPECT_EQ(metric(met->body, "seam_requests_running"), 0) << met->body;
+  EXPECT_EQ(metric(met->body, "seam_slots_busy"), 0) << met->body;
 
   // The same prompt again: its tokens are in a slot's cache (all but the last).
   const Json again = post_json(c, "/v1/completions",
