@@ -38,10 +38,10 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads <= 0 ? default_thre
   try {
     for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
   } catch (const std::system_error& e) {
-    const std::size_t started = workers_.size() + 1;
+    const std::size_t refused = workers_.size() + 2;  // the caller is thread 1
     stop_workers();
     throw Error(Errc::InvalidArgument,
-                "the system refused compute thread " + std::to_string(started + 1) + " of " +
+                "the system refused compute thread " + std::to_string(refused) + " of " +
                     std::to_string(n_threads_) + " (" + e.what() + "); use fewer threads");
   }
 }

@@ -20,8 +20,6 @@ std::mt19937_64& request_rng() {
   return rng;
 }
 
-std::uint64_t fresh_seed() { return request_rng()(); }
-
 [[noreturn]] void bad(const std::string& message, const std::string& param = "",
                       const std::string& code = "") {
   throw ApiError{400, message, "invalid_request_error", param, code};
@@ -122,7 +120,7 @@ void parse_sampling(const Json& b, const ApiContext& ctx, CompletionRequest& r) 
   if (b.contains("seed") && !b["seed"].is_null()) {
     s.seed = static_cast<std::uint64_t>(get_int(b, "seed", 0));
   } else {
-    s.seed = fresh_seed();
+    s.seed = request_rng()();
   }
   if (b.contains("logit_bias") && !b["logit_bias"].is_null()) {
     const Json& lb = b["logit_bias"];
