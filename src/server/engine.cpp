@@ -27,12 +27,12 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineConfig& config, M
     : model_(std::move(model)), cfg_(config), metrics_(metrics) {
   if (cfg_.parallel < 1 || cfg_.parallel > 256)
     throw Error(Errc::InvalidArgument,
-                "--parallel must be in 1..256, got " + std::to_string(cfg_.parallel));
+                "parallel (--parallel) must be in 1..256, got " + std::to_string(cfg_.parallel));
   if (cfg_.batch < cfg_.parallel)
-    throw Error(Errc::InvalidArgument,
-                "--batch (" + std::to_string(cfg_.batch) + ") must be at least --parallel (" +
-                    std::to_string(cfg_.parallel) +
-                    "): every running request puts one token into each step");
+    throw Error(Errc::InvalidArgument, "batch (--batch) " + std::to_string(cfg_.batch) +
+                                           " must be at least parallel (--parallel) " +
+                                           std::to_string(cfg_.parallel) +
+                                           ": every running request puts one token into each step");
   n_ctx_ = cfg_.n_ctx ? cfg_.n_ctx : model_->info().n_ctx_train;
   session_ = open_session();
   slots_.resize(cfg_.parallel);
