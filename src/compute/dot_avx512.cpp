@@ -34,6 +34,7 @@
 #include <type_traits>
 
 #include "compute/dot.h"
+#include "compute/group_k_avx512.h"
 #include "compute/interleave.h"
 #include "compute/quant_blocks.h"
 
@@ -574,6 +575,61 @@ void pack_gather_q6_k(std::int64_t n, const void* w, std::size_t row_stride, int
   }
 }
 
+// pack_gather_q4_k's panel from a Q4_K group (interleave.h): the same values
+// and f32 scale products, by loads instead of gathers.
+void pack16_q4_k(std::int64_t n, const void* group, void* panel) {
+  constexpr std::size_t ub = unit_bytes<DecQ4_K>();
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  for (std::int64_t sb = 0; sb < n / kQK_K; ++sb) {
+    const std::byte* blk =
+        static_cast<const std::byte*>(group) + sb * interleave::block_bytes(TensorType::Q4_K);
+    std::byte* u0 = static_cast<std::byte*>(panel) + sb * 8 * ub;
+    const __m512 d = group_k::half16(blk);
+    const __m512 neg_dmin =
+        _mm512_sub_ps(_mm512_setzero_ps(), group_k::half16(blk + interleave::kQ4KDmin));
+    for (int j = 0; j < 8; ++j) {
+      __m512i sc, mn;
+      group_k::q4_k_scale_min(blk, j, sc, mn);
+      std::byte* base = u0 + j * ub + 32 * kRows;
+      _mm512_storeu_ps(base + 64, _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc)));
+      _mm512_storeu_ps(base + 128, _mm512_mul_ps(neg_dmin, _mm512_cvtepi32_ps(mn)));
+    }
+    for (int p = 0; p < 4; ++p) {
+      std::byte* lo_u = u0 + 2 * p * ub;
+      std::byte* hi_u = lo_u + ub;
+      __m512i lo_sum = _mm512_setzero_si512(), hi_sum = _mm512_setzero_si512();
+      for (int m = 0; m < 8; ++m) {
+        const __m512i v = _mm512_loadu_si512(blk + interleave::kQ4KValues + 64 * (8 * p + m));
+        PanelGather::put(lo_u, m, _mm512_and_si512(v, m4), lo_sum);
+        PanelGather::put(hi_u, m, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4), hi_sum);
+      }
+      PanelGather::put_correction(lo_u, 32, lo_sum);
+      PanelGather::put_correction(hi_u, 32, hi_sum);
+    }
+  }
+}
+
+// pack_gather_q6_k's panel from a Q6_K group.
+void pack16_q6_k(std::int64_t n, const void* group, void* panel) {
+  constexpr std::size_t ub = unit_bytes<DecQ6_K>();
+  const __m512i k32 = _mm512_set1_epi8(32);
+  for (std::int64_t sb = 0; sb < n / kQK_K; ++sb) {
+    const std::byte* blk =
+        static_cast<const std::byte*>(group) + sb * interleave::block_bytes(TensorType::Q6_K);
+    const __m512 d = group_k::half16(blk);
+    for (int u = 0; u < 16; ++u) {
+      std::byte* pu = static_cast<std::byte*>(panel) + (sb * 16 + u) * ub;
+      __m512i q[4];
+      group_k::q6_k_unit(blk, u, q);
+      __m512i sum = _mm512_setzero_si512();
+      for (int s = 0; s < 4; ++s) PanelGather::put(pu, s, _mm512_sub_epi8(q[s], k32), sum);
+      PanelGather::put_correction(pu, 16, sum);
+      _mm512_storeu_ps(pu + 16 * kRows + 64,
+                       _mm512_mul_ps(d, _mm512_cvtepi32_ps(group_k::q6_k_scales(blk, u))));
+    }
+  }
+}
+
 // ---------------------------------------------------------------- activations
 
 template <class D>
@@ -926,15 +982,27 @@ constinit const GemmFns gemm_q8_0 = {kGatherMinTokens,
                                      run<DecQ8_0>,
                                      0,
                                      pack16<DecQ8_0>};
-constinit const GemmFns gemm_q4_k = {kKGatherMinTokens, act_bytes<DecQ4_K>, panel_bytes<DecQ4_K>,
-                                     prepare<DecQ4_K>,  pack_gather_q4_k,   run<DecQ4_K>};
+constinit const GemmFns gemm_q4_k = {kKGatherMinTokens,
+                                     act_bytes<DecQ4_K>,
+                                     panel_bytes<DecQ4_K>,
+                                     prepare<DecQ4_K>,
+                                     pack_gather_q4_k,
+                                     run<DecQ4_K>,
+                                     0,
+                                     pack16_q4_k};
 constinit const GemmFns gemm_q5_k = {kIntMinTokens,    act_bytes<DecQ5_K>, panel_bytes<DecQ5_K>,
                                      prepare<DecQ5_K>, pack<DecQ5_K>,      run<DecQ5_K>};
 constinit const GemmFns gemm_iq4_xs = {kIntMinTokens,          act_bytes<DecIQ4_XS>,
                                        panel_bytes<DecIQ4_XS>, prepare<DecIQ4_XS>,
                                        pack<DecIQ4_XS>,        run<DecIQ4_XS>};
-constinit const GemmFns gemm_q6_k = {kKGatherMinTokens, act_bytes<DecQ6_K>, panel_bytes<DecQ6_K>,
-                                     prepare<DecQ6_K>,  pack_gather_q6_k,   run<DecQ6_K>};
+constinit const GemmFns gemm_q6_k = {kKGatherMinTokens,
+                                     act_bytes<DecQ6_K>,
+                                     panel_bytes<DecQ6_K>,
+                                     prepare<DecQ6_K>,
+                                     pack_gather_q6_k,
+                                     run<DecQ6_K>,
+                                     0,
+                                     pack16_q6_k};
 constinit const GemmFns gemm_f32 = {kFloatMinTokens, float_act_bytes,    float_panel_bytes,
                                     float_prepare,   float_pack<CvtF32>, float_run};
 constinit const GemmFns gemm_f16 = {kFloatMinTokens, float_act_bytes,    float_panel_bytes,

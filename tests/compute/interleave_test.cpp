@@ -155,8 +155,9 @@ TEST_P(Interleave, ManyJobsEqualEachAlone) {
 // Batch invariance (matmul_test's ATokensRowIsTheSameBitsInAnyBatch) on
 // interleaved weights at the AVX2 level: decode, few-token and GEMM calls all
 // run one micro-kernel on the same bytes, so a token's row is the same bits
-// alone and in a batch of any size. (The AVX-512 level's interleaved Q4_0 /
-// Q8_0 decode and its GEMM are two kernels, not invariant: not asserted.)
+// alone and in a batch of any size. (The AVX-512 level's interleaved decode
+// kernels, Q4_0, Q8_0, Q4_K and Q6_K, and its GEMM are two kernels, not
+// invariant: not asserted.)
 TEST_P(Interleave, ATokensRowIsTheSameBitsInAnyBatch) {
   const TensorType type = GetParam();
   const CpuLevel level = CpuLevel::Avx2;

@@ -1,0 +1,201 @@
+// AVX-512 decode of Q4_K and Q6_K weights interleaved 16 rows at a time
+// (interleave.h): the K-quants of a Q4_K_M file, the most common download.
+// In the file's layout each 144-byte Q4_K row block costs its own scale
+// unpacking, shuffles and a horizontal reduction (dot_rows_avx512.cpp's k4);
+// here each int32 lane of a 512-bit register is one of the 16 rows, so one
+// 64-byte load feeds vpdpbusd with 4 elements of every row, a sub-block's 16
+// scales are one load, and nothing is reduced across lanes.
+// Compiled with the AVX-512 flags (CMakeLists.txt); see dot.h on keeping this
+// unit's code out of baseline callers.
+//
+// Arithmetic, per super-block and token (all integer sums exact):
+//  - Q4_K: isum_j = sum q * a over sub-block j (vpdpbusd: unsigned nibbles,
+//    signed activations; high nibbles in place, their sums a multiple of 16
+//    shifted down exactly); total = sum_j sc_j * isum_j and mins = sum_j mn_j *
+//    asum_j (asum_j: the token's sum over sub-block j); then
+//    acc += d * da * total - dmin * da * mins.
+//  - Q6_K: isum_u = sum (q - 32) * a over 16-element unit u (q unsigned 0..63
+//    into vpdpbusd, the accumulator starting at -32 * asum_u); total = sum_u
+//    sc_u * isum_u; acc += d * da * total.
+// |total| < 2^31: Q4_K 8 * 63 * 32 * 15 * 127, Q6_K 16 * 128 * 16 * 32 * 127.
+// So a row differs from the scalar reference only in the f32 steps.
+//
+// GCC 12's AVX-512 headers self-initialize their "undefined" vectors
+// (__m512 __Y = __Y), which -W(maybe-)uninitialized reports once inlined here.
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "compute/dot.h"
+#include "compute/dot_tile.h"
+#include "compute/group_k_avx512.h"
+#include "compute/interleave.h"
+#include "compute/prefetch.h"
+#include "compute/quant_blocks.h"
+
+namespace seam::dot::avx512 {
+namespace {
+
+using namespace seam::quant;
+
+// Prepared token (64-byte rounded): int8 q[n] | f32 d[n / 256] | int16
+// s16[n / 16] (sums of 16 values, Q8_K's bsums) | int16 s32[n / 32] (sums of
+// 32, |s| <= 32 * 127).
+struct ActLayout {
+  std::size_t d, s16, s32, bytes;
+  explicit ActLayout(std::int64_t n) {
+    const auto un = static_cast<std::size_t>(n);
+    d = un;
+    s16 = d + un / kQK_K * 4;
+    s32 = s16 + un / 16 * 2;
+    bytes = (s32 + un / 32 * 2 + 63) / 64 * 64;
+  }
+};
+
+std::size_t act_bytes(std::int64_t n) { return ActLayout(n).bytes; }
+
+void prepare(std::int64_t n, const void* act, void* dst) {
+  const ActLayout L(n);
+  const auto* y = static_cast<const BlockQ8_K*>(act);
+  auto* out = static_cast<std::byte*>(dst);
+  auto* d = reinterpret_cast<float*>(out + L.d);
+  auto* s16 = reinterpret_cast<std::int16_t*>(out + L.s16);
+  auto* s32 = reinterpret_cast<std::int16_t*>(out + L.s32);
+  for (std::int64_t i = 0; i < n / kQK_K; ++i) {
+    std::memcpy(out + kQK_K * i, y[i].qs, kQK_K);
+    d[i] = y[i].d;
+    for (int u = 0; u < 16; ++u) s16[16 * i + u] = y[i].bsums[u];
+    for (int j = 0; j < 8; ++j)
+      s32[8 * i + j] = static_cast<std::int16_t>(y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
+  }
+}
+
+// One prepared token's parts.
+struct Token {
+  const std::int8_t* q = nullptr;
+  const float* d = nullptr;
+  const std::int16_t* s16 = nullptr;
+  const std::int16_t* s32 = nullptr;
+};
+
+Token token_at(const ActLayout& L, const std::byte* a) {
+  return {reinterpret_cast<const std::int8_t*>(a), reinterpret_cast<const float*>(a + L.d),
+          reinterpret_cast<const std::int16_t*>(a + L.s16),
+          reinterpret_cast<const std::int16_t*>(a + L.s32)};
+}
+
+inline __m512i broadcast4(const void* p) {
+  std::int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+template <int NT>
+void q4_k_tile(std::int64_t n, const std::byte* group, const Token* tok, float* out,
+               std::size_t os) {
+  constexpr std::size_t kBlock = interleave::block_bytes(TensorType::Q4_K);
+  __m512 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  const __m512i low = _mm512_set1_epi8(0x0F), high = _mm512_set1_epi8(static_cast<char>(0xF0));
+  for (std::int64_t i = 0; i < n / kQK_K; ++i) {
+    const std::byte* blk = group + i * kBlock;
+    prefetch_ahead(blk, interleave::kQ4KValues);
+    __m512i total[NT], mins[NT];
+    for (int t = 0; t < NT; ++t) total[t] = mins[t] = _mm512_setzero_si512();
+    for (int p = 0; p < 4; ++p) {
+      prefetch_ahead(blk + interleave::kQ4KValues + 512 * p, 512);
+      __m512i lo[NT], hi[NT];
+      for (int t = 0; t < NT; ++t) lo[t] = hi[t] = _mm512_setzero_si512();
+      for (int m = 0; m < 8; ++m) {
+        const __m512i v = _mm512_loadu_si512(blk + interleave::kQ4KValues + 64 * (8 * p + m));
+        const __m512i vl = _mm512_and_si512(v, low), vh = _mm512_and_si512(v, high);
+        for (int t = 0; t < NT; ++t) {
+          const std::int8_t* a = tok[t].q + kQK_K * i + 64 * p + 4 * m;
+          lo[t] = _mm512_dpbusd_epi32(lo[t], vl, broadcast4(a));
+          hi[t] = _mm512_dpbusd_epi32(hi[t], vh, broadcast4(a + 32));
+        }
+      }
+      __m512i sc[2], mn[2];
+      for (int h = 0; h < 2; ++h) group_k::q4_k_scale_min(blk, 2 * p + h, sc[h], mn[h]);
+      for (int t = 0; t < NT; ++t) {
+        total[t] = _mm512_add_epi32(total[t], _mm512_mullo_epi32(lo[t], sc[0]));
+        total[t] =
+            _mm512_add_epi32(total[t], _mm512_mullo_epi32(_mm512_srai_epi32(hi[t], 4), sc[1]));
+        mins[t] = _mm512_add_epi32(
+            mins[t], _mm512_mullo_epi32(mn[0], _mm512_set1_epi32(tok[t].s32[8 * i + 2 * p])));
+        mins[t] = _mm512_add_epi32(
+            mins[t], _mm512_mullo_epi32(mn[1], _mm512_set1_epi32(tok[t].s32[8 * i + 2 * p + 1])));
+      }
+    }
+    const __m512 d = group_k::half16(blk), dmin = group_k::half16(blk + interleave::kQ4KDmin);
+    for (int t = 0; t < NT; ++t) {
+      const __m512 da = _mm512_set1_ps(tok[t].d[i]);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total[t]), _mm512_mul_ps(d, da), acc[t]);
+      acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mins[t]), _mm512_mul_ps(dmin, da), acc[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + t * os, acc[t]);
+}
+
+template <int NT>
+void q6_k_tile(std::int64_t n, const std::byte* group, const Token* tok, float* out,
+               std::size_t os) {
+  constexpr std::size_t kBlock = interleave::block_bytes(TensorType::Q6_K);
+  __m512 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  for (std::int64_t i = 0; i < n / kQK_K; ++i) {
+    const std::byte* blk = group + i * kBlock;
+    prefetch_ahead(blk, interleave::kQ6KValues);
+    __m512i total[NT];
+    for (int t = 0; t < NT; ++t) total[t] = _mm512_setzero_si512();
+    for (int u = 0; u < 16; ++u) {
+      prefetch_ahead(blk + interleave::kQ6KValues + interleave::kQ6KUnit * u, interleave::kQ6KUnit);
+      __m512i q[4];
+      group_k::q6_k_unit(blk, u, q);
+      const __m512i sc = group_k::q6_k_scales(blk, u);
+      for (int t = 0; t < NT; ++t) {
+        const std::int8_t* a = tok[t].q + kQK_K * i + 16 * u;
+        __m512i s = _mm512_set1_epi32(-32 * tok[t].s16[16 * i + u]);
+        for (int k = 0; k < 4; ++k) s = _mm512_dpbusd_epi32(s, q[k], broadcast4(a + 4 * k));
+        total[t] = _mm512_add_epi32(total[t], _mm512_mullo_epi32(s, sc));
+      }
+    }
+    const __m512 d = group_k::half16(blk);
+    for (int t = 0; t < NT; ++t) {
+      const __m512 dd = _mm512_mul_ps(d, _mm512_set1_ps(tok[t].d[i]));
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total[t]), dd, acc[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + t * os, acc[t]);
+}
+
+// dot.h GroupFn: four tokens at most per pass.
+template <TensorType T>
+void group_dot(std::int64_t n, const void* group, const void* act, std::size_t as, int n_act,
+               float* out, std::size_t os) {
+  const ActLayout L(n);
+  for_each_tile<4>(act, as, n_act, out, os, [&](auto nt, const void* a, float* o) {
+    Token tok[nt];
+    for (int t = 0; t < nt; ++t) tok[t] = token_at(L, static_cast<const std::byte*>(a) + t * as);
+    const auto* g = static_cast<const std::byte*>(group);
+    if constexpr (T == TensorType::Q4_K)
+      q4_k_tile<nt>(n, g, tok, o, os);
+    else
+      q6_k_tile<nt>(n, g, tok, o, os);
+  });
+}
+
+}  // namespace
+
+constinit const RowFns rows_q4_k_16 = {act_bytes, prepare, nullptr, nullptr,
+                                       group_dot<TensorType::Q4_K>};
+constinit const RowFns rows_q6_k_16 = {act_bytes, prepare, nullptr, nullptr,
+                                       group_dot<TensorType::Q6_K>};
+
+}  // namespace seam::dot::avx512

@@ -1,0 +1,66 @@
+// Reading Q4_K and Q6_K groups (interleave.h) with AVX-512, row r of the 16
+// in 32-bit lane r (or in bytes 4r..4r+3): shared by the decode kernels
+// (group_k_avx512.cpp) and the GEMM's panels packed from groups
+// (dot_avx512.cpp). Included only by units compiled with the AVX-512 flags;
+// `static` keeps each unit's copy its own (dot.h).
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+
+#include "compute/interleave.h"
+
+namespace seam::dot::avx512::group_k {
+
+// 16 fp16 values at p as f32.
+static inline __m512 half16(const std::byte* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+// Sub-block j (0..7) of a Q4_K group block: the 6-bit scales and mins. A min's
+// top 2 bits are bits 6-7 of the scale's byte; its low nibble sits in byte
+// r % 8 of the sub-block's 8 bytes, at bit 4 (r / 8).
+static inline void q4_k_scale_min(const std::byte* blk, int j, __m512i& sc, __m512i& mn) {
+  const __m512i s = _mm512_cvtepu8_epi32(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + interleave::kQ4KScales + 16 * j)));
+  sc = _mm512_and_si512(s, _mm512_set1_epi32(63));
+  const __m128i nib =
+      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + interleave::kQ4KMinLow + 8 * j));
+  const __m128i low = _mm_set1_epi8(0x0F);
+  const __m128i rows =
+      _mm_unpacklo_epi64(_mm_and_si128(nib, low), _mm_and_si128(_mm_srli_epi16(nib, 4), low));
+  mn = _mm512_or_si512(_mm512_cvtepu8_epi32(rows), _mm512_slli_epi32(_mm512_srli_epi32(s, 6), 4));
+}
+
+// (c & a) | (~c & b) per bit: vpternlogd's table for "c ? a : b".
+static inline __m512i select_bits(__m512i a, __m512i b, __m512i c) {
+  return _mm512_ternarylogic_epi32(a, b, c, 0xE4);
+}
+
+// Unit u (elements 16u..16u+15) of a Q6_K group block: q[s] holds the
+// unsigned 6-bit values (0..63, x = d * sc * (q - 32)) of elements 16u + 4s ..
+// + 3. lo[m] holds step m's low 4 bits | step m + 2's << 4, hi step s's top 2
+// bits at bit 2s: ha has steps 0 and 2 at bits 0 and 4, hb steps 1 and 3, and
+// select_bits keeps each byte's low nibble from its first operand (the 16-bit
+// shifts spill bits only into the part it drops).
+static inline void q6_k_unit(const std::byte* blk, int u, __m512i q[4]) {
+  const std::byte* unit = blk + interleave::kQ6KValues + interleave::kQ6KUnit * u;
+  const __m512i lo0 = _mm512_loadu_si512(unit), lo1 = _mm512_loadu_si512(unit + 64);
+  const __m512i hi = _mm512_loadu_si512(unit + interleave::kQ6KHigh);
+  const __m512i low = _mm512_set1_epi8(0x0F), two_bits = _mm512_set1_epi8(0x33);
+  const __m512i ha = _mm512_and_si512(hi, two_bits);
+  const __m512i hb = _mm512_and_si512(_mm512_srli_epi16(hi, 2), two_bits);
+  q[0] = select_bits(lo0, _mm512_slli_epi16(ha, 4), low);
+  q[1] = select_bits(lo1, _mm512_slli_epi16(hb, 4), low);
+  q[2] = select_bits(_mm512_srli_epi16(lo0, 4), ha, low);
+  q[3] = select_bits(_mm512_srli_epi16(lo1, 4), hb, low);
+}
+
+// Unit u's int8 scales, sign-extended.
+static inline __m512i q6_k_scales(const std::byte* blk, int u) {
+  return _mm512_cvtepi8_epi32(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + interleave::kQ6KScales + 16 * u)));
+}
+
+}  // namespace seam::dot::avx512::group_k
