@@ -181,7 +181,7 @@ void group_dot(std::int64_t n, const void* group, const void* act, std::size_t a
                float* out, std::size_t os) {
   const ActLayout L(n);
   for_each_tile<4>(act, as, n_act, out, os, [&](auto nt, const void* a, float* o) {
-    Token tok[nt];
+    Token tok[decltype(nt)::value];
     for (int t = 0; t < nt; ++t) tok[t] = token_at(L, static_cast<const std::byte*>(a) + t * as);
     const auto* g = static_cast<const std::byte*>(group);
     if constexpr (T == TensorType::Q4_K)

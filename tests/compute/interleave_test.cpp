@@ -63,8 +63,8 @@ TEST_P(Interleave, RoundTripsAndGetRowReadsIt) {
 // kernels, and the GEMM panels are the same bytes from either layout: those
 // outputs are equal. The AVX2 and AVX-512 decode kernels on the groups sum
 // each block's 16 rows in their own order: within 1e-5 of sum |w * a| of the
-// rows' result (the integer sums are exact in both; only f32 scaling and
-// accumulation round, as in matmul_test's bound (a)).
+// rows' result and of the scalar reference's (the integer sums are exact in
+// all; only f32 scaling and accumulation round, as in matmul_test's bound (a)).
 TEST_P(Interleave, MatmulEqualsTheRowsAtEveryLevel) {
   const TensorType type = GetParam();
   const TensorType act_type = quant::traits(type)->dot_type;
@@ -93,10 +93,16 @@ TEST_P(Interleave, MatmulEqualsTheRowsAtEveryLevel) {
         }
         const bool own_kernel = quant::traits(type)->dot.rows16_at(level) != nullptr &&
                                 !(gemm && n_tok >= gemm->min_tokens);
+        const std::int64_t ldy = n_out + 5;
+        std::vector<float> scalar(n_tok * ldy);
+        {
+          ThreadPool pool(1);
+          MatmulScratch scratch;
+          matmul(m.w, x.data(), n_tok, scalar.data(), ldy, pool, scratch, CpuLevel::Scalar);
+        }
         for (int threads : {1, 3}) {
           ThreadPool pool(threads);
           MatmulScratch scratch;
-          const std::int64_t ldy = n_out + 5;
           std::vector<float> y(n_tok * ldy, -3.0f), y16(n_tok * ldy, -3.0f);
           matmul(m.w, x.data(), n_tok, y.data(), ldy, pool, scratch, level);
           matmul(m.w16, x.data(), n_tok, y16.data(), ldy, pool, scratch, level);
@@ -107,9 +113,12 @@ TEST_P(Interleave, MatmulEqualsTheRowsAtEveryLevel) {
                 ASSERT_EQ(a, b) << cpu_level_name(level) << " n_in " << n_in << " n_tok " << n_tok
                                 << " r " << r << " t " << t;
               } else {
-                ASSERT_NEAR(a, b, 1e-5 * mag[t * n_out + r] + 1e-30)
-                    << cpu_level_name(level) << " n_in " << n_in << " n_tok " << n_tok << " r " << r
-                    << " t " << t;
+                // Against the level's row kernel and the scalar reference.
+                for (float ref : {a, scalar[t * ldy + r]}) {
+                  ASSERT_NEAR(ref, b, 1e-5 * mag[t * n_out + r] + 1e-30)
+                      << cpu_level_name(level) << " n_in " << n_in << " n_tok " << n_tok << " r "
+                      << r << " t " << t;
+                }
               }
             }
           }
