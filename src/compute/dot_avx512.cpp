@@ -483,50 +483,92 @@ void pack16(std::int64_t n, const void* group, void* panel) {
   pack_dwords<D>(n, GroupSource<BlockOf<D>>{static_cast<const std::byte*>(group)}, panel);
 }
 
-// Q4_K: 32 gathers per super-block give both nibble halves of its four
-// sub-block pairs; the 12 scale bytes come in three more and are unpacked as
-// scale_min_k4 does, every row in its lane.
+// One Q4_K super-block of a panel's 16 rows -> its 8 units: the nibbles of
+// sub-blocks 2p (low) and 2p + 1 (high) from step m of Src, and the f32
+// products d * sc and -dmin * mn. Src reads the rows in the file's layout
+// (Q4KGathered) or a group of interleaved rows (Q4KGroup), row r in lane r.
+template <class Src>
+void pack_q4_k_block(const Src& src, std::byte* u0) {
+  constexpr std::size_t ub = unit_bytes<DecQ4_K>();
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512 d = src.d(), neg_dmin = _mm512_sub_ps(_mm512_setzero_ps(), src.dmin());
+  for (int j = 0; j < 8; ++j) {
+    __m512i sc, mn;
+    src.scale_min(j, sc, mn);
+    std::byte* base = u0 + j * ub + 32 * kRows;
+    _mm512_storeu_ps(base + 64, _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc)));
+    _mm512_storeu_ps(base + 128, _mm512_mul_ps(neg_dmin, _mm512_cvtepi32_ps(mn)));
+  }
+  for (int p = 0; p < 4; ++p) {
+    std::byte* lo_u = u0 + 2 * p * ub;
+    std::byte* hi_u = lo_u + ub;
+    __m512i lo_sum = _mm512_setzero_si512(), hi_sum = _mm512_setzero_si512();
+    for (int m = 0; m < 8; ++m) {
+      const __m512i v = src.step(p, m);
+      PanelGather::put(lo_u, m, _mm512_and_si512(v, m4), lo_sum);
+      PanelGather::put(hi_u, m, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4), hi_sum);
+    }
+    PanelGather::put_correction(lo_u, 32, lo_sum);
+    PanelGather::put_correction(hi_u, 32, hi_sum);
+  }
+}
+
+// Q4_K rows in the file's layout: 32 gathers per super-block give both nibble
+// halves of its four sub-block pairs; the 12 scale bytes come in three more
+// and are unpacked as scale_min_k4 does, every row in its lane.
+struct Q4KGathered {
+  const PanelGather& g;
+  const std::byte* blk;
+  __m512i sc3[3];
+  __m512i dd;  // d | dmin << 16
+  Q4KGathered(const PanelGather& gather, const std::byte* block) : g(gather), blk(block) {
+    for (int k = 0; k < 3; ++k) sc3[k] = g.dword(blk + offsetof(BlockQ4_K, scales) + 4 * k);
+    dd = g.dword(blk);
+  }
+  __m512 d() const { return f16_lanes(dd); }
+  __m512 dmin() const { return f16_lanes(_mm512_srli_epi32(dd, 16)); }
+  __m512i byte(int k, int mask) const {
+    return _mm512_and_si512(_mm512_srli_epi32(sc3[k / 4], 8 * (k % 4)), _mm512_set1_epi32(mask));
+  }
+  __m512i top2(int k) const {  // bits 6..7 of byte k, as bits 4..5
+    return _mm512_slli_epi32(_mm512_srli_epi32(byte(k, 0xFF), 6), 4);
+  }
+  void scale_min(int j, __m512i& sc, __m512i& mn) const {
+    sc = j < 4 ? byte(j, 63) : _mm512_or_si512(byte(j + 4, 0xF), top2(j - 4));
+    mn =
+        j < 4 ? byte(j + 4, 63) : _mm512_or_si512(_mm512_srli_epi32(byte(j + 4, 0xFF), 4), top2(j));
+  }
+  __m512i step(int p, int m) const {
+    return g.dword(blk + offsetof(BlockQ4_K, qs) + 32 * p + 4 * m);
+  }
+};
+
+// A Q4_K group block (interleave.h): the same values by loads.
+struct Q4KGroup {
+  const std::byte* blk;
+  __m512 d() const { return group_k::half16(blk); }
+  __m512 dmin() const { return group_k::half16(blk + interleave::kQ4KDmin); }
+  void scale_min(int j, __m512i& sc, __m512i& mn) const { group_k::q4_k_scale_min(blk, j, sc, mn); }
+  __m512i step(int p, int m) const {
+    return _mm512_loadu_si512(blk + interleave::kQ4KValues + 64 * (8 * p + m));
+  }
+};
+
 void pack_gather_q4_k(std::int64_t n, const void* w, std::size_t row_stride, int n_rows,
                       void* panel) {
-  constexpr std::size_t ub = unit_bytes<DecQ4_K>();
   const PanelGather g(row_stride, n_rows, panel);
-  const __m512i m4 = _mm512_set1_epi8(0x0F);
   for (std::int64_t sb = 0; sb < n / kQK_K; ++sb) {
     const std::byte* blk = static_cast<const std::byte*>(w) + sb * sizeof(BlockQ4_K);
-    std::byte* u0 = g.out + sb * 8 * ub;  // sub-block j is unit u0 + j * ub
-    const __m512i sc3[3] = {g.dword(blk + offsetof(BlockQ4_K, scales)),
-                            g.dword(blk + offsetof(BlockQ4_K, scales) + 4),
-                            g.dword(blk + offsetof(BlockQ4_K, scales) + 8)};
-    auto byte = [&](int k, int mask) {
-      return _mm512_and_si512(_mm512_srli_epi32(sc3[k / 4], 8 * (k % 4)), _mm512_set1_epi32(mask));
-    };
-    auto top2 = [&](int k) {  // bits 6..7 of byte k, as bits 4..5
-      return _mm512_slli_epi32(_mm512_srli_epi32(byte(k, 0xFF), 6), 4);
-    };
-    const __m512i dd = g.dword(blk);  // d | dmin << 16
-    const __m512 d = f16_lanes(dd);
-    const __m512 neg_dmin =
-        _mm512_sub_ps(_mm512_setzero_ps(), f16_lanes(_mm512_srli_epi32(dd, 16)));
-    for (int j = 0; j < 8; ++j) {
-      const __m512i sc = j < 4 ? byte(j, 63) : _mm512_or_si512(byte(j + 4, 0xF), top2(j - 4));
-      const __m512i mn = j < 4 ? byte(j + 4, 63)
-                               : _mm512_or_si512(_mm512_srli_epi32(byte(j + 4, 0xFF), 4), top2(j));
-      std::byte* base = u0 + j * ub + 32 * kRows;
-      _mm512_storeu_ps(base + 64, _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc)));
-      _mm512_storeu_ps(base + 128, _mm512_mul_ps(neg_dmin, _mm512_cvtepi32_ps(mn)));
-    }
-    for (int p = 0; p < 4; ++p) {
-      std::byte* lo_u = u0 + 2 * p * ub;
-      std::byte* hi_u = lo_u + ub;
-      __m512i lo_sum = _mm512_setzero_si512(), hi_sum = _mm512_setzero_si512();
-      for (int m = 0; m < 8; ++m) {
-        const __m512i v = g.dword(blk + offsetof(BlockQ4_K, qs) + 32 * p + 4 * m);
-        PanelGather::put(lo_u, m, _mm512_and_si512(v, m4), lo_sum);
-        PanelGather::put(hi_u, m, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4), hi_sum);
-      }
-      PanelGather::put_correction(lo_u, 32, lo_sum);
-      PanelGather::put_correction(hi_u, 32, hi_sum);
-    }
+    pack_q4_k_block(Q4KGathered(g, blk), g.out + sb * 8 * unit_bytes<DecQ4_K>());
+  }
+}
+
+// pack_gather_q4_k's panel from a Q4_K group.
+void pack16_q4_k(std::int64_t n, const void* group, void* panel) {
+  for (std::int64_t sb = 0; sb < n / kQK_K; ++sb) {
+    const std::byte* blk =
+        static_cast<const std::byte*>(group) + sb * interleave::block_bytes(TensorType::Q4_K);
+    pack_q4_k_block(Q4KGroup{blk}, static_cast<std::byte*>(panel) + sb * 8 * unit_bytes<DecQ4_K>());
   }
 }
 
@@ -571,40 +613,6 @@ void pack_gather_q6_k(std::int64_t n, const void* w, std::size_t row_stride, int
         }
       }
       for (int k = 0; k < 8; ++k) PanelGather::put_correction(u0 + (8 * h + k) * ub, 16, sum[k]);
-    }
-  }
-}
-
-// pack_gather_q4_k's panel from a Q4_K group (interleave.h): the same values
-// and f32 scale products, by loads instead of gathers.
-void pack16_q4_k(std::int64_t n, const void* group, void* panel) {
-  constexpr std::size_t ub = unit_bytes<DecQ4_K>();
-  const __m512i m4 = _mm512_set1_epi8(0x0F);
-  for (std::int64_t sb = 0; sb < n / kQK_K; ++sb) {
-    const std::byte* blk =
-        static_cast<const std::byte*>(group) + sb * interleave::block_bytes(TensorType::Q4_K);
-    std::byte* u0 = static_cast<std::byte*>(panel) + sb * 8 * ub;
-    const __m512 d = group_k::half16(blk);
-    const __m512 neg_dmin =
-        _mm512_sub_ps(_mm512_setzero_ps(), group_k::half16(blk + interleave::kQ4KDmin));
-    for (int j = 0; j < 8; ++j) {
-      __m512i sc, mn;
-      group_k::q4_k_scale_min(blk, j, sc, mn);
-      std::byte* base = u0 + j * ub + 32 * kRows;
-      _mm512_storeu_ps(base + 64, _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc)));
-      _mm512_storeu_ps(base + 128, _mm512_mul_ps(neg_dmin, _mm512_cvtepi32_ps(mn)));
-    }
-    for (int p = 0; p < 4; ++p) {
-      std::byte* lo_u = u0 + 2 * p * ub;
-      std::byte* hi_u = lo_u + ub;
-      __m512i lo_sum = _mm512_setzero_si512(), hi_sum = _mm512_setzero_si512();
-      for (int m = 0; m < 8; ++m) {
-        const __m512i v = _mm512_loadu_si512(blk + interleave::kQ4KValues + 64 * (8 * p + m));
-        PanelGather::put(lo_u, m, _mm512_and_si512(v, m4), lo_sum);
-        PanelGather::put(hi_u, m, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4), hi_sum);
-      }
-      PanelGather::put_correction(lo_u, 32, lo_sum);
-      PanelGather::put_correction(hi_u, 32, hi_sum);
     }
   }
 }
