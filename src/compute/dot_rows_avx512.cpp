@@ -720,19 +720,16 @@ void q6_k(std::int64_t n, const void* w, const void* act, std::size_t as, float*
 
 // 16 weights as f32; the masked form reads only the lanes in m.
 struct LoadF32 {
-  static constexpr std::size_t kBytes = 4;
   static __m512 load(const void* w, std::int64_t k, __mmask16 m) {
     return _mm512_maskz_loadu_ps(m, static_cast<const float*>(w) + k);
   }
 };
 struct LoadF16 {
-  static constexpr std::size_t kBytes = 2;
   static __m512 load(const void* w, std::int64_t k, __mmask16 m) {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, static_cast<const std::uint16_t*>(w) + k));
   }
 };
 struct LoadBF16 {
-  static constexpr std::size_t kBytes = 2;
   static __m512 load(const void* w, std::int64_t k, __mmask16 m) {
     const __m256i h = _mm256_maskz_loadu_epi16(m, static_cast<const std::uint16_t*>(w) + k);
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
