@@ -63,6 +63,8 @@ struct GemmFns {
 // common case; the rows share each activation load and one reduction, which a
 // 576-wide row cannot amortize.
 inline constexpr int kDecodeRows = 4;
+// Rows from which Kernels::long_rows512 runs (dot_rows_avx512.cpp).
+inline constexpr std::int64_t kLongRow = 8192;
 using MultiRowFn = void (*)(std::int64_t n, const void* w, std::size_t row_stride, const void* act,
                             float* out);
 
@@ -102,6 +104,9 @@ struct Kernels {
   const GemmFns* gemm_amx = nullptr;   // prefill at the AMX level, or null
   MultiRowFn rows2 = nullptr;          // decode beside the avx2 kernel, on its activations, or null
   const RowFns* rows2_16 = nullptr;    // decode at the AVX2 level on interleaved weights, or null
+  // Decode beside the avx512 kernel on rows of at least kLongRow elements, or
+  // null: the float types, whose f32 activations then overflow L1.
+  MultiRowFn long_rows512 = nullptr;
 
   // The kernel for `level`: the highest one present at or below it.
   DotFn at(CpuLevel level) const {
@@ -189,6 +194,9 @@ void q5_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*,
 void q6_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void mxfp4_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 extern const RowFns rows_q4_0, rows_q5_0, rows_q8_0, rows_iq4_nl, rows_q4_0_16, rows_q8_0_16;
+void long_rows_f32(std::int64_t, const void*, std::size_t, const void*, float*);
+void long_rows_f16(std::int64_t, const void*, std::size_t, const void*, float*);
+void long_rows_bf16(std::int64_t, const void*, std::size_t, const void*, float*);
 // Decode on interleaved Q4_K / Q6_K groups (group_k_avx512.cpp).
 extern const RowFns rows_q4_k_16, rows_q6_k_16;
 extern const GemmFns gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_iq4_nl, gemm_q4_k, gemm_q5_k, gemm_q6_k,

@@ -770,6 +770,39 @@ void float_dot(std::int64_t n, const void* w, const void* act, std::size_t as, f
   for (int t = 0; t < NT; ++t) out[t * os] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[t], acc1[t]));
 }
 
+// float_dot<L, 1> on kDecodeRows rows at once, each row's sums in the same
+// order (the same bits), the token's values loaded once for the four. For rows
+// of dot.h's kLongRow and more: there the f32 activations (32 KiB at 8,192)
+// crowd out of L1 the weights streaming through it, and a loop like
+// float_dot's read F16 rows of 8,192 at 10-14 GB/s, four rows at once 16-18
+// (Zen 4, 1 thread; rows of 2,048: 25-31 one row at a time, 17 four).
+template <class L>
+void float_rows(std::int64_t n, const void* w, std::size_t row_stride, const void* act,
+                float* out) {
+  constexpr int R = kDecodeRows;
+  const float* a = static_cast<const float*>(act);
+  const char* rows[R];
+  __m512 acc0[R], acc1[R];
+  for (int r = 0; r < R; ++r) {
+    rows[r] = static_cast<const char*>(w) + r * row_stride;
+    acc0[r] = acc1[r] = _mm512_setzero_ps();
+  }
+  std::int64_t k = 0;
+  for (; k + 32 <= n; k += 32) {
+    const __m512 a0 = _mm512_loadu_ps(a + k), a1 = _mm512_loadu_ps(a + k + 16);
+    for (int r = 0; r < R; ++r) {
+      acc0[r] = _mm512_fmadd_ps(L::load(rows[r], k, 0xFFFF), a0, acc0[r]);
+      acc1[r] = _mm512_fmadd_ps(L::load(rows[r], k + 16, 0xFFFF), a1, acc1[r]);
+    }
+  }
+  for (; k < n; k += 16) {
+    const __mmask16 m = n - k >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (n - k)) - 1);
+    const __m512 a0 = _mm512_maskz_loadu_ps(m, a + k);
+    for (int r = 0; r < R; ++r) acc0[r] = _mm512_fmadd_ps(L::load(rows[r], k, m), a0, acc0[r]);
+  }
+  for (int r = 0; r < R; ++r) out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[r], acc1[r]));
+}
+
 // ---------------------------------------------------------------- dispatch
 
 // n_act (any count) in tiles of up to 8 (32 registers hold the accumulators
@@ -847,6 +880,15 @@ void f16_f32(std::int64_t n, const void* w, const void* a, std::size_t as, int n
 void bf16_f32(std::int64_t n, const void* w, const void* a, std::size_t as, int nt, float* o,
               std::size_t os) {
   tile<KFloat<LoadBF16>::K>(n, w, a, as, nt, o, os);
+}
+void long_rows_f32(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
+  float_rows<LoadF32>(n, w, rs, a, o);
+}
+void long_rows_f16(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
+  float_rows<LoadF16>(n, w, rs, a, o);
+}
+void long_rows_bf16(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
+  float_rows<LoadBF16>(n, w, rs, a, o);
 }
 void q4_0_q8_0(std::int64_t n, const void* w, const void* a, std::size_t as, int nt, float* o,
                std::size_t os) {

@@ -115,9 +115,10 @@ struct RowPlan {
   float* y;
   std::int64_t ldy;
   // One token against kDecodeRows rows at once, where the kernel has it and
-  // the rows are at most multi_max_stride bytes.
+  // the rows are at most multi_max_stride bytes and at least multi_min_n long.
   dot::MultiRowFn multi = nullptr;
   std::size_t multi_max_stride = 0;
+  std::int64_t multi_min_n = 0;
   // Interleaved weights' kernel (b and e are then multiples of 16), or null.
   dot::GroupFn group = nullptr;
 
@@ -144,7 +145,7 @@ struct RowPlan {
   void row_range(const std::byte* first, std::size_t b, std::size_t e) const {
     const std::size_t b0 = b;
     auto row = [&](std::size_t r) { return first + (r - b0) * w->row_stride; };
-    if (multi && n_tokens == 1 && w->row_stride <= multi_max_stride) {
+    if (multi && n_tokens == 1 && w->row_stride <= multi_max_stride && w->n_in >= multi_min_n) {
       for (; b + dot::kDecodeRows <= e; b += dot::kDecodeRows)
         multi(w->n_in, row(b), w->row_stride, act, y + b);
     }
@@ -212,6 +213,13 @@ RowPlan row_plan(const quant::TypeTraits& tr, CpuLevel level, const WeightView& 
   if (plan.fn == tr.dot.avx2) {
     plan.multi = tr.dot.rows2;
     plan.multi_max_stride = SIZE_MAX;
+  }
+  // The same for long float rows at AVX-512: four rows share each activation
+  // load, so the f32 activations are read once per four rows (dot_rows_avx512.cpp).
+  if (plan.fn == tr.dot.avx512 && tr.dot.long_rows512) {
+    plan.multi = tr.dot.long_rows512;
+    plan.multi_max_stride = SIZE_MAX;
+    plan.multi_min_n = dot::kLongRow;
   }
   const dot::RowFns* prep = row_fns(tr, level, w);
   if (prep) {

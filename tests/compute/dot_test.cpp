@@ -235,7 +235,7 @@ TEST(DotRows, PreparedRowsMatchScalar) {
       }
     }
   }
-  EXPECT_GE(checked, 4);  // Q4_0, Q5_0, Q8_0, IQ4_NL
+  EXPECT_GE(checked, 4);  // Q4_0, Q5_0, Q8_0, IQ4_NL (and F32, F16, BF16 at AVX-512)
 }
 
 // The multi-row decode kernels (dot.h MultiRowFn) of one level: kDecodeRows
@@ -254,16 +254,22 @@ void check_multi_row(CpuLevel level) {
   for (TensorType type : testutil::kernel_types()) {
     const quant::TypeTraits& tr = *quant::traits(type);
     const dot::RowFns* rf = level == CpuLevel::Avx512 ? tr.dot.rows512 : nullptr;
-    const dot::MultiRowFn multi = rf ? rf->dot_rows : tr.dot.rows2;
-    const dot::DotFn one_row = rf ? rf->dot : tr.dot.avx2;
+    // The float types' long-row kernel at AVX-512 reads the plain activations.
+    const bool long_rows = level == CpuLevel::Avx512 && !rf && tr.dot.long_rows512;
+    const dot::MultiRowFn multi = rf          ? rf->dot_rows
+                                  : long_rows ? tr.dot.long_rows512
+                                              : tr.dot.rows2;
+    const dot::DotFn one_row = rf ? rf->dot : long_rows ? tr.dot.avx512 : tr.dot.avx2;
     if (!multi) continue;
     ++checked;
     const TensorType dt = tr.dot_type;
     std::mt19937 rng(23 + static_cast<int>(type));
     std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (std::int64_t n : {32, 64, 7 * 32, 16 * 32, 18 * 32, 37 * 32}) {
+    std::vector<std::int64_t> lengths = {32, 64, 7 * 32, 16 * 32, 18 * 32, 37 * 32};
+    if (long_rows) lengths.push_back(dot::kLongRow + 21);  // a masked tail
+    for (std::int64_t n : lengths) {
       const std::size_t row = quant::row_size(type, n);
-      for (std::size_t stride : {row, row + 50}) {
+      for (std::size_t stride : {row, row + 64}) {  // a gap that keeps F32 rows aligned
         for (int rep = 0; rep < 4; ++rep) {
           std::vector<std::byte> w(stride * R);
           for (int r = 0; r < R; ++r) {
@@ -302,7 +308,7 @@ void check_multi_row(CpuLevel level) {
       }
     }
   }
-  EXPECT_GE(checked, 4);  // Q4_0, Q5_0, Q8_0, IQ4_NL
+  EXPECT_GE(checked, 4);  // Q4_0, Q5_0, Q8_0, IQ4_NL (and F32, F16, BF16 at AVX-512)
 }
 
 TEST(DotRows, MultiRowDecodeMatchesScalarAvx512) { check_multi_row(CpuLevel::Avx512); }
