@@ -736,71 +736,70 @@ struct LoadBF16 {
   }
 };
 
-// Two independent accumulators per token hide the FMA latency; the tail is masked.
+// R weight rows (row_stride bytes apart) against NT tokens: each row-token
+// pair has two independent accumulators, which hide the FMA latency, and the
+// same order of sums whatever R and NT (so a row is the same bits in any tile);
+// the tail is masked. Tokens share each weight load (decode of several rows
+// of one token: float_dot), rows share each activation load (float_rows).
 // No software prefetch (prefetch.h), unlike the quantized kernels: these
 // stream 64 weight bytes per two instructions, fast enough for the hardware
 // prefetchers, and on Zen 4 the prefetches cost more than they brought (1B F16
 // tg32, 1 thread, alternating: 8.28 / 7.13 tok/s with, 9.04 / 8.99 without;
 // 2 threads and the 135M file equal within the noise).
+template <class L, int R, int NT>
+void float_block(std::int64_t n, const void* w, std::size_t row_stride, const void* act,
+                 std::size_t as, float* out, std::size_t os) {
+  const char* rows[R];
+  const float* a[NT];
+  __m512 acc0[R][NT], acc1[R][NT];
+  for (int r = 0; r < R; ++r) rows[r] = static_cast<const char*>(w) + r * row_stride;
+  for (int t = 0; t < NT; ++t) a[t] = act_row<float>(act, as, t);
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < NT; ++t) acc0[r][t] = acc1[r][t] = _mm512_setzero_ps();
+  std::int64_t k = 0;
+  for (; k + 32 <= n; k += 32) {
+    __m512 w0[R], w1[R];
+    for (int r = 0; r < R; ++r) {
+      w0[r] = L::load(rows[r], k, 0xFFFF);
+      w1[r] = L::load(rows[r], k + 16, 0xFFFF);
+    }
+    for (int t = 0; t < NT; ++t) {
+      const __m512 a0 = _mm512_loadu_ps(a[t] + k), a1 = _mm512_loadu_ps(a[t] + k + 16);
+      for (int r = 0; r < R; ++r) {
+        acc0[r][t] = _mm512_fmadd_ps(w0[r], a0, acc0[r][t]);
+        acc1[r][t] = _mm512_fmadd_ps(w1[r], a1, acc1[r][t]);
+      }
+    }
+  }
+  for (; k < n; k += 16) {
+    const __mmask16 m = n - k >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (n - k)) - 1);
+    __m512 w0[R];
+    for (int r = 0; r < R; ++r) w0[r] = L::load(rows[r], k, m);
+    for (int t = 0; t < NT; ++t) {
+      const __m512 a0 = _mm512_maskz_loadu_ps(m, a[t] + k);
+      for (int r = 0; r < R; ++r) acc0[r][t] = _mm512_fmadd_ps(w0[r], a0, acc0[r][t]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < NT; ++t)
+      out[t * os + r] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[r][t], acc1[r][t]));
+}
+
 template <class L, int NT>
 void float_dot(std::int64_t n, const void* w, const void* act, std::size_t as, float* out,
                std::size_t os) {
-  const float* a[NT];
-  __m512 acc0[NT], acc1[NT];
-  for (int t = 0; t < NT; ++t) {
-    a[t] = act_row<float>(act, as, t);
-    acc0[t] = _mm512_setzero_ps();
-    acc1[t] = _mm512_setzero_ps();
-  }
-  std::int64_t k = 0;
-  for (; k + 32 <= n; k += 32) {
-    const __m512 w0 = L::load(w, k, 0xFFFF), w1 = L::load(w, k + 16, 0xFFFF);
-    for (int t = 0; t < NT; ++t) {
-      acc0[t] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(a[t] + k), acc0[t]);
-      acc1[t] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(a[t] + k + 16), acc1[t]);
-    }
-  }
-  for (; k < n; k += 16) {
-    const __mmask16 m = n - k >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (n - k)) - 1);
-    const __m512 w0 = L::load(w, k, m);
-    for (int t = 0; t < NT; ++t) {
-      acc0[t] = _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(m, a[t] + k), acc0[t]);
-    }
-  }
-  for (int t = 0; t < NT; ++t) out[t * os] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[t], acc1[t]));
+  float_block<L, 1, NT>(n, w, 0, act, as, out, os);
 }
 
-// float_dot<L, 1> on kDecodeRows rows at once, each row's sums in the same
-// order (the same bits), the token's values loaded once for the four. For rows
-// of dot.h's kLongRow and more: there the f32 activations (32 KiB at 8,192)
-// crowd out of L1 the weights streaming through it, and a loop like
-// float_dot's read F16 rows of 8,192 at 10-14 GB/s, four rows at once 16-18
-// (Zen 4, 1 thread; rows of 2,048: 25-31 one row at a time, 17 four).
+// kDecodeRows rows of one token, for rows of dot.h's kLongRow and more: there
+// the f32 activations (32 KiB at 8,192) crowd out of L1 the weights streaming
+// through it, and a loop like float_dot's read F16 rows of 8,192 at 10-14
+// GB/s, four rows at once 16-18 (Zen 4, 1 thread; rows of 2,048: 25-31 one
+// row at a time, 17 four).
 template <class L>
 void float_rows(std::int64_t n, const void* w, std::size_t row_stride, const void* act,
                 float* out) {
-  constexpr int R = kDecodeRows;
-  const float* a = static_cast<const float*>(act);
-  const char* rows[R];
-  __m512 acc0[R], acc1[R];
-  for (int r = 0; r < R; ++r) {
-    rows[r] = static_cast<const char*>(w) + r * row_stride;
-    acc0[r] = acc1[r] = _mm512_setzero_ps();
-  }
-  std::int64_t k = 0;
-  for (; k + 32 <= n; k += 32) {
-    const __m512 a0 = _mm512_loadu_ps(a + k), a1 = _mm512_loadu_ps(a + k + 16);
-    for (int r = 0; r < R; ++r) {
-      acc0[r] = _mm512_fmadd_ps(L::load(rows[r], k, 0xFFFF), a0, acc0[r]);
-      acc1[r] = _mm512_fmadd_ps(L::load(rows[r], k + 16, 0xFFFF), a1, acc1[r]);
-    }
-  }
-  for (; k < n; k += 16) {
-    const __mmask16 m = n - k >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (n - k)) - 1);
-    const __m512 a0 = _mm512_maskz_loadu_ps(m, a + k);
-    for (int r = 0; r < R; ++r) acc0[r] = _mm512_fmadd_ps(L::load(rows[r], k, m), a0, acc0[r]);
-  }
-  for (int r = 0; r < R; ++r) out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[r], acc1[r]));
+  float_block<L, kDecodeRows, 1>(n, w, row_stride, act, 0, out, 0);
 }
 
 // ---------------------------------------------------------------- dispatch

@@ -45,16 +45,14 @@ namespace {
 using namespace seam::quant;
 
 // Prepared token (64-byte rounded): int8 q[n] | f32 d[n / 256] | int16
-// s16[n / 16] (sums of 16 values, Q8_K's bsums) | int16 s32[n / 32] (sums of
-// 32, |s| <= 32 * 127).
+// s16[n / 16] (sums of 16 values, Q8_K's bsums).
 struct ActLayout {
-  std::size_t d, s16, s32, bytes;
+  std::size_t d, s16, bytes;
   explicit ActLayout(std::int64_t n) {
     const auto un = static_cast<std::size_t>(n);
     d = un;
     s16 = d + un / kQK_K * 4;
-    s32 = s16 + un / 16 * 2;
-    bytes = (s32 + un / 32 * 2 + 63) / 64 * 64;
+    bytes = (s16 + un / 16 * 2 + 63) / 64 * 64;
   }
 };
 
@@ -66,13 +64,10 @@ void prepare(std::int64_t n, const void* act, void* dst) {
   auto* out = static_cast<std::byte*>(dst);
   auto* d = reinterpret_cast<float*>(out + L.d);
   auto* s16 = reinterpret_cast<std::int16_t*>(out + L.s16);
-  auto* s32 = reinterpret_cast<std::int16_t*>(out + L.s32);
   for (std::int64_t i = 0; i < n / kQK_K; ++i) {
     std::memcpy(out + kQK_K * i, y[i].qs, kQK_K);
     d[i] = y[i].d;
-    for (int u = 0; u < 16; ++u) s16[16 * i + u] = y[i].bsums[u];
-    for (int j = 0; j < 8; ++j)
-      s32[8 * i + j] = static_cast<std::int16_t>(y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
+    std::memcpy(s16 + 16 * i, y[i].bsums, sizeof y[i].bsums);
   }
 }
 
@@ -81,13 +76,15 @@ struct Token {
   const std::int8_t* q = nullptr;
   const float* d = nullptr;
   const std::int16_t* s16 = nullptr;
-  const std::int16_t* s32 = nullptr;
+  // The token's sum over 32-element sub-block j of super-block i.
+  std::int32_t sum32(std::int64_t i, int j) const {
+    return s16[16 * i + 2 * j] + s16[16 * i + 2 * j + 1];
+  }
 };
 
 Token token_at(const ActLayout& L, const std::byte* a) {
   return {reinterpret_cast<const std::int8_t*>(a), reinterpret_cast<const float*>(a + L.d),
-          reinterpret_cast<const std::int16_t*>(a + L.s16),
-          reinterpret_cast<const std::int16_t*>(a + L.s32)};
+          reinterpret_cast<const std::int16_t*>(a + L.s16)};
 }
 
 inline __m512i broadcast4(const void* p) {
@@ -128,9 +125,9 @@ void q4_k_tile(std::int64_t n, const std::byte* group, const Token* tok, float* 
         total[t] =
             _mm512_add_epi32(total[t], _mm512_mullo_epi32(_mm512_srai_epi32(hi[t], 4), sc[1]));
         mins[t] = _mm512_add_epi32(
-            mins[t], _mm512_mullo_epi32(mn[0], _mm512_set1_epi32(tok[t].s32[8 * i + 2 * p])));
+            mins[t], _mm512_mullo_epi32(mn[0], _mm512_set1_epi32(tok[t].sum32(i, 2 * p))));
         mins[t] = _mm512_add_epi32(
-            mins[t], _mm512_mullo_epi32(mn[1], _mm512_set1_epi32(tok[t].s32[8 * i + 2 * p + 1])));
+            mins[t], _mm512_mullo_epi32(mn[1], _mm512_set1_epi32(tok[t].sum32(i, 2 * p + 1))));
       }
     }
     const __m512 d = group_k::half16(blk), dmin = group_k::half16(blk + interleave::kQ4KDmin);

@@ -184,6 +184,12 @@ const dot::RowFns* row_fns(const quant::TypeTraits& tr, CpuLevel level, const We
   return level >= CpuLevel::Avx512 ? tr.dot.rows512 : nullptr;
 }
 
+// Whether two kernels' prepared activations are the same bytes (Q4_K and
+// Q6_K share theirs at AVX-512), so jobs on one input prepare it once.
+bool same_prepared_layout(const dot::RowFns* a, const dot::RowFns* b) {
+  return a == b || (a && b && a->prepare == b->prepare && a->act_bytes == b->act_bytes);
+}
+
 // Bytes of a job's activations in the weight's dot type.
 std::size_t act_row_bytes(const quant::TypeTraits& tr, std::int64_t n_in) {
   return tr.dot_type == TensorType::F32 ? static_cast<std::size_t>(n_in) * sizeof(float)
@@ -201,7 +207,7 @@ void quantize_tokens(const quant::TypeTraits& tr, CpuLevel level, const float* x
 // The row plan of a dot-path matmul whose activations (in the dot type, or x
 // itself for F32) are at `act`; `prepared` has room for the prepared layout
 // where the level's kernel wants one.
-// `already_prepared`: an earlier plan with the same input and RowFns wrote it there.
+// `already_prepared`: an earlier plan with the same input and prepared layout wrote it there.
 RowPlan row_plan(const quant::TypeTraits& tr, CpuLevel level, const WeightView& w,
                  const std::byte* act, std::size_t act_stride, std::int64_t n_tokens, float* y,
                  std::int64_t ldy, std::vector<std::byte>& prepared, std::size_t prepared_at,
@@ -304,7 +310,7 @@ void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool, MatmulScratc
   // bytes first (so the buffers are sized once and their pointers hold). Jobs
   // with the same input in the same dot type (a layer's Q, K and V, or its gate
   // and up) share one quantized copy, and its prepared layout where the kernels
-  // are the same.
+  // read the same one.
   struct Pending {
     const MatmulJob* job;
     const quant::TypeTraits* tr;
@@ -340,7 +346,7 @@ void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool, MatmulScratc
         continue;
       p.shares_act = true;
       p.act_at = q.act_at;
-      if (q.prep == p.prep) {
+      if (same_prepared_layout(q.prep, p.prep)) {
         p.shares_prep = true;
         p.prep_at = q.prep_at;
       }
