@@ -1,8 +1,9 @@
 // Attention alone at SmolLM-135M's head shape (9 query heads, 3 KV heads,
-// head_dim 64) over D cached cells: the per-(token, head) two-pass reference
-// (what CpuBackend ran before the tiled kernel) against the tiled online
-// softmax over F32, F16 and Q8_0 caches, at the CPU level in use and (F16) at
-// the scalar level. Reported as query rows per second of wall time.
+// head_dim 64) and a Llama-3.2-1B-like one (32 query heads, 8 KV heads) over D
+// cached cells (32,768: a layer's cache well past L3, read from DRAM): the per-(token, head)
+// two-pass reference (what CpuBackend ran before the tiled kernel) against the tiled online softmax
+// over F32, F16 and Q8_0 caches, at the CPU level in use and (F16) at the scalar level. Reported as
+// query rows per second of wall time.
 //
 //   bench_kernels --benchmark_filter=Attention
 //   SEAM_BENCH_THREADS=1 bench_kernels --benchmark_filter=Attention
@@ -21,7 +22,13 @@
 namespace seam {
 namespace {
 
-constexpr std::int32_t kHeads = 9, kKvHeads = 3, kHeadDim = 64;
+constexpr std::int32_t kHeadDim = 64;
+
+// The benchmarks' third argument: 0 the 135M shape, 1 the 1B one.
+struct HeadShape {
+  std::int32_t heads, kv_heads;
+};
+constexpr HeadShape kShapes[] = {{9, 3}, {32, 8}};
 
 int bench_threads() {
   const char* t = std::getenv("SEAM_BENCH_THREADS");
@@ -29,6 +36,7 @@ int bench_threads() {
 }
 
 struct Setup {
+  HeadShape shape;
   std::vector<float> q, k, v, out;
   std::vector<std::uint16_t> k16, v16;
   std::vector<std::byte> k8, v8;
@@ -45,8 +53,8 @@ struct Setup {
     a.kv_type = type;
     a.out = out.data();
     a.n_tokens = static_cast<std::int64_t>(offsets.size() - 1);
-    a.n_head = kHeads;
-    a.n_head_kv = kKvHeads;
+    a.n_head = shape.heads;
+    a.n_head_kv = shape.kv_heads;
     a.head_dim = kHeadDim;
     a.scale = 0.125f;
     a.mask = {offsets, cells};
@@ -55,21 +63,22 @@ struct Setup {
 };
 
 // `depth` cached cells, then `n` causal rows.
-Setup make(std::int64_t depth, std::int64_t n) {
+Setup make(std::int64_t depth, std::int64_t n, std::int64_t shape) {
   std::mt19937 rng(1);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   Setup s;
+  s.shape = kShapes[shape];
   const std::size_t cells = static_cast<std::size_t>(depth + n);
-  s.q.resize(static_cast<std::size_t>(n) * kHeads * kHeadDim);
+  s.q.resize(static_cast<std::size_t>(n) * s.shape.heads * kHeadDim);
   s.out.resize(s.q.size());
-  s.k.resize(cells * kKvHeads * kHeadDim);
+  s.k.resize(cells * s.shape.kv_heads * kHeadDim);
   s.v.resize(s.k.size());
   for (float& x : s.q) x = nd(rng);
   for (float& x : s.k) x = nd(rng);
   for (float& x : s.v) x = nd(rng);
   for (float x : s.k) s.k16.push_back(f32_to_fp16(x));
   for (float x : s.v) s.v16.push_back(f32_to_fp16(x));
-  const std::int64_t w = kKvHeads * kHeadDim;
+  const std::int64_t w = s.shape.kv_heads * kHeadDim;
   const std::size_t rb = kv_row_bytes(KvType::Q8_0, w);
   s.k8.resize(cells * rb);
   s.v8.resize(cells * rb);
@@ -86,16 +95,17 @@ Setup make(std::int64_t depth, std::int64_t n) {
 }
 
 void BM_AttentionReference(benchmark::State& st) {
-  Setup s = make(st.range(0), st.range(1));
+  Setup s = make(st.range(0), st.range(1), st.range(2));
   const AttentionArgs a = s.args(KvType::F32);
+  const std::int32_t heads = a.n_head;
   ThreadPool pool(bench_threads());
   for (auto _ : st) {
-    pool.parallel_for(static_cast<std::size_t>(a.n_tokens) * kHeads, 1,
+    pool.parallel_for(static_cast<std::size_t>(a.n_tokens) * heads, 1,
                       [&](std::size_t b, std::size_t e) {
                         thread_local std::vector<float> scores, row;
                         for (std::size_t i = b; i < e; ++i)
-                          ops::attention_head(a, static_cast<std::int64_t>(i / kHeads),
-                                              static_cast<std::int32_t>(i % kHeads), scores, row);
+                          ops::attention_head(a, static_cast<std::int64_t>(i / heads),
+                                              static_cast<std::int32_t>(i % heads), scores, row);
                       });
     benchmark::DoNotOptimize(s.out.data());
   }
@@ -103,7 +113,7 @@ void BM_AttentionReference(benchmark::State& st) {
 }
 
 void tiled(benchmark::State& st, KvType type, CpuLevel level = active_cpu_level()) {
-  Setup s = make(st.range(0), st.range(1));
+  Setup s = make(st.range(0), st.range(1), st.range(2));
   const AttentionArgs a = s.args(type);
   ThreadPool pool(bench_threads());
   AttentionScratch scratch;
@@ -119,9 +129,16 @@ void BM_AttentionTiledF16(benchmark::State& st) { tiled(st, KvType::F16); }
 void BM_AttentionTiledQ8_0(benchmark::State& st) { tiled(st, KvType::Q8_0); }
 void BM_AttentionTiledF16Scalar(benchmark::State& st) { tiled(st, KvType::F16, CpuLevel::Scalar); }
 
-// {depth, rows}: decode at 4096, prefill of 64 rows at 0 and 4096.
-#define SHAPES \
-  ->Args({4096, 1})->Args({0, 64})->Args({4096, 64})->Unit(benchmark::kMillisecond)->UseRealTime()
+// {depth, rows, shape}: decode at 4096, prefill of 64 rows at 0 and 4096 (135M);
+// decode at 4096 and 32768 (1B).
+#define SHAPES                        \
+  ->Args({4096, 1, 0})                \
+      ->Args({0, 64, 0})              \
+      ->Args({4096, 64, 0})           \
+      ->Args({4096, 1, 1})            \
+      ->Args({32768, 1, 1})           \
+      ->Unit(benchmark::kMillisecond) \
+      ->UseRealTime()
 BENCHMARK(BM_AttentionReference) SHAPES;
 BENCHMARK(BM_AttentionTiledF32) SHAPES;
 BENCHMARK(BM_AttentionTiledF16) SHAPES;

@@ -8,12 +8,19 @@
 
 namespace seam {
 
+// One work item of attention_tiled: kv heads [g_lo, g_hi) of a tile over
+// its segments [seg_lo, seg_hi).
+struct AttentionItem {
+  std::uint32_t tile, g_lo, g_hi, seg_lo, seg_hi;
+};
+
 struct AttentionScratch {
   std::vector<std::uint32_t> tile_begin;   // [n_tiles + 1] first row of each tile
   std::vector<std::uint32_t> union_begin;  // [n_tiles + 1] offsets into union_cells
   std::vector<std::uint32_t> union_cells;  // per tile: the cells its rows see
   std::vector<std::uint32_t> row_hi;       // [n_tokens] row's cells: its union's first row_hi
-  std::vector<float> partial;              // [n_tokens][n_head][segments][head_dim + 2]: m, l, acc
+  std::vector<AttentionItem> items;
+  std::vector<float> partial;   // [n_tokens][n_head][segments][head_dim + 2]: m, l, acc
   std::vector<float> fold_acc;  // [head_dim] a row's running acc while partials are folded
 };
 
