@@ -265,23 +265,26 @@ void attention_tiled(const AttentionArgs& a, ThreadPool& pool, AttentionScratch&
   // Enough items for every thread (4 per thread evens out the tail): when the
   // units are few (decode), a tile's segments are spread over several items
   // and their states folded afterwards, if that buffer stays small. Either way
-  // every row folds the same segment states in the same order.
+  // every row folds the same segment states in the same order. A one-row tile
+  // with fewer segments than that (a short context) is split by kv heads too.
   const std::size_t want = 4 * static_cast<std::size_t>(pool.size());
-  std::size_t n_split = units >= want ? 1 : (want + units - 1) / units;
-  n_split = std::clamp<std::size_t>(n_split, 1, std::max<std::size_t>(1, max_segments));
+  const std::size_t parts = units >= want ? 1 : (want + units - 1) / units;
+  std::size_t n_split = std::clamp<std::size_t>(parts, 1, std::max<std::size_t>(1, max_segments));
   const std::size_t partial_floats =
       static_cast<std::size_t>(a.n_tokens) * a.n_head * max_segments * (hd + 2);
   constexpr std::size_t kMaxPartialFloats = std::size_t{4} << 20;  // 16 MiB
   if (partial_floats > kMaxPartialFloats) n_split = 1;
   if (n_split > 1 && s.partial.size() < partial_floats) s.partial.resize(partial_floats);
+  const std::uint32_t head_parts =
+      static_cast<std::uint32_t>(std::min<std::size_t>(n_kv, (parts + n_split - 1) / n_split));
   s.items.clear();
   for (std::uint32_t t = 0; t < n_tiles; ++t) {
-    const bool one_row = s.tile_begin[t + 1] - s.tile_begin[t] == 1;
+    const std::uint32_t n_groups = s.tile_begin[t + 1] - s.tile_begin[t] == 1 ? head_parts : n_kv;
     const std::uint32_t n_seg =
         static_cast<std::uint32_t>(segments(s.union_begin[t + 1] - s.union_begin[t]));
-    for (std::uint32_t g = 0; g < n_kv; g += one_row ? n_kv : 1)
+    for (std::uint32_t i = 0; i < n_groups; ++i)
       for (std::size_t k = 0; k < n_split; ++k)
-        s.items.push_back({t, g, one_row ? n_kv : g + 1,
+        s.items.push_back({t, n_kv * i / n_groups, n_kv * (i + 1) / n_groups,
                            static_cast<std::uint32_t>(n_seg * k / n_split),
                            static_cast<std::uint32_t>(n_seg * (k + 1) / n_split)});
   }
