@@ -6,10 +6,11 @@
 // shared cell list (the tile's union): a run of causal rows of one sequence.
 // Rows that do not fit (another sequence, a sliding window that has moved, a
 // different cell order) start a new tile, so any mask is handled exactly. A
-// work item is (tile, kv head, range of segments): the K/V rows of a chunk of
+// work item is (tile, kv heads, range of segments): the K/V rows of a chunk of
 // cells are converted to F32 once (whatever the cache type: F32, F16, Q8_0)
 // and used by every query head that reads that kv head (GQA) and every row of
-// the tile; a tile of one row (decode) reads the cache rows in place instead
+// the tile (one kv head per item); a tile of one row (decode) keeps its kv
+// heads in one item, so that the item reads whole cache rows, in place
 // (decode_chunk, with query_chunk's arithmetic). The per-chunk steps are per
 // CPU level (attention_kernels.h). Each query keeps a running max m, sum l and
 // unnormalised output acc: for a chunk of scores s_j,
