@@ -175,6 +175,32 @@ results=$(mktemp)
 work=$(mktemp -d)
 trap 'rm -rf "$results" "$work" ${bins:+"$bins"}' EXIT
 
+# One row per file, thread count and depth.
+print_table() {
+  jq -rs '
+  def r2: (. * 100 | round) / 100;
+  def fmt: if . == null then "n/a" else (r2 | tostring) end;
+  def ratio(a; b): if a == null or b == null or b == 0 then "n/a" else ((a / b) * 100 | round / 100 | tostring) + "×" end;
+  ( [ .[] | select(.engine == "seam") | .file as $f | .bench as $b | $b.results[]
+      | {file: $f, threads, depth, kind: (.test[0:2]), tps, bw_pct, cpu: $b.cpu_level} ] ) as $s
+  | ( [ .[] | select(.engine == "llama.cpp") | {file, threads: .bench.threads, depth: .bench.depth,
+        pp: .bench.pp_tps, tg: .bench.tg_tps} ] ) as $p
+  | [ $s[] | {file, threads, depth, cpu} ] | unique | sort_by(.file, .threads, .depth)
+  | ("| file | cpu | threads | depth | seam pp | llama.cpp pp | pp ratio | seam tg | llama.cpp tg | tg ratio | seam tg % bw |",
+     "|---|---|---|---|---|---|---|---|---|---|---|"),
+    (.[] | . as $k
+      | ([$s[] | select(.file == $k.file and .threads == $k.threads and .depth == $k.depth)]) as $mine
+      | ($mine | map(select(.kind == "pp")) | .[0].tps) as $spp
+      | ($mine | map(select(.kind == "tg")) | .[0]) as $stg
+      | ([$p[] | select(.file == $k.file and .threads == $k.threads and .depth == $k.depth)] | .[0]) as $peer
+      | ($peer.pp // null) as $ppp | ($peer.tg // null) as $ptg
+      | "| \($k.file) | \($k.cpu) | \($k.threads) | \($k.depth) | \($spp | fmt) | \(if $ppp == null or $ppp == 0 then "n/a" else ($ppp | fmt) end) | \(ratio($spp; $ppp)) | \($stg.tps | fmt) | \(if $ptg == null or $ptg == 0 then "n/a" else ($ptg | fmt) end) | \(ratio($stg.tps; $ptg)) | \(if $stg.bw_pct == null then "n/a" else ($stg.bw_pct | round | tostring) + "%" end) |")
+' "$results"
+}
+# Interrupted (a long depth run cut short): the rows measured so far, which
+# would otherwise go with the results file.
+trap 'echo "compare.sh: interrupted; the rows measured so far:" >&2; print_table; exit 130' INT TERM
+
 # llamacpp-cbench empties its context with llama_memory_seq_rm(mem, -1, -1,
 # -1), which llama.cpp's recurrent memory refuses; hybrid files are timed by
 # our own harness of the same method (bench/llamacpp_bench.c), built here
@@ -214,23 +240,4 @@ for shape in $shapes; do
   done
 done
 
-# One row per file, thread count and depth.
-jq -rs '
-  def r2: (. * 100 | round) / 100;
-  def fmt: if . == null then "n/a" else (r2 | tostring) end;
-  def ratio(a; b): if a == null or b == null or b == 0 then "n/a" else ((a / b) * 100 | round / 100 | tostring) + "×" end;
-  ( [ .[] | select(.engine == "seam") | .file as $f | .bench as $b | $b.results[]
-      | {file: $f, threads, depth, kind: (.test[0:2]), tps, bw_pct, cpu: $b.cpu_level} ] ) as $s
-  | ( [ .[] | select(.engine == "llama.cpp") | {file, threads: .bench.threads, depth: .bench.depth,
-        pp: .bench.pp_tps, tg: .bench.tg_tps} ] ) as $p
-  | [ $s[] | {file, threads, depth, cpu} ] | unique | sort_by(.file, .threads, .depth)
-  | ("| file | cpu | threads | depth | seam pp | llama.cpp pp | pp ratio | seam tg | llama.cpp tg | tg ratio | seam tg % bw |",
-     "|---|---|---|---|---|---|---|---|---|---|---|"),
-    (.[] | . as $k
-      | ([$s[] | select(.file == $k.file and .threads == $k.threads and .depth == $k.depth)]) as $mine
-      | ($mine | map(select(.kind == "pp")) | .[0].tps) as $spp
-      | ($mine | map(select(.kind == "tg")) | .[0]) as $stg
-      | ([$p[] | select(.file == $k.file and .threads == $k.threads and .depth == $k.depth)] | .[0]) as $peer
-      | ($peer.pp // null) as $ppp | ($peer.tg // null) as $ptg
-      | "| \($k.file) | \($k.cpu) | \($k.threads) | \($k.depth) | \($spp | fmt) | \(if $ppp == null or $ppp == 0 then "n/a" else ($ppp | fmt) end) | \(ratio($spp; $ppp)) | \($stg.tps | fmt) | \(if $ptg == null or $ptg == 0 then "n/a" else ($ptg | fmt) end) | \(ratio($stg.tps; $ptg)) | \(if $stg.bw_pct == null then "n/a" else ($stg.bw_pct | round | tostring) + "%" end) |")
-' "$results"
+print_table

@@ -117,8 +117,8 @@ std::size_t query_index(std::size_t r, std::int32_t g, std::int32_t hr, const At
 // brought into L2. A decode item walks the cache rows in order, yet the
 // hardware prefetchers keep too few lines in flight for a head's slice of a
 // row at a time: the kernel waits on DRAM for each chunk. One chunk ahead,
-// decode at 4,096 cached cells of a 1B shape went from 13.4 to 6.6 ms per
-// layer call (2 threads, Zen 4); two chunks ahead or into L1 was slower.
+// a decode over 32,768 cached cells of a 1B shape went from 13.4 to 6.0-7.3
+// ms per layer call (2 threads, Zen 4); two chunks ahead or into L1 was slower.
 void prefetch_rows(const attn::KvHead& kv, const std::uint32_t* cells, std::size_t n,
                    std::size_t head_row) {
   for (std::size_t j = 0; j < n; ++j) {
