@@ -257,9 +257,10 @@ void attention_tiled(const AttentionArgs& a, ThreadPool& pool, AttentionScratch&
   // item would read a head's slice of every row (128 of 1,024 bytes at a 1B
   // model's shape), and the hardware prefetchers would pull the rest of
   // those rows from DRAM for nothing (3-4x slower at 4,096 cached cells).
+  const auto one_row = [&](std::size_t t) { return s.tile_begin[t + 1] - s.tile_begin[t] == 1; };
   std::size_t units = 0, max_segments = 0;
   for (std::size_t t = 0; t < n_tiles; ++t) {
-    units += s.tile_begin[t + 1] - s.tile_begin[t] == 1 ? 1 : n_kv;
+    units += one_row(t) ? 1 : n_kv;
     max_segments = std::max(max_segments, segments(s.union_begin[t + 1] - s.union_begin[t]));
   }
   // Enough items for every thread (4 per thread evens out the tail): when the
@@ -279,7 +280,7 @@ void attention_tiled(const AttentionArgs& a, ThreadPool& pool, AttentionScratch&
       static_cast<std::uint32_t>(std::min<std::size_t>(n_kv, (parts + n_split - 1) / n_split));
   s.items.clear();
   for (std::uint32_t t = 0; t < n_tiles; ++t) {
-    const std::uint32_t n_groups = s.tile_begin[t + 1] - s.tile_begin[t] == 1 ? head_parts : n_kv;
+    const std::uint32_t n_groups = one_row(t) ? head_parts : n_kv;
     const std::uint32_t n_seg =
         static_cast<std::uint32_t>(segments(s.union_begin[t + 1] - s.union_begin[t]));
     for (std::uint32_t i = 0; i < n_groups; ++i)
