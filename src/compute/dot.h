@@ -58,13 +58,16 @@ struct GemmFns {
   void (*pack16)(std::int64_t n, const void* group, void* panel) = nullptr;
 };
 
-// One token against kDecodeRows weight rows, row_stride bytes apart: out[r] =
-// row r . token, the same bits as the level's one-row kernel gives. Decode's
-// common case; the rows share each activation load and one reduction, which a
-// 576-wide row cannot amortize.
+// One token against kDecodeRows weight rows (kLongRowRows for
+// Kernels::long_rows512), row_stride bytes apart: out[r] = row r . token, the
+// same bits as the level's one-row kernel gives. Decode's common case; the rows
+// share each activation load and one reduction, which a 576-wide row cannot
+// amortize.
 inline constexpr int kDecodeRows = 4;
-// Rows from which Kernels::long_rows512 runs (dot_rows_avx512.cpp).
+// Rows from which Kernels::long_rows512 runs, and how many per call
+// (dot_rows_avx512.cpp float_rows).
 inline constexpr std::int64_t kLongRow = 8192;
+inline constexpr int kLongRowRows = 8;
 using MultiRowFn = void (*)(std::int64_t n, const void* w, std::size_t row_stride, const void* act,
                             float* out);
 
@@ -104,8 +107,9 @@ struct Kernels {
   const GemmFns* gemm_amx = nullptr;   // prefill at the AMX level, or null
   MultiRowFn rows2 = nullptr;          // decode beside the avx2 kernel, on its activations, or null
   const RowFns* rows2_16 = nullptr;    // decode at the AVX2 level on interleaved weights, or null
-  // Decode beside the avx512 kernel on rows of at least kLongRow elements, or
-  // null: the float types, whose f32 activations then overflow L1.
+  // Decode beside the avx512 kernel on rows of at least kLongRow elements,
+  // kLongRowRows at a time, or null: the float types, whose f32 activations
+  // then overflow L1.
   MultiRowFn long_rows512 = nullptr;
 
   // The kernel for `level`: the highest one present at or below it.

@@ -791,15 +791,17 @@ void float_dot(std::int64_t n, const void* w, const void* act, std::size_t as, f
   float_block<L, 1, NT>(n, w, 0, act, as, out, os);
 }
 
-// kDecodeRows rows of one token, for rows of dot.h's kLongRow and more: there
+// kLongRowRows rows of one token, for rows of dot.h's kLongRow and more: there
 // the f32 activations (32 KiB at 8,192) crowd out of L1 the weights streaming
 // through it, and a loop like float_dot's read F16 rows of 8,192 at 10-14
 // GB/s, four rows at once 16-18 (Zen 4, 1 thread; rows of 2,048: 25-31 one
-// row at a time, 17 four).
+// row at a time, 17 four). Eight rows (16 accumulators) halve the activation
+// reads again: 1B F16 tg64 at 1 thread 11.6 -> 12.2 tok/s; eight rows of 2,048
+// were slower than one (8.7 against 12.2).
 template <class L>
 void float_rows(std::int64_t n, const void* w, std::size_t row_stride, const void* act,
                 float* out) {
-  float_block<L, kDecodeRows, 1>(n, w, row_stride, act, 0, out, 0);
+  float_block<L, kLongRowRows, 1>(n, w, row_stride, act, 0, out, 0);
 }
 
 // ---------------------------------------------------------------- dispatch

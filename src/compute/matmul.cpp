@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
@@ -114,13 +115,23 @@ struct RowPlan {
   std::int64_t n_tokens;
   float* y;
   std::int64_t ldy;
-  // One token against kDecodeRows rows at once, where the kernel has it and
+  // One token against multi_rows rows at once, where the kernel has it and
   // the rows are at most multi_max_stride bytes and at least multi_min_n long.
   dot::MultiRowFn multi = nullptr;
   std::size_t multi_max_stride = 0;
   std::int64_t multi_min_n = 0;
+  std::size_t multi_rows = dot::kDecodeRows;
   // Interleaved weights' kernel (b and e are then multiples of 16), or null.
   dot::GroupFn group = nullptr;
+
+  bool uses_multi() const {
+    return multi && n_tokens == 1 && w->row_stride <= multi_max_stride && w->n_in >= multi_min_n;
+  }
+  // What a work item's row count should be a multiple of, so that none of its
+  // rows falls back to the one-row kernel.
+  std::size_t row_multiple() const {
+    return w->interleaved16 ? interleave::kRows : uses_multi() ? multi_rows : 1;
+  }
 
   void rows(std::size_t b, std::size_t e) const {
     if (w->interleaved16) {
@@ -145,8 +156,8 @@ struct RowPlan {
   void row_range(const std::byte* first, std::size_t b, std::size_t e) const {
     const std::size_t b0 = b;
     auto row = [&](std::size_t r) { return first + (r - b0) * w->row_stride; };
-    if (multi && n_tokens == 1 && w->row_stride <= multi_max_stride && w->n_in >= multi_min_n) {
-      for (; b + dot::kDecodeRows <= e; b += dot::kDecodeRows)
+    if (uses_multi()) {
+      for (; b + multi_rows <= e; b += multi_rows)
         multi(w->n_in, row(b), w->row_stride, act, y + b);
     }
     // Each output row is one weight row against all tokens, kMaxTile tokens per
@@ -167,13 +178,13 @@ struct RowPlan {
 // over `total_rows`, so that the last item handed out leaves the other threads
 // idle for a small share of the work (a 576-row decode matmul in 5 chunks kept
 // 2 threads 40% unbalanced).
-// With interleaved weights, whole groups of 16 rows.
-std::size_t row_grain(std::int64_t n_in, std::int64_t total_rows, int n_threads, bool interleaved) {
+// A multiple of `multiple` (RowPlan::row_multiple).
+std::size_t row_grain(std::int64_t n_in, std::int64_t total_rows, int n_threads,
+                      std::size_t multiple) {
   const std::int64_t per_thread = (total_rows + 4 * n_threads - 1) / (4 * n_threads);
   const auto g =
       static_cast<std::size_t>(std::max<std::int64_t>(1, std::min(65536 / n_in, per_thread)));
-  const std::size_t k = interleave::kRows;
-  return interleaved ? (g + k - 1) / k * k : g;
+  return (g + multiple - 1) / multiple * multiple;
 }
 
 // The prepared-row kernels for w at `level`, or null (dot.h RowFns).
@@ -226,6 +237,7 @@ RowPlan row_plan(const quant::TypeTraits& tr, CpuLevel level, const WeightView& 
     plan.multi = tr.dot.long_rows512;
     plan.multi_max_stride = SIZE_MAX;
     plan.multi_min_n = dot::kLongRow;
+    plan.multi_rows = dot::kLongRowRows;
   }
   const dot::RowFns* prep = row_fns(tr, level, w);
   if (prep) {
@@ -300,7 +312,7 @@ void matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y
   const RowPlan plan =
       row_plan(tr, level, w, act, act_stride, n_tokens, y, ldy, scratch.gemm_act, 0);
   pool.parallel_for(static_cast<std::size_t>(w.n_out),
-                    row_grain(w.n_in, w.n_out, pool.size(), w.interleaved16),
+                    row_grain(w.n_in, w.n_out, pool.size(), plan.row_multiple()),
                     [&](std::size_t b, std::size_t e) { plan.rows(b, e); });
 }
 
@@ -363,7 +375,7 @@ void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool, MatmulScratc
   if (scratch.gemm_act.size() < prep_total) scratch.gemm_act.resize(prep_total);
 
   std::int64_t total_rows = 0, widest = 1;
-  bool interleaved = false;
+  std::size_t multiple = 1;
   for (const Pending& p : pending) {
     const MatmulJob& j = *p.job;
     const std::byte* act = reinterpret_cast<const std::byte*>(j.x);
@@ -379,10 +391,10 @@ void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool, MatmulScratc
                              scratch.gemm_act, p.prep_at, p.shares_prep));
     total_rows += j.w.n_out;
     widest = std::max(widest, j.w.n_in);
-    interleaved |= j.w.interleaved16;
+    multiple = std::lcm(multiple, plans.back().row_multiple());
   }
   // Work items: (plan, first row), each at most `grain` rows of one plan.
-  const std::size_t grain = row_grain(widest, total_rows, pool.size(), interleaved);
+  const std::size_t grain = row_grain(widest, total_rows, pool.size(), multiple);
   for (std::uint32_t i = 0; i < plans.size(); ++i)
     for (std::size_t r = 0; r < static_cast<std::size_t>(plans[i].w->n_out); r += grain)
       items.emplace_back(i, r);

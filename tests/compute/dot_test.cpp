@@ -239,17 +239,16 @@ TEST(DotRows, PreparedRowsMatchScalar) {
 }
 
 // The multi-row decode kernels (dot.h MultiRowFn) of one level: kDecodeRows
-// weight rows, packed and with a gap between them, against one token, each row
+// (or kLongRowRows) weight rows, packed and with a gap between them, against one token, each row
 // against the scalar kernel with the bound above, and bit-equal to the level's
 // one-row kernel (the same sums in the same order, so a row's value does not
 // depend on which kernel the thread split gave it to); nothing past
-// out[kDecodeRows). `prepare` (null: none) turns the quantized token into what
+// out[R). `prepare` (null: none) turns the quantized token into what
 // the kernels read.
 void check_multi_row(CpuLevel level) {
   if (detected_cpu_level() < level) {
     GTEST_SKIP() << "this CPU runs up to " << cpu_level_name(detected_cpu_level());
   }
-  constexpr int R = dot::kDecodeRows;
   int checked = 0;
   for (TensorType type : testutil::kernel_types()) {
     const quant::TypeTraits& tr = *quant::traits(type);
@@ -262,6 +261,7 @@ void check_multi_row(CpuLevel level) {
     const dot::DotFn one_row = rf ? rf->dot : long_rows ? tr.dot.avx512 : tr.dot.avx2;
     if (!multi) continue;
     ++checked;
+    const int R = long_rows ? dot::kLongRowRows : dot::kDecodeRows;
     const TensorType dt = tr.dot_type;
     std::mt19937 rng(23 + static_cast<int>(type));
     std::normal_distribution<float> normal(0.0f, 1.0f);

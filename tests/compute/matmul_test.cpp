@@ -368,6 +368,46 @@ TEST(Matmul, ManyJobsEqualEachAlone) {
     for (float v : y) ASSERT_EQ(v, -7.0f);
 }
 
+// Decode of long float rows at AVX-512 runs dot.h's long-row kernel on
+// kLongRowRows rows at a time and the one-row kernel on the rest: every output
+// is the one-row kernel's bits, whatever the thread split and alone or beside
+// a job of short rows (matmul_many's work items are then cut for both).
+TEST(Matmul, LongFloatRowsDecodeAsTheOneRowKernel) {
+  if (detected_cpu_level() < CpuLevel::Avx512)
+    GTEST_SKIP() << "this CPU runs up to " << cpu_level_name(detected_cpu_level());
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (TensorType type : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
+    const std::int64_t n_in = dot::kLongRow + 48, n_out = 45, short_n = 576;
+    const std::size_t row = quant::row_size(type, n_in), short_row = quant::row_size(type, short_n);
+    const auto wl = testutil::random_weights(type, n_out, n_in, row, rng);
+    const auto ws = testutil::random_weights(type, n_out, short_n, short_row, rng);
+    std::vector<float> x(n_in), xs(short_n);
+    for (float& v : x) v = normal(rng);
+    for (float& v : xs) v = normal(rng);
+    const dot::DotFn one_row = quant::traits(type)->dot.avx512;
+    ASSERT_NE(one_row, nullptr);
+    std::vector<float> want(n_out);
+    for (std::int64_t r = 0; r < n_out; ++r)
+      one_row(n_in, wl.data() + r * row, x.data(), n_in * sizeof(float), 1, &want[r], 1);
+    const WeightView w{type, n_in, n_out, wl.data(), row};
+    const WeightView w_short{type, short_n, n_out, ws.data(), short_row};
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      MatmulScratch scratch;
+      std::vector<float> y(n_out, -7.0f), y_many(n_out, -7.0f), y_short(n_out);
+      matmul(w, x.data(), 1, y.data(), n_out, pool, scratch, CpuLevel::Avx512);
+      EXPECT_EQ(y, want) << quant::type_name(type) << ", " << threads << " threads";
+      if (active_cpu_level() < CpuLevel::Avx512) continue;  // matmul_many runs the active one
+      const MatmulJob jobs[] = {{w_short, xs.data(), 1, y_short.data(), n_out},
+                                {w, x.data(), 1, y_many.data(), n_out}};
+      matmul_many(jobs, pool, scratch);
+      EXPECT_EQ(y_many, want) << quant::type_name(type) << " beside short rows, " << threads
+                              << " threads";
+    }
+  }
+}
+
 // Jobs that read the same input (a layer's Q, K and V; its gate and up) share
 // one quantized copy and, where the kernels match, one prepared layout: each
 // output must still be what matmul gives for its job alone. The types mix
