@@ -59,15 +59,17 @@ struct GemmFns {
 };
 
 // One token against kDecodeRows weight rows (kLongRowRows for
-// Kernels::long_rows512), row_stride bytes apart: out[r] = row r . token, the
-// same bits as the level's one-row kernel gives. Decode's common case; the rows
-// share each activation load and one reduction, which a 576-wide row cannot
-// amortize.
+// Kernels::long_rows512, kShortRowRows for short_rows512), row_stride bytes
+// apart: out[r] = row r . token, the same bits as the level's one-row kernel
+// gives. Decode's common case; the rows share each activation load and one
+// reduction, which a 576-wide row cannot amortize, and each is a stream of its
+// own for the hardware prefetchers (matmul.cpp spaces them apart).
 inline constexpr int kDecodeRows = 4;
 // Rows from which Kernels::long_rows512 runs, and how many per call
-// (dot_rows_avx512.cpp float_rows).
+// (dot_rows_avx512.cpp float_rows); short_rows512 takes the shorter ones.
 inline constexpr std::int64_t kLongRow = 8192;
 inline constexpr int kLongRowRows = 8;
+inline constexpr int kShortRowRows = 2;
 using MultiRowFn = void (*)(std::int64_t n, const void* w, std::size_t row_stride, const void* act,
                             float* out);
 
@@ -111,6 +113,8 @@ struct Kernels {
   // kLongRowRows at a time, or null: the float types, whose f32 activations
   // then overflow L1.
   MultiRowFn long_rows512 = nullptr;
+  // The same for the float types' shorter rows, kShortRowRows at a time.
+  MultiRowFn short_rows512 = nullptr;
 
   // The kernel for `level`: the highest one present at or below it.
   DotFn at(CpuLevel level) const {
@@ -201,6 +205,9 @@ extern const RowFns rows_q4_0, rows_q5_0, rows_q8_0, rows_iq4_nl, rows_q4_0_16, 
 void long_rows_f32(std::int64_t, const void*, std::size_t, const void*, float*);
 void long_rows_f16(std::int64_t, const void*, std::size_t, const void*, float*);
 void long_rows_bf16(std::int64_t, const void*, std::size_t, const void*, float*);
+void short_rows_f32(std::int64_t, const void*, std::size_t, const void*, float*);
+void short_rows_f16(std::int64_t, const void*, std::size_t, const void*, float*);
+void short_rows_bf16(std::int64_t, const void*, std::size_t, const void*, float*);
 // Decode on interleaved Q4_K / Q6_K groups (group_k_avx512.cpp).
 extern const RowFns rows_q4_k_16, rows_q6_k_16;
 extern const GemmFns gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_iq4_nl, gemm_q4_k, gemm_q5_k, gemm_q6_k,

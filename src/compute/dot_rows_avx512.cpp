@@ -791,17 +791,19 @@ void float_dot(std::int64_t n, const void* w, const void* act, std::size_t as, f
   float_block<L, 1, NT>(n, w, 0, act, as, out, os);
 }
 
-// kLongRowRows rows of one token, for rows of dot.h's kLongRow and more: there
-// the f32 activations (32 KiB at 8,192) crowd out of L1 the weights streaming
-// through it, and a loop like float_dot's read F16 rows of 8,192 at 10-14
-// GB/s, four rows at once 16-18 (Zen 4, 1 thread; rows of 2,048: 25-31 one
-// row at a time, 17 four). Eight rows (16 accumulators) halve the activation
-// reads again: 1B F16 tg64 at 1 thread 11.6 -> 12.2 tok/s; eight rows of 2,048
-// were slower than one (8.7 against 12.2).
-template <class L>
+// R rows of one token. kLongRowRows for rows of dot.h's kLongRow and more:
+// there the f32 activations (32 KiB at 8,192) crowd out of L1 the weights
+// streaming through it, and a loop like float_dot's read F16 rows of 8,192 at
+// 10-14 GB/s, four rows at once 16-18 (Zen 4, 1 thread; rows of 2,048: 25-31
+// one row at a time, 17 four). Eight rows (16 accumulators) halve the
+// activation reads again: 1B F16 tg64 at 1 thread 11.6 -> 12.2 tok/s.
+// kShortRowRows for the rest: two rows far apart (matmul.cpp) are two streams
+// for the prefetchers, which one core's bandwidth needs (1B F16 tg64, 1 thread:
+// 11.7 -> 12.6 tok/s; four rows no better; two adjacent rows of 2,048 6.8).
+template <class L, int R>
 void float_rows(std::int64_t n, const void* w, std::size_t row_stride, const void* act,
                 float* out) {
-  float_block<L, kLongRowRows, 1>(n, w, row_stride, act, 0, out, 0);
+  float_block<L, R, 1>(n, w, row_stride, act, 0, out, 0);
 }
 
 // ---------------------------------------------------------------- dispatch
@@ -883,13 +885,22 @@ void bf16_f32(std::int64_t n, const void* w, const void* a, std::size_t as, int 
   tile<KFloat<LoadBF16>::K>(n, w, a, as, nt, o, os);
 }
 void long_rows_f32(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
-  float_rows<LoadF32>(n, w, rs, a, o);
+  float_rows<LoadF32, kLongRowRows>(n, w, rs, a, o);
+}
+void short_rows_f32(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
+  float_rows<LoadF32, kShortRowRows>(n, w, rs, a, o);
 }
 void long_rows_f16(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
-  float_rows<LoadF16>(n, w, rs, a, o);
+  float_rows<LoadF16, kLongRowRows>(n, w, rs, a, o);
+}
+void short_rows_f16(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
+  float_rows<LoadF16, kShortRowRows>(n, w, rs, a, o);
 }
 void long_rows_bf16(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
-  float_rows<LoadBF16>(n, w, rs, a, o);
+  float_rows<LoadBF16, kLongRowRows>(n, w, rs, a, o);
+}
+void short_rows_bf16(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
+  float_rows<LoadBF16, kShortRowRows>(n, w, rs, a, o);
 }
 void q4_0_q8_0(std::int64_t n, const void* w, const void* a, std::size_t as, int nt, float* o,
                std::size_t os) {

@@ -116,17 +116,16 @@ struct RowPlan {
   float* y;
   std::int64_t ldy;
   // One token against multi_rows rows at once, where the kernel has it and
-  // the rows are at most multi_max_stride bytes and at least multi_min_n long.
+  // the rows are at most multi_max_stride bytes.
   dot::MultiRowFn multi = nullptr;
   std::size_t multi_max_stride = 0;
-  std::int64_t multi_min_n = 0;
   std::size_t multi_rows = dot::kDecodeRows;
+  // Whether a call's rows are spaced apart in the range rather than adjacent.
+  bool multi_apart = false;
   // Interleaved weights' kernel (b and e are then multiples of 16), or null.
   dot::GroupFn group = nullptr;
 
-  bool uses_multi() const {
-    return multi && n_tokens == 1 && w->row_stride <= multi_max_stride && w->n_in >= multi_min_n;
-  }
+  bool uses_multi() const { return multi && n_tokens == 1 && w->row_stride <= multi_max_stride; }
   // What a work item's row count should be a multiple of, so that none of its
   // rows falls back to the one-row kernel.
   std::size_t row_multiple() const {
@@ -156,7 +155,15 @@ struct RowPlan {
   void row_range(const std::byte* first, std::size_t b, std::size_t e) const {
     const std::size_t b0 = b;
     auto row = [&](std::size_t r) { return first + (r - b0) * w->row_stride; };
-    if (uses_multi()) {
+    if (uses_multi() && multi_apart) {
+      const std::size_t apart = (e - b) / multi_rows;
+      float out[std::max({dot::kDecodeRows, dot::kLongRowRows, dot::kShortRowRows})];
+      for (std::size_t i = 0; i < apart; ++i) {
+        multi(w->n_in, row(b + i), apart * w->row_stride, act, out);
+        for (std::size_t r = 0; r < multi_rows; ++r) y[b + i + r * apart] = out[r];
+      }
+      b += apart * multi_rows;
+    } else if (uses_multi()) {
       for (; b + multi_rows <= e; b += multi_rows)
         multi(w->n_in, row(b), w->row_stride, act, y + b);
     }
@@ -231,13 +238,20 @@ RowPlan row_plan(const quant::TypeTraits& tr, CpuLevel level, const WeightView& 
     plan.multi = tr.dot.rows2;
     plan.multi_max_stride = SIZE_MAX;
   }
-  // The same for long float rows at AVX-512: four rows share each activation
-  // load, so the f32 activations are read once per four rows (dot_rows_avx512.cpp).
+  // The same for float rows at AVX-512: long rows eight at a time, which
+  // share each load of their L1-filling activations, the others two at a time,
+  // two streams for the prefetchers (dot_rows_avx512.cpp float_rows). A call's
+  // rows are (e - b) / multi_rows apart, not adjacent: adjacent rows read in
+  // step are one stream that the prefetchers follow poorly (1B F16 decode at 1
+  // thread: two adjacent rows of 2,048 at a time 6.8 tok/s, two far apart 12.6,
+  // one at a time 11.7). The quantized kernels' short rows lose by it (135M
+  // Q4_0 tg128 at 1 / 2 threads: 257 / 335 -> 246 / 308 tok/s).
   if (plan.fn == tr.dot.avx512 && tr.dot.long_rows512) {
-    plan.multi = tr.dot.long_rows512;
+    const bool long_rows = w.n_in >= dot::kLongRow;
+    plan.multi = long_rows ? tr.dot.long_rows512 : tr.dot.short_rows512;
     plan.multi_max_stride = SIZE_MAX;
-    plan.multi_min_n = dot::kLongRow;
-    plan.multi_rows = dot::kLongRowRows;
+    plan.multi_rows = long_rows ? dot::kLongRowRows : dot::kShortRowRows;
+    plan.multi_apart = true;
   }
   const dot::RowFns* prep = row_fns(tr, level, w);
   if (prep) {

@@ -238,78 +238,92 @@ TEST(DotRows, PreparedRowsMatchScalar) {
   EXPECT_GE(checked, 4);  // Q4_0, Q5_0, Q8_0, IQ4_NL (and F32, F16, BF16 at AVX-512)
 }
 
-// The multi-row decode kernels (dot.h MultiRowFn) of one level: kDecodeRows
-// (or kLongRowRows) weight rows, packed and with a gap between them, against one token, each row
+// The multi-row decode kernels (dot.h MultiRowFn) of one level: their rows
+// (kDecodeRows, or at AVX-512 kLongRowRows / kShortRowRows for the float
+// types), packed and with a gap between them, against one token, each row
 // against the scalar kernel with the bound above, and bit-equal to the level's
 // one-row kernel (the same sums in the same order, so a row's value does not
-// depend on which kernel the thread split gave it to); nothing past
-// out[R). `prepare` (null: none) turns the quantized token into what
-// the kernels read.
+// depend on which kernel the thread split gave it to); nothing past out[rows).
+// `prepare` (null: none) turns the quantized token into what the kernels read.
 void check_multi_row(CpuLevel level) {
   if (detected_cpu_level() < level) {
     GTEST_SKIP() << "this CPU runs up to " << cpu_level_name(detected_cpu_level());
   }
+  struct Kernel {
+    dot::MultiRowFn multi;
+    dot::DotFn one_row;
+    int rows;
+  };
   int checked = 0;
   for (TensorType type : testutil::kernel_types()) {
     const quant::TypeTraits& tr = *quant::traits(type);
     const dot::RowFns* rf = level == CpuLevel::Avx512 ? tr.dot.rows512 : nullptr;
-    // The float types' long-row kernel at AVX-512 reads the plain activations.
-    const bool long_rows = level == CpuLevel::Avx512 && !rf && tr.dot.long_rows512;
-    const dot::MultiRowFn multi = rf          ? rf->dot_rows
-                                  : long_rows ? tr.dot.long_rows512
-                                              : tr.dot.rows2;
-    const dot::DotFn one_row = rf ? rf->dot : long_rows ? tr.dot.avx512 : tr.dot.avx2;
-    if (!multi) continue;
-    ++checked;
-    const int R = long_rows ? dot::kLongRowRows : dot::kDecodeRows;
+    // The float types' kernels at AVX-512 read the plain activations.
+    const bool floats = level == CpuLevel::Avx512 && !rf && tr.dot.long_rows512;
+    std::vector<Kernel> kernels;
+    if (rf) {
+      kernels.push_back({rf->dot_rows, rf->dot, dot::kDecodeRows});
+    } else if (floats) {
+      kernels.push_back({tr.dot.long_rows512, tr.dot.avx512, dot::kLongRowRows});
+      kernels.push_back({tr.dot.short_rows512, tr.dot.avx512, dot::kShortRowRows});
+    } else if (tr.dot.rows2) {
+      kernels.push_back({tr.dot.rows2, tr.dot.avx2, dot::kDecodeRows});
+    }
     const TensorType dt = tr.dot_type;
     std::mt19937 rng(23 + static_cast<int>(type));
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::vector<std::int64_t> lengths = {32, 64, 7 * 32, 16 * 32, 18 * 32, 37 * 32};
-    if (long_rows) lengths.push_back(dot::kLongRow + 21);  // a masked tail
-    for (std::int64_t n : lengths) {
-      const std::size_t row = quant::row_size(type, n);
-      for (std::size_t stride : {row, row + 64}) {  // a gap that keeps F32 rows aligned
-        for (int rep = 0; rep < 4; ++rep) {
-          std::vector<std::byte> w(stride * R);
-          for (int r = 0; r < R; ++r) {
-            const std::vector<std::byte> wr = testutil::random_weights(type, 1, n, row, rng);
-            std::copy(wr.begin(), wr.end(), w.begin() + static_cast<std::ptrdiff_t>(r * stride));
+    if (floats) lengths.push_back(dot::kLongRow + 21);  // a masked tail
+    for (const Kernel& k : kernels) {
+      ASSERT_NE(k.multi, nullptr) << quant::type_name(type);
+      ++checked;
+      const int R = k.rows;
+      for (std::int64_t n : lengths) {
+        const std::size_t row = quant::row_size(type, n);
+        for (std::size_t stride : {row, row + 64}) {  // a gap that keeps F32 rows aligned
+          for (int rep = 0; rep < 4; ++rep) {
+            std::vector<std::byte> w(stride * R);
+            for (int r = 0; r < R; ++r) {
+              const std::vector<std::byte> wr = testutil::random_weights(type, 1, n, row, rng);
+              std::copy(wr.begin(), wr.end(), w.begin() + static_cast<std::ptrdiff_t>(r * stride));
+            }
+            std::vector<float> x(n);
+            for (float& v : x) v = normal(rng) * (rep == 3 ? 100.0f : 1.0f);
+            if (rep == 2) x[5 % n] = -1e4f;
+            std::vector<std::byte> act(quant::row_size(dt, n));
+            quant::quantize_row(dt, x.data(), act.data(), n);
+            std::vector<std::byte> token = act;
+            if (rf) {
+              token.resize(rf->act_bytes(n));
+              rf->prepare(n, act.data(), token.data());
+            }
+            std::vector<float> got(R + 1, -1.0f);
+            k.multi(n, w.data(), stride, token.data(), got.data());
+            const std::vector<double> a = testutil::decode_act(dt, act.data(), n);
+            std::vector<float> wf(n);
+            for (int r = 0; r < R; ++r) {
+              const std::byte* wr = w.data() + r * stride;
+              float ref = 0;
+              tr.dot.scalar(n, wr, act.data(), act.size(), 1, &ref, 1);
+              quant::dequantize_row(type, wr, wf.data(), n);
+              double mag = 0;
+              for (std::int64_t i = 0; i < n; ++i) mag += std::fabs(wf[i]) * std::fabs(a[i]);
+              EXPECT_NEAR(got[r], ref, 1e-5 * mag + 1e-30) << quant::type_name(type) << " n " << n
+                                                           << " stride " << stride << " row " << r;
+              float one = 0;
+              k.one_row(n, wr, token.data(), token.size(), 1, &one, 1);
+              EXPECT_EQ(got[r], one) << quant::type_name(type) << " " << R << " rows, n " << n
+                                     << " row " << r;
+            }
+            EXPECT_EQ(got[R], -1.0f);
           }
-          std::vector<float> x(n);
-          for (float& v : x) v = normal(rng) * (rep == 3 ? 100.0f : 1.0f);
-          if (rep == 2) x[5 % n] = -1e4f;
-          std::vector<std::byte> act(quant::row_size(dt, n));
-          quant::quantize_row(dt, x.data(), act.data(), n);
-          std::vector<std::byte> token = act;
-          if (rf) {
-            token.resize(rf->act_bytes(n));
-            rf->prepare(n, act.data(), token.data());
-          }
-          std::vector<float> got(R + 1, -1.0f);
-          multi(n, w.data(), stride, token.data(), got.data());
-          const std::vector<double> a = testutil::decode_act(dt, act.data(), n);
-          std::vector<float> wf(n);
-          for (int r = 0; r < R; ++r) {
-            const std::byte* wr = w.data() + r * stride;
-            float ref = 0;
-            tr.dot.scalar(n, wr, act.data(), act.size(), 1, &ref, 1);
-            quant::dequantize_row(type, wr, wf.data(), n);
-            double mag = 0;
-            for (std::int64_t i = 0; i < n; ++i) mag += std::fabs(wf[i]) * std::fabs(a[i]);
-            EXPECT_NEAR(got[r], ref, 1e-5 * mag + 1e-30)
-                << quant::type_name(type) << " n " << n << " stride " << stride << " row " << r;
-            float one = 0;
-            one_row(n, wr, token.data(), token.size(), 1, &one, 1);
-            EXPECT_EQ(got[r], one) << quant::type_name(type) << " n " << n << " row " << r;
-          }
-          EXPECT_EQ(got[R], -1.0f);
         }
       }
     }
   }
-  // Q4_0, Q5_0, Q8_0, IQ4_NL, and at AVX-512 the long rows of F32, F16, BF16.
-  EXPECT_GE(checked, level == CpuLevel::Avx512 ? 7 : 4);
+  // Q4_0, Q5_0, Q8_0, IQ4_NL, and at AVX-512 the long and short rows of F32,
+  // F16, BF16.
+  EXPECT_GE(checked, level == CpuLevel::Avx512 ? 10 : 4);
 }
 
 TEST(DotRows, MultiRowDecodeMatchesScalarAvx512) { check_multi_row(CpuLevel::Avx512); }

@@ -368,42 +368,55 @@ TEST(Matmul, ManyJobsEqualEachAlone) {
     for (float v : y) ASSERT_EQ(v, -7.0f);
 }
 
-// Decode of long float rows at AVX-512 runs dot.h's long-row kernel on
-// kLongRowRows rows at a time and the one-row kernel on the rest: every output
-// is the one-row kernel's bits, whatever the thread split and alone or beside
-// a job of short rows (matmul_many's work items are then cut for both).
-TEST(Matmul, LongFloatRowsDecodeAsTheOneRowKernel) {
+// Decode of float rows at AVX-512 runs dot.h's multi-row kernels
+// (kLongRowRows rows at a time from kLongRow, kShortRowRows below, spaced
+// apart) and the one-row kernel on the rest: every output is the one-row
+// kernel's bits, whatever the thread split, alone or beside a job of the
+// other length (matmul_many's work items are then cut for both).
+TEST(Matmul, FloatRowsDecodeAsTheOneRowKernel) {
   if (detected_cpu_level() < CpuLevel::Avx512)
     GTEST_SKIP() << "this CPU runs up to " << cpu_level_name(detected_cpu_level());
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (TensorType type : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
-    const std::int64_t n_in = dot::kLongRow + 48, n_out = 45, short_n = 576;
-    const std::size_t row = quant::row_size(type, n_in), short_row = quant::row_size(type, short_n);
-    const auto wl = testutil::random_weights(type, n_out, n_in, row, rng);
-    const auto ws = testutil::random_weights(type, n_out, short_n, short_row, rng);
-    std::vector<float> x(n_in), xs(short_n);
-    for (float& v : x) v = normal(rng);
-    for (float& v : xs) v = normal(rng);
     const dot::DotFn one_row = quant::traits(type)->dot.avx512;
     ASSERT_NE(one_row, nullptr);
-    std::vector<float> want(n_out);
-    for (std::int64_t r = 0; r < n_out; ++r)
-      one_row(n_in, wl.data() + r * row, x.data(), n_in * sizeof(float), 1, &want[r], 1);
-    const WeightView w{type, n_in, n_out, wl.data(), row};
-    const WeightView w_short{type, short_n, n_out, ws.data(), short_row};
+    struct Job {
+      std::vector<std::byte> w;
+      std::vector<float> x, want;
+      WeightView view;
+    };
+    std::vector<Job> jobs;
+    for (const std::int64_t n_in : {dot::kLongRow + 48, std::int64_t{576}}) {
+      const std::int64_t n_out = 45;
+      const std::size_t row = quant::row_size(type, n_in);
+      Job j{testutil::random_weights(type, n_out, n_in, row, rng), std::vector<float>(n_in),
+            std::vector<float>(n_out), {}};
+      for (float& v : j.x) v = normal(rng);
+      for (std::int64_t r = 0; r < n_out; ++r)
+        one_row(n_in, j.w.data() + r * row, j.x.data(), n_in * sizeof(float), 1, &j.want[r], 1);
+      j.view = {type, n_in, n_out, j.w.data(), row};
+      jobs.push_back(std::move(j));
+    }
     for (int threads : {1, 2, 3}) {
       ThreadPool pool(threads);
       MatmulScratch scratch;
-      std::vector<float> y(n_out, -7.0f), y_many(n_out, -7.0f), y_short(n_out);
-      matmul(w, x.data(), 1, y.data(), n_out, pool, scratch, CpuLevel::Avx512);
-      EXPECT_EQ(y, want) << quant::type_name(type) << ", " << threads << " threads";
+      std::vector<MatmulJob> many;
+      std::vector<std::vector<float>> ys;
+      for (const Job& j : jobs) {
+        std::vector<float> y(j.want.size(), -7.0f);
+        matmul(j.view, j.x.data(), 1, y.data(), j.view.n_out, pool, scratch, CpuLevel::Avx512);
+        EXPECT_EQ(y, j.want) << quant::type_name(type) << " n_in " << j.view.n_in << ", "
+                             << threads << " threads";
+        ys.emplace_back(j.want.size(), -7.0f);
+      }
       if (active_cpu_level() < CpuLevel::Avx512) continue;  // matmul_many runs the active one
-      const MatmulJob jobs[] = {{w_short, xs.data(), 1, y_short.data(), n_out},
-                                {w, x.data(), 1, y_many.data(), n_out}};
-      matmul_many(jobs, pool, scratch);
-      EXPECT_EQ(y_many, want) << quant::type_name(type) << " beside short rows, " << threads
-                              << " threads";
+      for (std::size_t i = 0; i < jobs.size(); ++i)
+        many.push_back({jobs[i].view, jobs[i].x.data(), 1, ys[i].data(), jobs[i].view.n_out});
+      matmul_many(many, pool, scratch);
+      for (std::size_t i = 0; i < jobs.size(); ++i)
+        EXPECT_EQ(ys[i], jobs[i].want) << quant::type_name(type) << " n_in " << jobs[i].view.n_in
+                                       << " beside another, " << threads << " threads";
     }
   }
 }
