@@ -58,15 +58,14 @@ struct GemmFns {
   void (*pack16)(std::int64_t n, const void* group, void* panel) = nullptr;
 };
 
-// One token against kDecodeRows weight rows (kLongRowRows for
-// Kernels::long_rows512, kShortRowRows for short_rows512), row_stride bytes
-// apart: out[r] = row r . token, the same bits as the level's one-row kernel
-// gives. Decode's common case; the rows share each activation load and one
+// One token against kDecodeRows weight rows (FloatRows: kLongRowRows or
+// kShortRowRows), row_stride bytes apart: out[r] = row r . token, the same bits as the level's
+// one-row kernel gives. Decode's common case; the rows share each activation load and one
 // reduction, which a 576-wide row cannot amortize, and each is a stream of its
 // own for the hardware prefetchers (matmul.cpp spaces them apart).
 inline constexpr int kDecodeRows = 4;
-// Rows from which Kernels::long_rows512 runs, and how many per call
-// (dot_rows_avx512.cpp float_rows); short_rows512 takes the shorter ones.
+// Rows from which FloatRows::long_rows runs, and how many per call
+// (dot_rows_avx512.cpp float_rows); short_rows takes the shorter ones.
 inline constexpr std::int64_t kLongRow = 8192;
 inline constexpr int kLongRowRows = 8;
 inline constexpr int kShortRowRows = 2;
@@ -109,12 +108,17 @@ struct Kernels {
   const GemmFns* gemm_amx = nullptr;   // prefill at the AMX level, or null
   MultiRowFn rows2 = nullptr;          // decode beside the avx2 kernel, on its activations, or null
   const RowFns* rows2_16 = nullptr;    // decode at the AVX2 level on interleaved weights, or null
-  // Decode beside the avx512 kernel on rows of at least kLongRow elements,
-  // kLongRowRows at a time, or null: the float types, whose f32 activations
-  // then overflow L1.
-  MultiRowFn long_rows512 = nullptr;
-  // The same for the float types' shorter rows, kShortRowRows at a time.
-  MultiRowFn short_rows512 = nullptr;
+  // The float types' decode beside a level's one-row kernel, on its plain
+  // activations, each call's rows spaced apart (matmul.cpp): long_rows
+  // kLongRowRows at a time on rows of kLongRow and more, whose f32 activations
+  // overflow L1; short_rows kShortRowRows at a time on the others (and on long
+  // rows where long_rows is null).
+  struct FloatRows {
+    MultiRowFn long_rows = nullptr;
+    MultiRowFn short_rows = nullptr;
+  };
+  FloatRows float_rows512 = {};
+  FloatRows float_rows2 = {};
 
   // The kernel for `level`: the highest one present at or below it.
   DotFn at(CpuLevel level) const {
@@ -176,6 +180,9 @@ void iq4_nl_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float
 void iq4_xs_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void mxfp4_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void rows_q4_0(std::int64_t, const void*, std::size_t, const void*, float*);
+void short_rows_f32(std::int64_t, const void*, std::size_t, const void*, float*);
+void short_rows_f16(std::int64_t, const void*, std::size_t, const void*, float*);
+void short_rows_bf16(std::int64_t, const void*, std::size_t, const void*, float*);
 void rows_q5_0(std::int64_t, const void*, std::size_t, const void*, float*);
 void rows_q8_0(std::int64_t, const void*, std::size_t, const void*, float*);
 void rows_iq4_nl(std::int64_t, const void*, std::size_t, const void*, float*);

@@ -94,36 +94,60 @@ struct LoadBF16 {
   }
 };
 
-// Two independent accumulators per token hide the FMA latency in decode. The
+// R rows (row_stride bytes apart) against NT tokens: two independent
+// accumulators per row-token pair hide the FMA latency in decode, in the same
+// order whatever R and NT (a row is the same bits in any tile). Tokens share
+// each weight load (float_dot), rows each activation load (float_rows). The
 // float GEMM (gemm_avx2.cpp) adds in this order too: keep them in step.
-template <class L, int NT>
-void float_dot(std::int64_t n, const void* w, const void* act, std::size_t as, float* out,
-               std::size_t os) {
+template <class L, int R, int NT>
+void float_block(std::int64_t n, const void* w, std::size_t row_stride, const void* act,
+                 std::size_t as, float* out, std::size_t os) {
+  const char* rows[R];
   const float* a[NT];
-  __m256 acc0[NT], acc1[NT];
-  for (int t = 0; t < NT; ++t) {
-    a[t] = act_row<float>(act, as, t);
-    acc0[t] = _mm256_setzero_ps();
-    acc1[t] = _mm256_setzero_ps();
-  }
+  __m256 acc0[R][NT], acc1[R][NT];
+  for (int r = 0; r < R; ++r) rows[r] = static_cast<const char*>(w) + r * row_stride;
+  for (int t = 0; t < NT; ++t) a[t] = act_row<float>(act, as, t);
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < NT; ++t) acc0[r][t] = acc1[r][t] = _mm256_setzero_ps();
   std::int64_t k = 0;
   for (; k + 16 <= n; k += 16) {
-    prefetch_ahead(static_cast<const char*>(w) + k * L::kBytes, 16 * L::kBytes);
-    const __m256 w0 = L::load(w, k), w1 = L::load(w, k + 8);
-    for (int t = 0; t < NT; ++t) {
-      acc0[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(a[t] + k), acc0[t]);
-      acc1[t] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(a[t] + k + 8), acc1[t]);
+    for (int r = 0; r < R; ++r) {
+      prefetch_ahead(rows[r] + k * L::kBytes, 16 * L::kBytes);
+      const __m256 w0 = L::load(rows[r], k), w1 = L::load(rows[r], k + 8);
+      for (int t = 0; t < NT; ++t) {
+        acc0[r][t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(a[t] + k), acc0[r][t]);
+        acc1[r][t] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(a[t] + k + 8), acc1[r][t]);
+      }
     }
   }
   for (; k + 8 <= n; k += 8) {
-    const __m256 w0 = L::load(w, k);
-    for (int t = 0; t < NT; ++t) acc0[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(a[t] + k), acc0[t]);
+    for (int r = 0; r < R; ++r) {
+      const __m256 w0 = L::load(rows[r], k);
+      for (int t = 0; t < NT; ++t)
+        acc0[r][t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(a[t] + k), acc0[r][t]);
+    }
   }
-  for (int t = 0; t < NT; ++t) {
-    float s = hsum(_mm256_add_ps(acc0[t], acc1[t]));
-    for (std::int64_t j = k; j < n; ++j) s = fmaf(L::one(w, j), a[t][j], s);
-    out[t * os] = s;
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < NT; ++t) {
+      float s = hsum(_mm256_add_ps(acc0[r][t], acc1[r][t]));
+      for (std::int64_t j = k; j < n; ++j) s = fmaf(L::one(rows[r], j), a[t][j], s);
+      out[t * os + r] = s;
+    }
   }
+}
+
+template <class L, int NT>
+void float_dot(std::int64_t n, const void* w, const void* act, std::size_t as, float* out,
+               std::size_t os) {
+  float_block<L, 1, NT>(n, w, 0, act, as, out, os);
+}
+
+// kShortRowRows rows of one token, spaced apart by the caller so that each is
+// a stream for the prefetchers (dot_rows_avx512.cpp float_rows).
+template <class L>
+void float_rows(std::int64_t n, const void* w, std::size_t row_stride, const void* act,
+                float* out) {
+  float_block<L, kShortRowRows, 1>(n, w, row_stride, act, 0, out, 0);
 }
 
 // ---------------------------------------------------------------- Q4_0, Q8_0
@@ -675,6 +699,15 @@ void f16_f32(std::int64_t n, const void* w, const void* a, std::size_t as, int n
 void bf16_f32(std::int64_t n, const void* w, const void* a, std::size_t as, int nt, float* o,
               std::size_t os) {
   tile<KBF16>(n, w, a, as, nt, o, os);
+}
+void short_rows_f32(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
+  float_rows<LoadF32>(n, w, rs, a, o);
+}
+void short_rows_f16(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
+  float_rows<LoadF16>(n, w, rs, a, o);
+}
+void short_rows_bf16(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
+  float_rows<LoadBF16>(n, w, rs, a, o);
 }
 void rows_q4_0(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
   q_x_q8_0_rows<BlockQ4_0, unpack_q4_0>(n, w, rs, a, o);

@@ -238,7 +238,7 @@ RowPlan row_plan(const quant::TypeTraits& tr, CpuLevel level, const WeightView& 
     plan.multi = tr.dot.rows2;
     plan.multi_max_stride = SIZE_MAX;
   }
-  // The same for float rows at AVX-512: long rows eight at a time, which
+  // The same for float rows (dot.h FloatRows): long rows eight at a time, which
   // share each load of their L1-filling activations, the others two at a time,
   // two streams for the prefetchers (dot_rows_avx512.cpp float_rows). A call's
   // rows are (e - b) / multi_rows apart, not adjacent: adjacent rows read in
@@ -246,9 +246,12 @@ RowPlan row_plan(const quant::TypeTraits& tr, CpuLevel level, const WeightView& 
   // thread: two adjacent rows of 2,048 at a time 6.8 tok/s, two far apart 12.6,
   // one at a time 11.7). The quantized kernels' short rows lose by it (135M
   // Q4_0 tg128 at 1 / 2 threads: 257 / 335 -> 246 / 308 tok/s).
-  if (plan.fn == tr.dot.avx512 && tr.dot.long_rows512) {
-    const bool long_rows = w.n_in >= dot::kLongRow;
-    plan.multi = long_rows ? tr.dot.long_rows512 : tr.dot.short_rows512;
+  const dot::Kernels::FloatRows* fr = plan.fn == tr.dot.avx512 ? &tr.dot.float_rows512
+                                      : plan.fn == tr.dot.avx2 ? &tr.dot.float_rows2
+                                                               : nullptr;
+  if (fr && fr->short_rows) {
+    const bool long_rows = w.n_in >= dot::kLongRow && fr->long_rows;
+    plan.multi = long_rows ? fr->long_rows : fr->short_rows;
     plan.multi_max_stride = SIZE_MAX;
     plan.multi_rows = long_rows ? dot::kLongRowRows : dot::kShortRowRows;
     plan.multi_apart = true;

@@ -239,8 +239,8 @@ TEST(DotRows, PreparedRowsMatchScalar) {
 }
 
 // The multi-row decode kernels (dot.h MultiRowFn) of one level: their rows
-// (kDecodeRows, or at AVX-512 kLongRowRows / kShortRowRows for the float
-// types), packed and with a gap between them, against one token, each row
+// (kDecodeRows, or for the float types FloatRows' kLongRowRows /
+// kShortRowRows), packed and with a gap between them, against one token, each row
 // against the scalar kernel with the bound above, and bit-equal to the level's
 // one-row kernel (the same sums in the same order, so a row's value does not
 // depend on which kernel the thread split gave it to); nothing past out[rows).
@@ -258,14 +258,17 @@ void check_multi_row(CpuLevel level) {
   for (TensorType type : testutil::kernel_types()) {
     const quant::TypeTraits& tr = *quant::traits(type);
     const dot::RowFns* rf = level == CpuLevel::Avx512 ? tr.dot.rows512 : nullptr;
-    // The float types' kernels at AVX-512 read the plain activations.
-    const bool floats = level == CpuLevel::Avx512 && !rf && tr.dot.long_rows512;
+    // The float types' kernels read the plain activations.
+    const dot::Kernels::FloatRows& fr =
+        level == CpuLevel::Avx512 ? tr.dot.float_rows512 : tr.dot.float_rows2;
+    const bool floats = !rf && fr.short_rows;
+    const dot::DotFn one_row = level == CpuLevel::Avx512 ? tr.dot.avx512 : tr.dot.avx2;
     std::vector<Kernel> kernels;
     if (rf) {
       kernels.push_back({rf->dot_rows, rf->dot, dot::kDecodeRows});
     } else if (floats) {
-      kernels.push_back({tr.dot.long_rows512, tr.dot.avx512, dot::kLongRowRows});
-      kernels.push_back({tr.dot.short_rows512, tr.dot.avx512, dot::kShortRowRows});
+      if (fr.long_rows) kernels.push_back({fr.long_rows, one_row, dot::kLongRowRows});
+      kernels.push_back({fr.short_rows, one_row, dot::kShortRowRows});
     } else if (tr.dot.rows2) {
       kernels.push_back({tr.dot.rows2, tr.dot.avx2, dot::kDecodeRows});
     }
@@ -308,12 +311,12 @@ void check_multi_row(CpuLevel level) {
               quant::dequantize_row(type, wr, wf.data(), n);
               double mag = 0;
               for (std::int64_t i = 0; i < n; ++i) mag += std::fabs(wf[i]) * std::fabs(a[i]);
-              EXPECT_NEAR(got[r], ref, 1e-5 * mag + 1e-30) << quant::type_name(type) << " n " << n
-                                                           << " stride " << stride << " row " << r;
+              EXPECT_NEAR(got[r], ref, 1e-5 * mag + 1e-30)
+                  << quant::type_name(type) << " n " << n << " stride " << stride << " row " << r;
               float one = 0;
               k.one_row(n, wr, token.data(), token.size(), 1, &one, 1);
-              EXPECT_EQ(got[r], one) << quant::type_name(type) << " " << R << " rows, n " << n
-                                     << " row " << r;
+              EXPECT_EQ(got[r], one)
+                  << quant::type_name(type) << " " << R << " rows, n " << n << " row " << r;
             }
             EXPECT_EQ(got[R], -1.0f);
           }
@@ -321,9 +324,9 @@ void check_multi_row(CpuLevel level) {
       }
     }
   }
-  // Q4_0, Q5_0, Q8_0, IQ4_NL, and at AVX-512 the long and short rows of F32,
-  // F16, BF16.
-  EXPECT_GE(checked, level == CpuLevel::Avx512 ? 10 : 4);
+  // Q4_0, Q5_0, Q8_0, IQ4_NL, and the float rows of F32, F16, BF16: long and
+  // short at AVX-512, short at AVX2.
+  EXPECT_GE(checked, level == CpuLevel::Avx512 ? 10 : 7);
 }
 
 TEST(DotRows, MultiRowDecodeMatchesScalarAvx512) { check_multi_row(CpuLevel::Avx512); }

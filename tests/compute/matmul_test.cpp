@@ -368,55 +368,60 @@ TEST(Matmul, ManyJobsEqualEachAlone) {
     for (float v : y) ASSERT_EQ(v, -7.0f);
 }
 
-// Decode of float rows at AVX-512 runs dot.h's multi-row kernels
-// (kLongRowRows rows at a time from kLongRow, kShortRowRows below, spaced
-// apart) and the one-row kernel on the rest: every output is the one-row
+// Decode of float rows runs dot.h's FloatRows kernels (kLongRowRows rows at a
+// time from kLongRow at AVX-512, kShortRowRows otherwise, spaced apart) and
+// the one-row kernel on the rest: every output is the level's one-row
 // kernel's bits, whatever the thread split, alone or beside a job of the
 // other length (matmul_many's work items are then cut for both).
 TEST(Matmul, FloatRowsDecodeAsTheOneRowKernel) {
-  if (detected_cpu_level() < CpuLevel::Avx512)
+  if (detected_cpu_level() < CpuLevel::Avx2)
     GTEST_SKIP() << "this CPU runs up to " << cpu_level_name(detected_cpu_level());
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (TensorType type : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
-    const dot::DotFn one_row = quant::traits(type)->dot.avx512;
-    ASSERT_NE(one_row, nullptr);
-    struct Job {
-      std::vector<std::byte> w;
-      std::vector<float> x, want;
-      WeightView view;
-    };
-    std::vector<Job> jobs;
-    for (const std::int64_t n_in : {dot::kLongRow + 48, std::int64_t{576}}) {
-      const std::int64_t n_out = 45;
-      const std::size_t row = quant::row_size(type, n_in);
-      Job j{testutil::random_weights(type, n_out, n_in, row, rng), std::vector<float>(n_in),
-            std::vector<float>(n_out), {}};
-      for (float& v : j.x) v = normal(rng);
-      for (std::int64_t r = 0; r < n_out; ++r)
-        one_row(n_in, j.w.data() + r * row, j.x.data(), n_in * sizeof(float), 1, &j.want[r], 1);
-      j.view = {type, n_in, n_out, j.w.data(), row};
-      jobs.push_back(std::move(j));
-    }
-    for (int threads : {1, 2, 3}) {
-      ThreadPool pool(threads);
-      MatmulScratch scratch;
-      std::vector<MatmulJob> many;
-      std::vector<std::vector<float>> ys;
-      for (const Job& j : jobs) {
-        std::vector<float> y(j.want.size(), -7.0f);
-        matmul(j.view, j.x.data(), 1, y.data(), j.view.n_out, pool, scratch, CpuLevel::Avx512);
-        EXPECT_EQ(y, j.want) << quant::type_name(type) << " n_in " << j.view.n_in << ", "
-                             << threads << " threads";
-        ys.emplace_back(j.want.size(), -7.0f);
+  for (const CpuLevel level : {CpuLevel::Avx2, CpuLevel::Avx512}) {
+    if (level > detected_cpu_level()) continue;
+    for (TensorType type : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
+      const dot::DotFn one_row = quant::traits(type)->dot.at(level);
+      ASSERT_NE(one_row, nullptr);
+      struct Job {
+        std::vector<std::byte> w;
+        std::vector<float> x, want;
+        WeightView view;
+      };
+      std::vector<Job> jobs;
+      for (const std::int64_t n_in : {dot::kLongRow + 48, std::int64_t{576}}) {
+        const std::int64_t n_out = 45;
+        const std::size_t row = quant::row_size(type, n_in);
+        Job j{testutil::random_weights(type, n_out, n_in, row, rng),
+              std::vector<float>(n_in),
+              std::vector<float>(n_out),
+              {}};
+        for (float& v : j.x) v = normal(rng);
+        for (std::int64_t r = 0; r < n_out; ++r)
+          one_row(n_in, j.w.data() + r * row, j.x.data(), n_in * sizeof(float), 1, &j.want[r], 1);
+        j.view = {type, n_in, n_out, j.w.data(), row};
+        jobs.push_back(std::move(j));
       }
-      if (active_cpu_level() < CpuLevel::Avx512) continue;  // matmul_many runs the active one
-      for (std::size_t i = 0; i < jobs.size(); ++i)
-        many.push_back({jobs[i].view, jobs[i].x.data(), 1, ys[i].data(), jobs[i].view.n_out});
-      matmul_many(many, pool, scratch);
-      for (std::size_t i = 0; i < jobs.size(); ++i)
-        EXPECT_EQ(ys[i], jobs[i].want) << quant::type_name(type) << " n_in " << jobs[i].view.n_in
-                                       << " beside another, " << threads << " threads";
+      for (int threads : {1, 2, 3}) {
+        ThreadPool pool(threads);
+        MatmulScratch scratch;
+        std::vector<MatmulJob> many;
+        std::vector<std::vector<float>> ys;
+        for (const Job& j : jobs) {
+          std::vector<float> y(j.want.size(), -7.0f);
+          matmul(j.view, j.x.data(), 1, y.data(), j.view.n_out, pool, scratch, level);
+          EXPECT_EQ(y, j.want) << quant::type_name(type) << " at " << cpu_level_name(level)
+                               << ", n_in " << j.view.n_in << ", " << threads << " threads";
+          ys.emplace_back(j.want.size(), -7.0f);
+        }
+        if (active_cpu_level() != level) continue;  // matmul_many runs the active level
+        for (std::size_t i = 0; i < jobs.size(); ++i)
+          many.push_back({jobs[i].view, jobs[i].x.data(), 1, ys[i].data(), jobs[i].view.n_out});
+        matmul_many(many, pool, scratch);
+        for (std::size_t i = 0; i < jobs.size(); ++i)
+          EXPECT_EQ(ys[i], jobs[i].want) << quant::type_name(type) << " n_in " << jobs[i].view.n_in
+                                         << " beside another, " << threads << " threads";
+      }
     }
   }
 }
