@@ -59,10 +59,11 @@ struct GemmFns {
 };
 
 // One token against kDecodeRows weight rows (FloatRows: kLongRowRows or
-// kShortRowRows), row_stride bytes apart: out[r] = row r . token, the same bits as the level's
-// one-row kernel gives. Decode's common case; the rows share each activation load and one
-// reduction, which a 576-wide row cannot amortize, and each is a stream of its
-// own for the hardware prefetchers (matmul.cpp spaces them apart).
+// kShortRowRows), row_stride bytes apart: out[r] = row r . token, the same
+// bits as the level's one-row kernel gives. Decode's common case; the rows
+// share each activation load and one reduction, which a 576-wide row cannot
+// amortize (and FloatRows' rows, spaced apart by matmul.cpp, are each a stream
+// of their own for the hardware prefetchers).
 inline constexpr int kDecodeRows = 4;
 // Rows from which FloatRows::long_rows runs, and how many per call
 // (dot_rows_avx512.cpp float_rows); short_rows takes the shorter ones.
@@ -166,6 +167,9 @@ namespace avx2 {
 void f32_f32(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void f16_f32(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void bf16_f32(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
+void short_rows_f32(std::int64_t, const void*, std::size_t, const void*, float*);
+void short_rows_f16(std::int64_t, const void*, std::size_t, const void*, float*);
+void short_rows_bf16(std::int64_t, const void*, std::size_t, const void*, float*);
 void q4_0_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void q8_0_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void q4_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
@@ -180,9 +184,6 @@ void iq4_nl_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float
 void iq4_xs_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void mxfp4_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void rows_q4_0(std::int64_t, const void*, std::size_t, const void*, float*);
-void short_rows_f32(std::int64_t, const void*, std::size_t, const void*, float*);
-void short_rows_f16(std::int64_t, const void*, std::size_t, const void*, float*);
-void short_rows_bf16(std::int64_t, const void*, std::size_t, const void*, float*);
 void rows_q5_0(std::int64_t, const void*, std::size_t, const void*, float*);
 void rows_q8_0(std::int64_t, const void*, std::size_t, const void*, float*);
 void rows_iq4_nl(std::int64_t, const void*, std::size_t, const void*, float*);
