@@ -58,17 +58,19 @@ struct GemmFns {
   void (*pack16)(std::int64_t n, const void* group, void* panel) = nullptr;
 };
 
-// One token against kDecodeRows weight rows (FloatRows: kLongRowRows or
+// One token against kDecodeRows weight rows (FloatRows: long_count or
 // kShortRowRows), row_stride bytes apart: out[r] = row r . token, the same
 // bits as the level's one-row kernel gives. Decode's common case; the rows
 // share each activation load and one reduction, which a 576-wide row cannot
 // amortize (and FloatRows' rows, spaced apart by matmul.cpp, are each a stream
 // of their own for the hardware prefetchers).
 inline constexpr int kDecodeRows = 4;
-// Rows from which FloatRows::long_rows runs, and how many per call
-// (dot_rows_avx512.cpp float_rows); short_rows takes the shorter ones.
+// Rows from which FloatRows::long_rows runs, and how many per call at AVX-512
+// and AVX2 (sixteen accumulators are all of AVX2's registers); short_rows
+// takes the shorter ones (dot_rows_avx512.cpp float_rows).
 inline constexpr std::int64_t kLongRow = 8192;
 inline constexpr int kLongRowRows = 8;
+inline constexpr int kLongRowRows2 = 4;
 inline constexpr int kShortRowRows = 2;
 using MultiRowFn = void (*)(std::int64_t n, const void* w, std::size_t row_stride, const void* act,
                             float* out);
@@ -111,12 +113,12 @@ struct Kernels {
   const RowFns* rows2_16 = nullptr;    // decode at the AVX2 level on interleaved weights, or null
   // The float types' decode beside a level's one-row kernel, on its plain
   // activations, each call's rows spaced apart (matmul.cpp): long_rows
-  // kLongRowRows at a time on rows of kLongRow and more, whose f32 activations
-  // overflow L1; short_rows kShortRowRows at a time on the others (and on long
-  // rows where long_rows is null).
+  // long_count at a time on rows of kLongRow and more, whose f32 activations
+  // overflow L1; short_rows kShortRowRows at a time on the others.
   struct FloatRows {
     MultiRowFn long_rows = nullptr;
     MultiRowFn short_rows = nullptr;
+    int long_count = 0;
   };
   FloatRows float_rows512 = {};
   FloatRows float_rows2 = {};
@@ -170,6 +172,9 @@ void bf16_f32(std::int64_t, const void*, const void*, std::size_t, int, float*, 
 void short_rows_f32(std::int64_t, const void*, std::size_t, const void*, float*);
 void short_rows_f16(std::int64_t, const void*, std::size_t, const void*, float*);
 void short_rows_bf16(std::int64_t, const void*, std::size_t, const void*, float*);
+void long_rows_f32(std::int64_t, const void*, std::size_t, const void*, float*);
+void long_rows_f16(std::int64_t, const void*, std::size_t, const void*, float*);
+void long_rows_bf16(std::int64_t, const void*, std::size_t, const void*, float*);
 void q4_0_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void q8_0_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void q4_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);

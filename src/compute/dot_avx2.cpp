@@ -142,12 +142,14 @@ void float_dot(std::int64_t n, const void* w, const void* act, std::size_t as, f
   float_block<L, 1, NT>(n, w, 0, act, as, out, os);
 }
 
-// kShortRowRows rows of one token, spaced apart by the caller so that each is
-// a stream for the prefetchers (dot_rows_avx512.cpp float_rows).
-template <class L>
+// R rows of one token, spaced apart by the caller so that each is a stream
+// for the prefetchers (dot_rows_avx512.cpp float_rows); rows of kLongRow and
+// more kLongRowRows2 at a time, sharing their L1-filling activations
+// (SEAM_CPU=avx2 on Zen 4, 1B F16 tg64 at 1 thread: 10.7 -> 11.8 tok/s).
+template <class L, int R>
 void float_rows(std::int64_t n, const void* w, std::size_t row_stride, const void* act,
                 float* out) {
-  float_block<L, kShortRowRows, 1>(n, w, row_stride, act, 0, out, 0);
+  float_block<L, R, 1>(n, w, row_stride, act, 0, out, 0);
 }
 
 // ---------------------------------------------------------------- Q4_0, Q8_0
@@ -701,13 +703,22 @@ void bf16_f32(std::int64_t n, const void* w, const void* a, std::size_t as, int 
   tile<KBF16>(n, w, a, as, nt, o, os);
 }
 void short_rows_f32(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
-  float_rows<LoadF32>(n, w, rs, a, o);
+  float_rows<LoadF32, kShortRowRows>(n, w, rs, a, o);
+}
+void long_rows_f32(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
+  float_rows<LoadF32, kLongRowRows2>(n, w, rs, a, o);
 }
 void short_rows_f16(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
-  float_rows<LoadF16>(n, w, rs, a, o);
+  float_rows<LoadF16, kShortRowRows>(n, w, rs, a, o);
+}
+void long_rows_f16(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
+  float_rows<LoadF16, kLongRowRows2>(n, w, rs, a, o);
 }
 void short_rows_bf16(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
-  float_rows<LoadBF16>(n, w, rs, a, o);
+  float_rows<LoadBF16, kShortRowRows>(n, w, rs, a, o);
+}
+void long_rows_bf16(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
+  float_rows<LoadBF16, kLongRowRows2>(n, w, rs, a, o);
 }
 void rows_q4_0(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
   q_x_q8_0_rows<BlockQ4_0, unpack_q4_0>(n, w, rs, a, o);

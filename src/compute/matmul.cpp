@@ -157,7 +157,8 @@ struct RowPlan {
     auto row = [&](std::size_t r) { return first + (r - b0) * w->row_stride; };
     if (uses_multi() && multi_apart) {
       const std::size_t apart = (e - b) / multi_rows;
-      float out[std::max({dot::kDecodeRows, dot::kLongRowRows, dot::kShortRowRows})];
+      float out[std::max(
+          {dot::kDecodeRows, dot::kLongRowRows, dot::kLongRowRows2, dot::kShortRowRows})];
       for (std::size_t i = 0; i < apart; ++i) {
         multi(w->n_in, row(b + i), apart * w->row_stride, act, out);
         for (std::size_t r = 0; r < multi_rows; ++r) y[b + i + r * apart] = out[r];
@@ -238,8 +239,9 @@ RowPlan row_plan(const quant::TypeTraits& tr, CpuLevel level, const WeightView& 
     plan.multi = tr.dot.rows2;
     plan.multi_max_stride = SIZE_MAX;
   }
-  // The same for float rows (dot.h FloatRows): long rows eight at a time, which
-  // share each load of their L1-filling activations, the others two at a time,
+  // The same for float rows (dot.h FloatRows): long rows eight (AVX2: four) at
+  // a time, which share each load of their L1-filling activations, the others
+  // two at a time,
   // two streams for the prefetchers (dot_rows_avx512.cpp float_rows). A call's
   // rows are (e - b) / multi_rows apart, not adjacent: adjacent rows read in
   // step are one stream that the prefetchers follow poorly (1B F16 decode at 1
@@ -253,7 +255,7 @@ RowPlan row_plan(const quant::TypeTraits& tr, CpuLevel level, const WeightView& 
     const bool long_rows = w.n_in >= dot::kLongRow && fr->long_rows;
     plan.multi = long_rows ? fr->long_rows : fr->short_rows;
     plan.multi_max_stride = SIZE_MAX;
-    plan.multi_rows = long_rows ? dot::kLongRowRows : dot::kShortRowRows;
+    plan.multi_rows = static_cast<std::size_t>(long_rows ? fr->long_count : dot::kShortRowRows);
     plan.multi_apart = true;
   }
   const dot::RowFns* prep = row_fns(tr, level, w);

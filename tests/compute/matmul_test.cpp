@@ -368,8 +368,8 @@ TEST(Matmul, ManyJobsEqualEachAlone) {
     for (float v : y) ASSERT_EQ(v, -7.0f);
 }
 
-// Decode of float rows runs dot.h's FloatRows kernels (kLongRowRows rows at a
-// time from kLongRow at AVX-512, kShortRowRows otherwise, spaced apart) and
+// Decode of float rows runs dot.h's FloatRows kernels (long_count rows at a
+// time from kLongRow, kShortRowRows below, spaced apart) and
 // the one-row kernel on the rest: every output is the level's one-row
 // kernel's bits, whatever the thread split, alone or beside a job of the
 // other length (matmul_many's work items are then cut for both).
