@@ -241,13 +241,13 @@ RowPlan row_plan(const quant::TypeTraits& tr, CpuLevel level, const WeightView& 
   }
   // The same for float rows (dot.h FloatRows): long rows eight (AVX2: four) at
   // a time, which share each load of their L1-filling activations, the others
-  // two at a time,
-  // two streams for the prefetchers (dot_rows_avx512.cpp float_rows). A call's
-  // rows are (e - b) / multi_rows apart, not adjacent: adjacent rows read in
-  // step are one stream that the prefetchers follow poorly (1B F16 decode at 1
-  // thread: two adjacent rows of 2,048 at a time 6.8 tok/s, two far apart 12.6,
-  // one at a time 11.7). The quantized kernels' short rows lose by it (135M
-  // Q4_0 tg128 at 1 / 2 threads: 257 / 335 -> 246 / 308 tok/s).
+  // two at a time, two streams for the prefetchers (dot_rows_avx512.cpp
+  // float_rows). A call's rows are (e - b) / multi_rows apart, not adjacent:
+  // adjacent rows read in step are one stream that the prefetchers follow
+  // poorly (1B F16 decode at 1 thread: two adjacent rows of 2,048 at a time 6.8
+  // tok/s, two far apart 12.6, one at a time 11.7). The quantized kernels'
+  // short rows lose by it (135M Q4_0 tg128 at 1 / 2 threads: 257 / 335 -> 246
+  // / 308 tok/s).
   const dot::Kernels::FloatRows* fr = plan.fn == tr.dot.avx512 ? &tr.dot.float_rows512
                                       : plan.fn == tr.dot.avx2 ? &tr.dot.float_rows2
                                                                : nullptr;
