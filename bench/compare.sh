@@ -14,8 +14,12 @@
 #   bench/compare.sh [--smoke] [--shapes "small 1b moe moe-dense hybrid"] [--types "F16 Q8_0 Q4_0 Q4_K_M"]
 #                    [-t 1,2] [-d 0,4096] [-p 512] [-n 128] [-r 3] [--cache-type f16]
 #                    [--cache DIR] [--seam BIN] [--peer DIR] [--python PY] [--membw GBPS]
-#                    [--level avx2]
+#                    [--level avx2] [--rounds 1]
 #
+# --rounds N: the two engines N times in turn for each file and thread count,
+# the table giving each figure's median. On a machine whose memory speed
+# drifts from minute to minute (a shared guest), one round can set one
+# engine's slow spell against the other's fast one.
 # --level avx2: both engines at the AVX2 level on a machine that has more
 # (seam by SEAM_CPU=avx2, llama.cpp by loading only its `haswell` CPU backend,
 # the one it picks on an AVX2-only CPU such as Zen 3); without it each engine
@@ -43,6 +47,7 @@ tools="$root/../shared/tools"
 python=/usr/bin/python3
 membw=()
 level=""
+rounds=1
 smoke=0
 shapes_given=0
 types_given=0
@@ -66,7 +71,8 @@ while [ $# -gt 0 ]; do
     --python) python="$2"; shift 2 ;;
     --membw) membw=(--membw "$2"); shift 2 ;;
     --level) level="$2"; shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
@@ -78,6 +84,7 @@ if [ "$smoke" = 1 ]; then
 fi
 
 [ -x "$seam" ] || die "no seam binary at $seam (build it, or pass --seam)"
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || die "--rounds wants a positive count, not '$rounds'"
 [ -f "$tools/mkgguf.py" ] || die "no $tools/mkgguf.py (pass --tools DIR)"
 cbench="$peer/bin/llamacpp-cbench"
 if [ ! -x "$cbench" ]; then
@@ -175,10 +182,14 @@ results=$(mktemp)
 work=$(mktemp -d)
 trap 'rm -rf "$results" "$work" ${bins:+"$bins"}' EXIT
 
-# One row per file, thread count and depth.
+# One row per file, thread count and depth: each figure the median of its rounds.
 print_table() {
+  [ "$rounds" = 1 ] || echo "medians of $rounds rounds, the engines in turn"
   jq -rs '
   def r2: (. * 100 | round) / 100;
+  def median: map(select(. != null)) | sort
+    | if length == 0 then null elif length % 2 == 1 then .[length / 2 | floor]
+      else (.[length / 2 - 1] + .[length / 2]) / 2 end;
   def fmt: if . == null then "n/a" else (r2 | tostring) end;
   def ratio(a; b): if a == null or b == null or b == 0 then "n/a" else ((a / b) * 100 | round / 100 | tostring) + "×" end;
   ( [ .[] | select(.engine == "seam") | .file as $f | .bench as $b | $b.results[]
@@ -190,10 +201,10 @@ print_table() {
      "|---|---|---|---|---|---|---|---|---|---|---|"),
     (.[] | . as $k
       | ([$s[] | select(.file == $k.file and .threads == $k.threads and .depth == $k.depth)]) as $mine
-      | ($mine | map(select(.kind == "pp")) | .[0].tps) as $spp
-      | ($mine | map(select(.kind == "tg")) | .[0]) as $stg
-      | ([$p[] | select(.file == $k.file and .threads == $k.threads and .depth == $k.depth)] | .[0]) as $peer
-      | ($peer.pp // null) as $ppp | ($peer.tg // null) as $ptg
+      | ($mine | map(select(.kind == "pp") | .tps) | median) as $spp
+      | ($mine | map(select(.kind == "tg")) | {tps: (map(.tps) | median), bw_pct: (map(.bw_pct) | median)}) as $stg
+      | ([$p[] | select(.file == $k.file and .threads == $k.threads and .depth == $k.depth)]) as $peer
+      | ($peer | map(.pp) | median) as $ppp | ($peer | map(.tg) | median) as $ptg
       | "| \($k.file) | \($k.cpu) | \($k.threads) | \($k.depth) | \($spp | fmt) | \(if $ppp == null or $ppp == 0 then "n/a" else ($ppp | fmt) end) | \(ratio($spp; $ppp)) | \($stg.tps | fmt) | \(if $ptg == null or $ptg == 0 then "n/a" else ($ptg | fmt) end) | \(ratio($stg.tps; $ptg)) | \(if $stg.bw_pct == null then "n/a" else ($stg.bw_pct | round | tostring) + "%" end) |")
 ' "$results"
 }
@@ -222,20 +233,22 @@ for shape in $shapes; do
   for type in $types; do
     file=$(model_file "$shape" "$type")
     for t in ${threads//,/ }; do
-      echo "compare.sh: $shape $type, $t thread(s): seam" >&2
-      "$seam" bench -m "$file" -p "$pp" -n "$tg" -d "$depths" -t "$t" -r "$reps" \
-        --cache-type "$cache_type" "${membw[@]}" --json |
-        jq -c --arg f "$shape-$type" '{engine: "seam", file: $f, bench: .}' >>"$results"
-      if [ -n "$cbench" ]; then
-        peer_bench=$cbench
-        is_recurrent "$shape" && peer_bench=$hybrid_bench
-        for d in ${depths//,/ }; do
-          echo "compare.sh: $shape $type, $t thread(s), depth $d: llama.cpp" >&2
-          # shellcheck disable=SC2086
-          $peer_bench "$file" --threads "$t" --pp "$pp" --tg "$tg" --reps "$reps" --depth "$d" |
-            tail -n 1 | jq -c --arg f "$shape-$type" '{engine: "llama.cpp", file: $f, bench: .}' >>"$results"
-        done
-      fi
+      for round in $(seq "$rounds"); do
+        echo "compare.sh: $shape $type, $t thread(s), round $round: seam" >&2
+        "$seam" bench -m "$file" -p "$pp" -n "$tg" -d "$depths" -t "$t" -r "$reps" \
+          --cache-type "$cache_type" "${membw[@]}" --json |
+          jq -c --arg f "$shape-$type" '{engine: "seam", file: $f, bench: .}' >>"$results"
+        if [ -n "$cbench" ]; then
+          peer_bench=$cbench
+          is_recurrent "$shape" && peer_bench=$hybrid_bench
+          for d in ${depths//,/ }; do
+            echo "compare.sh: $shape $type, $t thread(s), round $round, depth $d: llama.cpp" >&2
+            # shellcheck disable=SC2086
+            $peer_bench "$file" --threads "$t" --pp "$pp" --tg "$tg" --reps "$reps" --depth "$d" |
+              tail -n 1 | jq -c --arg f "$shape-$type" '{engine: "llama.cpp", file: $f, bench: .}' >>"$results"
+          done
+        fi
+      done
     done
   done
 done
