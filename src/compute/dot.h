@@ -67,7 +67,7 @@ struct GemmFns {
 inline constexpr int kDecodeRows = 4;
 // Rows from which FloatRows::long_rows runs, and how many per call at AVX-512
 // and AVX2 (sixteen accumulators are all of AVX2's registers); short_rows
-// takes the shorter ones (dot_rows_avx512.cpp float_rows).
+// takes the shorter ones (dot_rows_avx512.cpp long_rows_*).
 inline constexpr std::int64_t kLongRow = 8192;
 inline constexpr int kLongRowRows = 8;
 inline constexpr int kLongRowRows2 = 4;

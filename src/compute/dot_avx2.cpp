@@ -97,7 +97,7 @@ struct LoadBF16 {
 // R rows (row_stride bytes apart) against NT tokens: two independent
 // accumulators per row-token pair hide the FMA latency in decode, in the same
 // order whatever R and NT (a row is the same bits in any tile). Tokens share
-// each weight load (float_dot), rows each activation load (float_rows). The
+// each weight load (float_dot), rows each activation load (short_rows_*). The
 // float GEMM (gemm_avx2.cpp) adds in this order too: keep them in step.
 template <class L, int R, int NT>
 void float_block(std::int64_t n, const void* w, std::size_t row_stride, const void* act,
@@ -140,16 +140,6 @@ template <class L, int NT>
 void float_dot(std::int64_t n, const void* w, const void* act, std::size_t as, float* out,
                std::size_t os) {
   float_block<L, 1, NT>(n, w, 0, act, as, out, os);
-}
-
-// R rows of one token, spaced apart by the caller so that each is a stream
-// for the prefetchers (dot_rows_avx512.cpp float_rows); rows of kLongRow and
-// more kLongRowRows2 at a time, sharing their L1-filling activations
-// (SEAM_CPU=avx2 on Zen 4, 1B F16 tg64 at 1 thread: 10.7 -> 11.8 tok/s).
-template <class L, int R>
-void float_rows(std::int64_t n, const void* w, std::size_t row_stride, const void* act,
-                float* out) {
-  float_block<L, R, 1>(n, w, row_stride, act, 0, out, 0);
 }
 
 // ---------------------------------------------------------------- Q4_0, Q8_0
@@ -702,23 +692,28 @@ void bf16_f32(std::int64_t n, const void* w, const void* a, std::size_t as, int 
               std::size_t os) {
   tile<KBF16>(n, w, a, as, nt, o, os);
 }
+// Float rows of one token (dot.h FloatRows), spaced apart by the caller so
+// that each is a stream for the prefetchers (dot_rows_avx512.cpp); rows of
+// kLongRow and more kLongRowRows2 at a time, sharing their L1-filling
+// activations (SEAM_CPU=avx2 on Zen 4, 1B F16 tg64 at 1 thread: 10.7 -> 11.8
+// tok/s).
 void short_rows_f32(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
-  float_rows<LoadF32, kShortRowRows>(n, w, rs, a, o);
+  float_block<LoadF32, kShortRowRows, 1>(n, w, rs, a, 0, o, 0);
 }
 void long_rows_f32(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
-  float_rows<LoadF32, kLongRowRows2>(n, w, rs, a, o);
+  float_block<LoadF32, kLongRowRows2, 1>(n, w, rs, a, 0, o, 0);
 }
 void short_rows_f16(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
-  float_rows<LoadF16, kShortRowRows>(n, w, rs, a, o);
+  float_block<LoadF16, kShortRowRows, 1>(n, w, rs, a, 0, o, 0);
 }
 void long_rows_f16(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
-  float_rows<LoadF16, kLongRowRows2>(n, w, rs, a, o);
+  float_block<LoadF16, kLongRowRows2, 1>(n, w, rs, a, 0, o, 0);
 }
 void short_rows_bf16(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
-  float_rows<LoadBF16, kShortRowRows>(n, w, rs, a, o);
+  float_block<LoadBF16, kShortRowRows, 1>(n, w, rs, a, 0, o, 0);
 }
 void long_rows_bf16(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
-  float_rows<LoadBF16, kLongRowRows2>(n, w, rs, a, o);
+  float_block<LoadBF16, kLongRowRows2, 1>(n, w, rs, a, 0, o, 0);
 }
 void rows_q4_0(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
   q_x_q8_0_rows<BlockQ4_0, unpack_q4_0>(n, w, rs, a, o);

@@ -740,7 +740,8 @@ struct LoadBF16 {
 // pair has two independent accumulators, which hide the FMA latency, and the
 // same order of sums whatever R and NT (so a row is the same bits in any tile);
 // the tail is masked. Tokens share each weight load (decode of several rows
-// of one token: float_dot), rows share each activation load (float_rows).
+// of one token: float_dot), rows share each activation load (long_rows_*,
+// short_rows_*).
 // No software prefetch (prefetch.h), unlike the quantized kernels: these
 // stream 64 weight bytes per two instructions, fast enough for the hardware
 // prefetchers, and on Zen 4 the prefetches cost more than they brought (1B F16
@@ -789,21 +790,6 @@ template <class L, int NT>
 void float_dot(std::int64_t n, const void* w, const void* act, std::size_t as, float* out,
                std::size_t os) {
   float_block<L, 1, NT>(n, w, 0, act, as, out, os);
-}
-
-// R rows of one token. kLongRowRows for rows of dot.h's kLongRow and more:
-// there the f32 activations (32 KiB at 8,192) crowd out of L1 the weights
-// streaming through it, and a loop like float_dot's read F16 rows of 8,192 at
-// 10-14 GB/s, four rows at once 16-18 (Zen 4, 1 thread; rows of 2,048: 25-31
-// one row at a time, 17 four). Eight rows (16 accumulators) halve the
-// activation reads again: 1B F16 tg64 at 1 thread 11.6 -> 12.2 tok/s.
-// kShortRowRows for the rest: two rows far apart (matmul.cpp) are two streams
-// for the prefetchers, which one core's bandwidth needs (1B F16 tg64, 1 thread:
-// 11.7 -> 12.6 tok/s; four rows no better; two adjacent rows of 2,048 6.8).
-template <class L, int R>
-void float_rows(std::int64_t n, const void* w, std::size_t row_stride, const void* act,
-                float* out) {
-  float_block<L, R, 1>(n, w, row_stride, act, 0, out, 0);
 }
 
 // ---------------------------------------------------------------- dispatch
@@ -884,23 +870,32 @@ void bf16_f32(std::int64_t n, const void* w, const void* a, std::size_t as, int 
               std::size_t os) {
   tile<KFloat<LoadBF16>::K>(n, w, a, as, nt, o, os);
 }
+// Float rows of one token (dot.h FloatRows). kLongRowRows for rows of kLongRow
+// and more: there the f32 activations (32 KiB at 8,192) crowd out of L1 the weights
+// streaming through it, and a loop like float_dot's read F16 rows of 8,192 at
+// 10-14 GB/s, four rows at once 16-18 (Zen 4, 1 thread; rows of 2,048: 25-31
+// one row at a time, 17 four). Eight rows (16 accumulators) halve the
+// activation reads again: 1B F16 tg64 at 1 thread 11.6 -> 12.2 tok/s.
+// kShortRowRows for the rest: two rows far apart (matmul.cpp) are two streams
+// for the prefetchers, which one core's bandwidth needs (1B F16 tg64, 1 thread:
+// 11.7 -> 12.6 tok/s; four rows no better; two adjacent rows of 2,048 6.8).
 void long_rows_f32(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
-  float_rows<LoadF32, kLongRowRows>(n, w, rs, a, o);
+  float_block<LoadF32, kLongRowRows, 1>(n, w, rs, a, 0, o, 0);
 }
 void short_rows_f32(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
-  float_rows<LoadF32, kShortRowRows>(n, w, rs, a, o);
+  float_block<LoadF32, kShortRowRows, 1>(n, w, rs, a, 0, o, 0);
 }
 void long_rows_f16(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
-  float_rows<LoadF16, kLongRowRows>(n, w, rs, a, o);
+  float_block<LoadF16, kLongRowRows, 1>(n, w, rs, a, 0, o, 0);
 }
 void short_rows_f16(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
-  float_rows<LoadF16, kShortRowRows>(n, w, rs, a, o);
+  float_block<LoadF16, kShortRowRows, 1>(n, w, rs, a, 0, o, 0);
 }
 void long_rows_bf16(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
-  float_rows<LoadBF16, kLongRowRows>(n, w, rs, a, o);
+  float_block<LoadBF16, kLongRowRows, 1>(n, w, rs, a, 0, o, 0);
 }
 void short_rows_bf16(std::int64_t n, const void* w, std::size_t rs, const void* a, float* o) {
-  float_rows<LoadBF16, kShortRowRows>(n, w, rs, a, o);
+  float_block<LoadBF16, kShortRowRows, 1>(n, w, rs, a, 0, o, 0);
 }
 void q4_0_q8_0(std::int64_t n, const void* w, const void* a, std::size_t as, int nt, float* o,
                std::size_t os) {

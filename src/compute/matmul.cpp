@@ -242,7 +242,7 @@ RowPlan row_plan(const quant::TypeTraits& tr, CpuLevel level, const WeightView& 
   // The same for float rows (dot.h FloatRows): long rows eight (AVX2: four) at
   // a time, which share each load of their L1-filling activations, the others
   // two at a time, two streams for the prefetchers (dot_rows_avx512.cpp
-  // float_rows). A call's rows are (e - b) / multi_rows apart, not adjacent:
+  // long_rows_*). A call's rows are (e - b) / multi_rows apart, not adjacent:
   // adjacent rows read in step are one stream that the prefetchers follow
   // poorly (1B F16 decode at 1 thread: two adjacent rows of 2,048 at a time 6.8
   // tok/s, two far apart 12.6, one at a time 11.7). The quantized kernels'

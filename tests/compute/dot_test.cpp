@@ -262,7 +262,7 @@ void check_multi_row(CpuLevel level) {
     const dot::Kernels::FloatRows& fr =
         level == CpuLevel::Avx512 ? tr.dot.float_rows512 : tr.dot.float_rows2;
     const bool floats = !rf && fr.short_rows;
-    const dot::DotFn one_row = level == CpuLevel::Avx512 ? tr.dot.avx512 : tr.dot.avx2;
+    const dot::DotFn one_row = tr.dot.at(level);
     std::vector<Kernel> kernels;
     if (rf) {
       kernels.push_back({rf->dot_rows, rf->dot, dot::kDecodeRows});
