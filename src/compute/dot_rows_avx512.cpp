@@ -448,6 +448,14 @@ void i16_prepare(std::int64_t n, const void* act, void* dst) {
   }
 }
 
+// A block's f32 step in the AVX-512 GEMM's order (dot_avx512.cpp tile: the
+// exact integer sum times the weights' scale, rounded, then times the token's
+// into the accumulator), so that a token's row is the same bits decoded alone
+// here or in a prefill batch there (docs/server.md, "Batch invariance").
+inline __m512 gemm_block_step(__m512i isum, __m512 dw, float da, __m512 acc) {
+  return _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(isum), dw), _mm512_set1_ps(da), acc);
+}
+
 inline __m512i broadcast4(const std::int8_t* p) {
   std::int32_t v;
   std::memcpy(&v, p, 4);
@@ -496,8 +504,7 @@ void q4_0_i16_tile(std::int64_t n, const std::byte* group, const void* act, std:
       h1 = _mm512_dpbusd_epi32(h1, wh[3], broadcast4(a + 28));
       const __m512i sum = _mm512_add_epi32(_mm512_add_epi32(l0, l1),
                                            _mm512_srai_epi32(_mm512_add_epi32(h0, h1), 4));
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, _mm512_set1_ps(ad[t][b])),
-                               acc[t]);
+      acc[t] = gemm_block_step(sum, dw, ad[t][b], acc[t]);
     }
   }
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + t * os, acc[t]);
@@ -556,8 +563,7 @@ void q8_0_i16_tile(std::int64_t n, const std::byte* group, const void* act, std:
         p0 = _mm512_dpbusd_epi32(p0, broadcast4(a + 4 * m), w[m]);
         p1 = _mm512_dpbusd_epi32(p1, broadcast4(a + 4 * m + 4), w[m + 1]);
       }
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(p0, p1)),
-                               _mm512_mul_ps(dw, _mm512_set1_ps(ad[t][b])), acc[t]);
+      acc[t] = gemm_block_step(_mm512_add_epi32(p0, p1), dw, ad[t][b], acc[t]);
     }
   }
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + t * os, acc[t]);

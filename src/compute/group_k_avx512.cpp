@@ -8,17 +8,19 @@
 // Compiled with the AVX-512 flags (CMakeLists.txt); see dot.h on keeping this
 // unit's code out of baseline callers.
 //
-// Arithmetic, per super-block and token (all integer sums exact):
-//  - Q4_K: isum_j = sum q * a over sub-block j (vpdpbusd: unsigned nibbles,
-//    signed activations; high nibbles in place, their sums a multiple of 16
-//    shifted down exactly); total = sum_j sc_j * isum_j and mins = sum_j mn_j *
-//    asum_j (asum_j: the token's sum over sub-block j); then
-//    acc += d * da * total - dmin * da * mins.
-//  - Q6_K: isum_u = sum (q - 32) * a over 16-element unit u (q unsigned 0..63
-//    into vpdpbusd, the accumulator starting at -32 * asum_u); total = sum_u
-//    sc_u * isum_u; acc += d * da * total.
-// |total| < 2^31: Q4_K 8 * 63 * 32 * 15 * 127, Q6_K 16 * 128 * 16 * 32 * 127.
-// So a row differs from the scalar reference only in the f32 steps.
+// Arithmetic, per sub-block and token, in the AVX-512 GEMM's order
+// (dot_avx512.cpp tile on pack16_q4_k's / pack16_q6_k's panels), so that a
+// token's row is the same bits decoded here alone or in a prefill batch there
+// (docs/server.md, "Batch invariance"):
+//  - Q4_K: isum_j = sum q * a over sub-block j, exact (vpdpbusd: unsigned
+//    nibbles, signed activations; high nibbles in place, their sums a multiple
+//    of 16 shifted down exactly); per super-block, from 0: s += isum_j * (d *
+//    sc_j), then s += (-dmin * mn_j) * asum_j (asum_j: the token's sum over
+//    sub-block j); then acc += s * da.
+//  - Q6_K: isum_u = sum (q - 32) * a over 16-element unit u, exact (q unsigned
+//    0..63 into vpdpbusd, the accumulator starting at -32 * asum_u); s +=
+//    isum_u * (d * sc_u); then acc += s * da.
+// d * sc and dmin * mn are exact in f32 (an fp16 times a 6- or 8-bit integer).
 //
 // GCC 12's AVX-512 headers self-initialize their "undefined" vectors
 // (__m512 __Y = __Y), which -W(maybe-)uninitialized reports once inlined here.
@@ -103,8 +105,11 @@ void q4_k_tile(std::int64_t n, const std::byte* group, const Token* tok, float* 
   for (std::int64_t i = 0; i < n / kQK_K; ++i) {
     const std::byte* blk = group + i * kBlock;
     prefetch_ahead(blk, interleave::kQ4KValues);
-    __m512i total[NT], mins[NT];
-    for (int t = 0; t < NT; ++t) total[t] = mins[t] = _mm512_setzero_si512();
+    const __m512 d = group_k::half16(blk);
+    const __m512 neg_dmin =
+        _mm512_sub_ps(_mm512_setzero_ps(), group_k::half16(blk + interleave::kQ4KDmin));
+    __m512 s[NT];
+    for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_ps();
     for (int p = 0; p < 4; ++p) {
       prefetch_ahead(blk + interleave::kQ4KValues + 512 * p, 512);
       __m512i lo[NT], hi[NT];
@@ -118,24 +123,24 @@ void q4_k_tile(std::int64_t n, const std::byte* group, const Token* tok, float* 
           hi[t] = _mm512_dpbusd_epi32(hi[t], vh, broadcast4(a + 32));
         }
       }
-      __m512i sc[2], mn[2];
-      for (int h = 0; h < 2; ++h) group_k::q4_k_scale_min(blk, 2 * p + h, sc[h], mn[h]);
+      __m512 sc[2], mn[2];
+      for (int h = 0; h < 2; ++h) {
+        __m512i isc, imn;
+        group_k::q4_k_scale_min(blk, 2 * p + h, isc, imn);
+        sc[h] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(isc));
+        mn[h] = _mm512_mul_ps(neg_dmin, _mm512_cvtepi32_ps(imn));
+      }
       for (int t = 0; t < NT; ++t) {
-        total[t] = _mm512_add_epi32(total[t], _mm512_mullo_epi32(lo[t], sc[0]));
-        total[t] =
-            _mm512_add_epi32(total[t], _mm512_mullo_epi32(_mm512_srai_epi32(hi[t], 4), sc[1]));
-        mins[t] = _mm512_add_epi32(
-            mins[t], _mm512_mullo_epi32(mn[0], _mm512_set1_epi32(tok[t].sum32(i, 2 * p))));
-        mins[t] = _mm512_add_epi32(
-            mins[t], _mm512_mullo_epi32(mn[1], _mm512_set1_epi32(tok[t].sum32(i, 2 * p + 1))));
+        const __m512i isum[2] = {lo[t], _mm512_srai_epi32(hi[t], 4)};
+        for (int h = 0; h < 2; ++h) {
+          const float asum = static_cast<float>(tok[t].sum32(i, 2 * p + h));
+          s[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[h]), sc[h], s[t]);
+          s[t] = _mm512_fmadd_ps(mn[h], _mm512_set1_ps(asum), s[t]);
+        }
       }
     }
-    const __m512 d = group_k::half16(blk), dmin = group_k::half16(blk + interleave::kQ4KDmin);
-    for (int t = 0; t < NT; ++t) {
-      const __m512 da = _mm512_set1_ps(tok[t].d[i]);
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total[t]), _mm512_mul_ps(d, da), acc[t]);
-      acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mins[t]), _mm512_mul_ps(dmin, da), acc[t]);
-    }
+    for (int t = 0; t < NT; ++t)
+      acc[t] = _mm512_fmadd_ps(s[t], _mm512_set1_ps(tok[t].d[i]), acc[t]);
   }
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + t * os, acc[t]);
 }
@@ -149,25 +154,23 @@ void q6_k_tile(std::int64_t n, const std::byte* group, const Token* tok, float* 
   for (std::int64_t i = 0; i < n / kQK_K; ++i) {
     const std::byte* blk = group + i * kBlock;
     prefetch_ahead(blk, interleave::kQ6KValues);
-    __m512i total[NT];
-    for (int t = 0; t < NT; ++t) total[t] = _mm512_setzero_si512();
+    const __m512 d = group_k::half16(blk);
+    __m512 s[NT];
+    for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_ps();
     for (int u = 0; u < 16; ++u) {
       prefetch_ahead(blk + interleave::kQ6KValues + interleave::kQ6KUnit * u, interleave::kQ6KUnit);
       __m512i q[4];
       group_k::q6_k_unit(blk, u, q);
-      const __m512i sc = group_k::q6_k_scales(blk, u);
+      const __m512 sc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(group_k::q6_k_scales(blk, u)));
       for (int t = 0; t < NT; ++t) {
         const std::int8_t* a = tok[t].q + kQK_K * i + 16 * u;
-        __m512i s = _mm512_set1_epi32(-32 * tok[t].s16[16 * i + u]);
-        for (int k = 0; k < 4; ++k) s = _mm512_dpbusd_epi32(s, q[k], broadcast4(a + 4 * k));
-        total[t] = _mm512_add_epi32(total[t], _mm512_mullo_epi32(s, sc));
+        __m512i isum = _mm512_set1_epi32(-32 * tok[t].s16[16 * i + u]);
+        for (int k = 0; k < 4; ++k) isum = _mm512_dpbusd_epi32(isum, q[k], broadcast4(a + 4 * k));
+        s[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), sc, s[t]);
       }
     }
-    const __m512 d = group_k::half16(blk);
-    for (int t = 0; t < NT; ++t) {
-      const __m512 dd = _mm512_mul_ps(d, _mm512_set1_ps(tok[t].d[i]));
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total[t]), dd, acc[t]);
-    }
+    for (int t = 0; t < NT; ++t)
+      acc[t] = _mm512_fmadd_ps(s[t], _mm512_set1_ps(tok[t].d[i]), acc[t]);
   }
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + t * os, acc[t]);
 }

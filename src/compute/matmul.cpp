@@ -435,6 +435,23 @@ bool interleave_pays(const WeightView& w, CpuLevel level) {
          quant::traits(w.type)->dot.rows16_at(level) != nullptr;
 }
 
+bool batch_invariant(const WeightView& w, CpuLevel level) {
+  const quant::TypeTraits* tr = quant::traits(w.type);
+  if (!tr) return false;
+  switch (level) {
+    case CpuLevel::Scalar:
+      return true;
+    case CpuLevel::Avx2:
+      if (w.interleaved16) return tr->dot.rows16_at(level) != nullptr;
+      return tr->block_size == 1 || tr->dot_type == TensorType::Q8_0 ||
+             tr->dot_type == TensorType::Q8_1;
+    case CpuLevel::Avx512:
+      return w.interleaved16 && tr->dot.rows16_at(level) != nullptr;
+    default:
+      return false;
+  }
+}
+
 void get_row(const WeightView& w, std::int64_t r, float* out) {
   checked_traits(w, "[get_row]");
   if (r < 0 || r >= w.n_out) {

@@ -39,6 +39,15 @@ struct MatmulScratch {
 // with the interleaved decode kernel.
 bool interleave_pays(const WeightView& w, CpuLevel level);
 
+// Whether matmul at `level` gives a token's output row the same bits whatever
+// other tokens share the call (alone, beside others, how many: the row, few-row
+// and GEMM kernels add in one order), which seam serve's shared decode calls
+// need (docs/server.md, "Batch invariance"). True at the scalar level; at AVX2
+// for F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL and MXFP4 in any
+// layout and every type interleaved; at AVX-512 for the types interleaved there
+// (Q4_0, Q8_0, Q4_K, Q6_K), interleaved. False where that is not known (AMX).
+bool batch_invariant(const WeightView& w, CpuLevel level);
+
 // y[t][r] = sum_k W[r][k] * x[t][k]
 // x: [n_tokens][n_in] f32 (row stride n_in); y: [n_tokens][ldy] f32, ldy >= n_out.
 // Runs the kernels of active_cpu_level(); the overload taking a level (tests,

@@ -154,28 +154,44 @@ std::vector<char> read_file(const std::string& path) {
 // Batch invariance: a token's output row is the same bits whether the token is
 // multiplied alone or beside others (1-row, few-row and GEMM kernels alike),
 // so a sequence decodes the same in seam serve's shared batches as alone. One
-// computation claimed reproducible, hence exact equality. Where this holds
-// today: every type at the scalar level; F32, F16 and BF16 at AVX2, whose GEMM
-// adds in the row kernel's order; interleaved Q4_0, Q8_0, K-quants and IQ4_XS
-// (interleave_test: the loader's layout for those at AVX2). The other
-// (type, level) pairs are skipped, saying so.
-bool batch_invariant(TensorType type, CpuLevel level) {
-  if (level == CpuLevel::Scalar) return true;
-  return level == CpuLevel::Avx2 &&
-         (type == TensorType::F32 || type == TensorType::F16 || type == TensorType::BF16 ||
-          type == TensorType::Q4_0 || type == TensorType::Q5_0 || type == TensorType::Q8_0 ||
-          type == TensorType::IQ4_NL || type == TensorType::MXFP4 || type == TensorType::Q4_1 ||
-          type == TensorType::Q5_1);
+// computation claimed reproducible, hence exact equality. Checked wherever
+// matmul.h's batch_invariant() claims it for the file's layout (interleave_test:
+// the interleaved layouts); the other (type, level) pairs are skipped, saying so.
+TEST(Matmul, BatchInvariantClaimsTheKernelsThatAddInOneOrder) {
+  auto claims = [](TensorType type, CpuLevel level, bool interleaved) {
+    WeightView w{type, 256, 16, nullptr, quant::row_size(type, 256)};
+    w.interleaved16 = interleaved;
+    return batch_invariant(w, level);
+  };
+  for (TensorType t : testutil::kernel_types()) {
+    EXPECT_TRUE(claims(t, CpuLevel::Scalar, false)) << quant::type_name(t);
+    EXPECT_FALSE(claims(t, CpuLevel::Amx, false)) << quant::type_name(t);
+  }
+  for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q4_0,
+                       TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0,
+                       TensorType::IQ4_NL, TensorType::MXFP4})
+    EXPECT_TRUE(claims(t, CpuLevel::Avx2, false)) << quant::type_name(t);
+  for (TensorType t : {TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K,
+                       TensorType::Q6_K, TensorType::IQ4_XS}) {
+    EXPECT_FALSE(claims(t, CpuLevel::Avx2, false)) << quant::type_name(t);
+    EXPECT_TRUE(claims(t, CpuLevel::Avx2, true)) << quant::type_name(t);
+  }
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
+    EXPECT_FALSE(claims(t, CpuLevel::Avx512, false)) << quant::type_name(t);
+    EXPECT_TRUE(claims(t, CpuLevel::Avx512, true)) << quant::type_name(t);
+  }
+  for (TensorType t : {TensorType::F16, TensorType::Q5_0, TensorType::Q5_K, TensorType::IQ4_XS})
+    EXPECT_FALSE(claims(t, CpuLevel::Avx512, false)) << quant::type_name(t);
 }
 
 TEST_P(MatmulTypes, ATokensRowIsTheSameBitsInAnyBatch) {
   const auto [type, level] = GetParam();
   if (level > detected_cpu_level())
     GTEST_SKIP() << "this CPU runs up to " << cpu_level_name(detected_cpu_level());
-  if (!batch_invariant(type, level))
+  std::vector<std::int64_t> lengths = {testutil::test_row_len(type)};
+  if (!batch_invariant(WeightView{type, lengths[0], 37, nullptr, 0}, level))
     GTEST_SKIP() << quant::type_name(type) << " at " << cpu_level_name(level)
                  << " is not batch-invariant yet (docs/server.md)";
-  std::vector<std::int64_t> lengths = {testutil::test_row_len(type)};
   if (quant::traits(type)->block_size == 1) lengths = {83, 576, 587, 13, 5};  // every tail
   std::mt19937 rng(77 + static_cast<int>(type));
   std::normal_distribution<float> normal(0.0f, 1.0f);
