@@ -69,6 +69,15 @@ class Model : public std::enable_shared_from_this<Model> {
   // Reads only the header of `path` and says whether this build can run it.
   // Throws only for unreadable or corrupt files.
   static Admission admit(const std::string& path);
+  // Whether the model at `path`, loaded with `opts` at the CPU kernel level
+  // named `level` (seam/cpu.h: "scalar", "avx2", "avx512", "amx"), gives a
+  // sequence the same logits, bit for bit, whatever else shares its decode
+  // calls: every matrix product's kernels at that level add a token's row in
+  // one order for the weights' types and layout (attention always does;
+  // docs/server.md, "Batch invariance"). seam serve picks its level by it.
+  // Reads the header only. Throws Error(InvalidArgument) for an unknown level
+  // and what admit() would report for a file this build cannot run.
+  static bool batch_invariant(const std::string& path, const LoadOptions& opts, const char* level);
 
   virtual ~Model();
   const ModelInfo& info() const;

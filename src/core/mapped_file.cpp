@@ -51,6 +51,8 @@ std::byte* huge_page_region(std::size_t size) {
 
 }  // namespace
 
+bool fits_in_memory(std::size_t size) { return size < memory_available(); }
+
 MappedFile MappedFile::open(const std::string& path, Residency residency) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -74,7 +76,7 @@ MappedFile MappedFile::open(const std::string& path, Residency residency) {
     return f;
   }
   std::byte* copy = nullptr;
-  if (residency == Residency::kInMemory && f.size_ < memory_available())
+  if (residency == Residency::kInMemory && fits_in_memory(f.size_))
     copy = huge_page_region(f.size_);
   if (copy) {
     std::size_t done = 0;

@@ -15,6 +15,10 @@ namespace seam {
 // kInMemory maps instead when the file is larger than the memory available.
 enum class Residency { kMapped, kInMemory };
 
+// Whether Residency::kInMemory would read a file of `size` bytes into memory
+// (less than the memory available now) rather than map it.
+bool fits_in_memory(std::size_t size);
+
 class MappedFile {
  public:
   // Throws Error(Io) with the OS reason on failure. An empty file gives an

@@ -83,47 +83,57 @@ ModelSpec admit_model(const GgufFile& file) {
 namespace {
 
 // The matrices of interleave.h's types that only matmul reads (not the
-// embeddings it looks rows up in), experts' included, interleaved in place
-// where the CPU level's decode kernel reads that layout (compute/interleave.h).
-// Only a copy in memory is rewritten: a mapped file's pages stay the file's.
-void interleave_matrices(const GgufFile& file, ModelWeights& w) {
-  const CpuLevel level = active_cpu_level();
+// embeddings it looks rows up in), experts' included, that the CPU level's
+// decode kernels read interleaved (compute/interleave.h).
+struct InterleavePlan {
   std::vector<WeightView*> views;
   std::vector<ExpertsView*> experts;
+  bool empty() const { return views.empty() && experts.empty(); }
+};
+
+InterleavePlan interleave_plan(ModelWeights& w, CpuLevel level) {
+  InterleavePlan plan;
   for (LayerWeights& L : w.layers) {
     for (WeightView* v :
          {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down, &L.ple_gate, &L.ple_proj,
           &L.ffn_gate_shexp, &L.ffn_up_shexp, &L.ffn_down_shexp})
-      views.push_back(v);
+      plan.views.push_back(v);
     for (ExpertsView* e : {&L.ffn_gate_exps, &L.ffn_up_exps, &L.ffn_down_exps})
-      if (e->n_expert > 0 && interleave_pays(e->w, level)) experts.push_back(e);
+      if (e->n_expert > 0 && interleave_pays(e->w, level)) plan.experts.push_back(e);
   }
-  // A tied output keeps the file's layout for its embedding lookups, but for
-  // the K-quants and IQ4_XS (interleaved at AVX2 alone), whose plain row kernels add in
-  // another order than the GEMM: interleaved, a token's logits do not depend
+  // A tied output keeps the file's layout for its embedding lookups where that
+  // layout is batch-invariant at this level (the 32-element block types at
+  // AVX2); elsewhere it is interleaved, so that a token's logits do not depend
   // on its batch, and a lookup unpacks its one row (get_row).
   const bool tied = w.output.data == w.token_embd.data;
-  if (!tied || interleave::block_elements(w.output.type) == quant::kQK_K)
-    views.push_back(&w.output);
-  views.push_back(&w.ple_model_proj);
-  std::erase_if(views, [&](const WeightView* v) { return !interleave_pays(*v, level); });
-  if ((views.empty() && experts.empty()) || !file.set_tensors_writable(true)) return;
+  if (!tied || !batch_invariant(w.output, level)) plan.views.push_back(&w.output);
+  plan.views.push_back(&w.ple_model_proj);
+  std::erase_if(plan.views, [&](const WeightView* v) { return !interleave_pays(*v, level); });
+  return plan;
+}
+
+// Interleaves interleave_plan's matrices in place. Only a copy in memory is
+// rewritten: a mapped file's pages stay the file's.
+void interleave_matrices(const GgufFile& file, ModelWeights& w) {
+  const InterleavePlan plan = interleave_plan(w, active_cpu_level());
+  if (plan.empty() || !file.set_tensors_writable(true)) return;
   std::set<const std::byte*> done;  // a tensor bound to two views is rewritten once
   // The file's own anonymous copy, writable until the end of this function.
   auto pack = [&](const WeightView& v) {
     if (done.insert(v.data).second)
       interleave::pack_in_place(v.type, v.n_in, v.n_out, const_cast<std::byte*>(v.data));
   };
-  for (WeightView* v : views) {
+  for (WeightView* v : plan.views) {
     pack(*v);
     v->interleaved16 = true;
   }
   // Each expert's rows (a fused gate/up tensor's two views: each its half).
-  for (ExpertsView* e : experts) {
+  for (ExpertsView* e : plan.experts) {
     for (std::int32_t i = 0; i < e->n_expert; ++i) pack(e->expert(i));
     e->w.interleaved16 = true;
   }
-  if (tied && w.output.interleaved16) w.token_embd.interleaved16 = true;
+  if (w.output.data == w.token_embd.data && w.output.interleaved16)
+    w.token_embd.interleaved16 = true;
   file.set_tensors_writable(false);
 }
 
@@ -135,6 +145,30 @@ ModelWeights bind_weights(const GgufFile& file, const ModelSpec& s) {
   if (s.tied_output) w.output = w.token_embd;
   interleave_matrices(file, w);
   return w;
+}
+
+bool batch_invariant(const GgufFile& file, const ModelSpec& s, CpuLevel level, bool in_memory) {
+  ModelWeights w;
+  const TensorTable table = model_table(s, w);
+  apply_table(file, table, w, true);
+  if (s.tied_output) w.output = w.token_embd;
+  if (in_memory) {
+    const InterleavePlan plan = interleave_plan(w, level);
+    for (WeightView* v : plan.views) v->interleaved16 = true;
+    for (ExpertsView* e : plan.experts) e->w.interleaved16 = true;
+  }
+  // Every matrix the forward pass multiplies by; the embeddings are only looked up.
+  std::vector<const WeightView*> products;
+  for (const TensorRow& row : table.rows()) {
+    if (row.matrix && row.matrix != &w.token_embd && row.matrix != &w.ple_token_embd)
+      products.push_back(row.matrix);
+    for (const auto& [v, rows] : row.parts) products.push_back(v);
+    for (const auto& [e, rows] : row.expert_parts) products.push_back(&e->w);
+  }
+  if (s.tied_output) products.push_back(&w.output);
+  return std::ranges::all_of(products, [&](const WeightView* v) {
+    return v->data == nullptr || batch_invariant(*v, level);
+  });
 }
 
 }  // namespace seam

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "compute/cpu_level.h"
 #include "format/gguf.h"
 #include "model/hparams.h"
 #include "model/weights.h"
@@ -18,5 +19,11 @@ ModelSpec admit_model(const GgufFile& file);
 
 // Binds every tensor of an admitted model; 1-D tensors are copied to f32.
 ModelWeights bind_weights(const GgufFile& file, const ModelSpec& spec);
+
+// Whether every matrix product of the model, its weights laid out as
+// bind_weights would at `level` (interleaved only where the file is read into
+// memory), gives a token's row the same bits whatever shares its call
+// (compute/matmul.h batch_invariant). Reads no matrix.
+bool batch_invariant(const GgufFile& file, const ModelSpec& spec, CpuLevel level, bool in_memory);
 
 }  // namespace seam

@@ -4,6 +4,8 @@
 #include <map>
 #include <string>
 
+#include "compute/cpu_level.h"
+#include "core/mapped_file.h"
 #include "core/thread_pool.h"
 #include "format/hf_model.h"
 #include "runtime/forward.h"
@@ -111,6 +113,21 @@ Admission admission_verdict(const GgufFile& file) {
 }
 
 Admission Model::admit(const std::string& path) { return admission_verdict(open_model_file(path)); }
+
+bool Model::batch_invariant(const std::string& path, const LoadOptions& opts, const char* level) {
+  const std::optional<CpuLevel> at = parse_cpu_level(level ? level : "");
+  if (!at) {
+    throw Error(Errc::InvalidArgument, std::string("'") + (level ? level : "") +
+                                           "' is not a CPU level; use scalar, avx2, avx512 or amx");
+  }
+  const GgufFile file = open_model_file(path);
+  const ModelSpec spec = admit_model(file);
+  // Model::load reads the file into memory (and so may interleave it) unless
+  // mapping was asked for or it does not fit.
+  std::size_t bytes = 0;
+  for (const GgufTensor& t : file.tensors()) bytes += t.nbytes;
+  return seam::batch_invariant(file, spec, *at, !opts.mmap && fits_in_memory(bytes));
+}
 
 const ModelInfo& Model::info() const { return impl_->info; }
 
