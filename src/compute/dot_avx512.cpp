@@ -863,8 +863,30 @@ void transpose16(__m512 x[16]) {
 std::size_t float_act_bytes(std::int64_t n) { return round64(static_cast<std::size_t>(n) * 4); }
 std::size_t float_panel_bytes(std::int64_t n) { return static_cast<std::size_t>(n) * 4 * kRows; }
 
+// Panels and prepared activations hold element k at chain_pos(k): below n32 =
+// n - n % 32 chain-major (float_tile's chain pairs j and j + 16, j < 16, each
+// pair's elements in turn: j, j + 16, j + 32, j + 48, ...), so that each of
+// float_tile's passes reads its panel lines and activations in sequence; the
+// tail past n32 where it is.
+inline std::int64_t chain_pos(std::int64_t k, std::int64_t n32) {
+  if (k >= n32) return k;
+  return (k % 16) * (n32 / 16) + k / 16;
+}
+
 void float_prepare(std::int64_t n, const void* act, void* dst) {
-  std::memcpy(dst, act, static_cast<std::size_t>(n) * 4);
+  const auto* a = static_cast<const float*>(act);
+  auto* d = static_cast<float*>(dst);
+  const std::int64_t n32 = n - n % 32, len = n32 / 16;
+  // Eight 32-element blocks m at a time are 16 vectors (halves h of each);
+  // transposed, vector j is pair j's chain_pos 2 m + h for the eight: one store.
+  std::int64_t m = 0;
+  for (; m + 8 <= n32 / 32; m += 8) {
+    __m512 x[16];
+    for (int v = 0; v < 16; ++v) x[v] = _mm512_loadu_ps(a + 32 * m + 16 * v);
+    transpose16(x);
+    for (int j = 0; j < 16; ++j) _mm512_storeu_ps(d + j * len + 2 * m, x[j]);
+  }
+  for (std::int64_t k = 32 * m; k < n; ++k) d[chain_pos(k, n32)] = a[k];
 }
 
 static_assert(kRows == 16, "float_pack transposes 16 x 16 blocks");
@@ -875,35 +897,64 @@ void float_pack(std::int64_t n, const void* w, std::size_t row_stride, int n_row
   auto* p = static_cast<float*>(panel);
   const void* rows[kRows];
   for (int r = 0; r < n_rows; ++r) rows[r] = static_cast<const std::byte*>(w) + r * row_stride;
+  const std::int64_t n32 = n - n % 32;
   std::int64_t k = 0;
   for (; k + 16 <= n; k += 16) {  // 16 x 16 blocks through registers
     __m512 x[16];
     for (int r = 0; r < kRows; ++r)
       x[r] = r < n_rows ? C::sixteen(rows[r], k) : _mm512_setzero_ps();
     transpose16(x);
-    for (int j = 0; j < 16; ++j) _mm512_storeu_ps(p + (k + j) * kRows, x[j]);
+    for (int j = 0; j < 16; ++j) _mm512_storeu_ps(p + chain_pos(k + j, n32) * kRows, x[j]);
   }
-  for (; k < n; ++k) {
+  for (; k < n; ++k) {  // past n32: in place
     for (int r = 0; r < n_rows; ++r) p[k * kRows + r] = C::one(rows[r], k);
     for (int r = n_rows; r < kRows; ++r) p[k * kRows + r] = 0.0f;
   }
 }
 
+// Each (row, token) in the row kernel's order (dot_rows_avx512.cpp
+// float_block), so that a token's row is the same bits decoded alone or in a
+// prefill batch (docs/server.md, "Batch invariance"): chain j < 32 adds the
+// elements k = j (mod 32) below n32 = n - n % 32 in turn, then chain j < 16
+// the tail's elements n32 + j and n32 + 16 + j; s_j = c_j + c_{j+16}; the 16
+// s_j meet in _mm512_reduce_add_ps's tree (halves, quarters, then pairs). Here
+// the 16 panel rows are the lanes, so chains j and j + 16 of NT tokens run side
+// by side through their panel lines and activations (chain_pos: in sequence),
+// and the tree is vector adds.
 template <int NT>
 void float_tile(std::int64_t n, const float* p, const std::byte* act, std::size_t as, int n_rows,
                 float* out, std::size_t ldy) {
   const float* a[NT];
-  __m512 acc[NT];
-  for (int t = 0; t < NT; ++t) {
-    a[t] = reinterpret_cast<const float*>(act + t * as);
-    acc[t] = _mm512_setzero_ps();
-  }
-  for (std::int64_t k = 0; k < n; ++k) {
-    const __m512 wv = _mm512_loadu_ps(p + k * kRows);
-    for (int t = 0; t < NT; ++t) acc[t] = _mm512_fmadd_ps(wv, _mm512_set1_ps(a[t][k]), acc[t]);
+  for (int t = 0; t < NT; ++t) a[t] = reinterpret_cast<const float*>(act + t * as);
+  const std::int64_t n32 = n - n % 32;
+  __m512 s[16][NT];
+  for (int j = 0; j < 16; ++j) {
+    __m512 lo[NT], hi[NT];
+    for (int t = 0; t < NT; ++t) lo[t] = hi[t] = _mm512_setzero_ps();
+    // Elements j + 32 m and j + 16 + 32 m at chain_pos i and i + 1.
+    for (std::int64_t i = j * (n32 / 16); i < (j + 1) * (n32 / 16); i += 2) {
+      const __m512 w0 = _mm512_loadu_ps(p + i * kRows), w1 = _mm512_loadu_ps(p + (i + 1) * kRows);
+      for (int t = 0; t < NT; ++t) {
+        lo[t] = _mm512_fmadd_ps(w0, _mm512_set1_ps(a[t][i]), lo[t]);
+        hi[t] = _mm512_fmadd_ps(w1, _mm512_set1_ps(a[t][i + 1]), hi[t]);
+      }
+    }
+    // The row kernel's masked tail adds 0 * 0 in the lanes past n: a chain
+    // from +0 is never -0, so skipping those changes no bit.
+    for (std::int64_t k = n32 + j; k < n; k += 16) {
+      const __m512 w0 = _mm512_loadu_ps(p + k * kRows);
+      for (int t = 0; t < NT; ++t) lo[t] = _mm512_fmadd_ps(w0, _mm512_set1_ps(a[t][k]), lo[t]);
+    }
+    for (int t = 0; t < NT; ++t) s[j][t] = _mm512_add_ps(lo[t], hi[t]);
   }
   const __mmask16 mask = static_cast<__mmask16>((1u << n_rows) - 1);
-  for (int t = 0; t < NT; ++t) _mm512_mask_storeu_ps(out + t * ldy, mask, acc[t]);
+  for (int t = 0; t < NT; ++t) {
+    __m512 h[8];
+    for (int i = 0; i < 8; ++i) h[i] = _mm512_add_ps(s[i][t], s[i + 8][t]);
+    for (int i = 0; i < 4; ++i) h[i] = _mm512_add_ps(h[i], h[i + 4]);
+    const __m512 r = _mm512_add_ps(_mm512_add_ps(h[0], h[2]), _mm512_add_ps(h[1], h[3]));
+    _mm512_mask_storeu_ps(out + t * ldy, mask, r);
+  }
 }
 
 void float_run(std::int64_t n, const void* panel, const void* act, std::int64_t n_tok, int n_rows,

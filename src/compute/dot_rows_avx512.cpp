@@ -753,6 +753,18 @@ struct LoadBF16 {
 // prefetchers, and on Zen 4 the prefetches cost more than they brought (1B F16
 // tg32, 1 thread, alternating: 8.28 / 7.13 tok/s with, 9.04 / 8.99 without;
 // 2 threads and the 135M file equal within the noise).
+// The 16 lanes' sum by a tree fixed here (the one GCC's _mm512_reduce_add_ps
+// uses: halves, quarters, then pairs), not left to the compiler: the float
+// GEMM (dot_avx512.cpp float_tile) adds its lanes' partial sums in the same
+// tree, so a token's row is the same bits in either.
+inline float add_lanes(__m512 v) {
+  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v),
+                                 _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+  const __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  const __m128 p = _mm_add_ps(q, _mm_movehl_ps(q, q));
+  return _mm_cvtss_f32(_mm_add_ss(p, _mm_movehdup_ps(p)));
+}
+
 template <class L, int R, int NT>
 void float_block(std::int64_t n, const void* w, std::size_t row_stride, const void* act,
                  std::size_t as, float* out, std::size_t os) {
@@ -788,8 +800,7 @@ void float_block(std::int64_t n, const void* w, std::size_t row_stride, const vo
     }
   }
   for (int r = 0; r < R; ++r)
-    for (int t = 0; t < NT; ++t)
-      out[t * os + r] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[r][t], acc1[r][t]));
+    for (int t = 0; t < NT; ++t) out[t * os + r] = add_lanes(_mm512_add_ps(acc0[r][t], acc1[r][t]));
 }
 
 template <class L, int NT>

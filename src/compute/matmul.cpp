@@ -446,7 +446,7 @@ bool batch_invariant(const WeightView& w, CpuLevel level) {
       return tr->block_size == 1 || tr->dot_type == TensorType::Q8_0 ||
              tr->dot_type == TensorType::Q8_1;
     case CpuLevel::Avx512:
-      return w.interleaved16 && tr->dot.rows16_at(level) != nullptr;
+      return tr->block_size == 1 || (w.interleaved16 && tr->dot.rows16_at(level) != nullptr);
     default:
       return false;
   }

@@ -180,7 +180,9 @@ TEST(Matmul, BatchInvariantClaimsTheKernelsThatAddInOneOrder) {
     EXPECT_FALSE(claims(t, CpuLevel::Avx512, false)) << quant::type_name(t);
     EXPECT_TRUE(claims(t, CpuLevel::Avx512, true)) << quant::type_name(t);
   }
-  for (TensorType t : {TensorType::F16, TensorType::Q5_0, TensorType::Q5_K, TensorType::IQ4_XS})
+  for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::BF16})
+    EXPECT_TRUE(claims(t, CpuLevel::Avx512, false)) << quant::type_name(t);
+  for (TensorType t : {TensorType::Q5_0, TensorType::Q5_K, TensorType::IQ4_XS, TensorType::MXFP4})
     EXPECT_FALSE(claims(t, CpuLevel::Avx512, false)) << quant::type_name(t);
 }
 

@@ -75,12 +75,11 @@ TEST(DefaultModel, GreedyOutputIsTheReferences) {
 }
 
 // seam serve's promise (test_model.h): on the bundled F16 model, wherever
-// Model::batch_invariant claims it (the AVX-512 float kernels do not keep it:
-// there this runs only at SEAM_CPU=avx2 or below).
+// Model::batch_invariant claims it (every level but amx).
 TEST(DefaultModel, ASequenceGetsTheSameLogitsAloneAndBesideFifteenOthers) {
   if (!Model::batch_invariant(kPath, LoadOptions{}, cpu_level()))
     GTEST_SKIP() << "the " << cpu_level()
-                 << " matmul kernels are not batch-invariant for F16 yet; run with SEAM_CPU=avx2";
+                 << " matmul kernels are not batch-invariant for F16; run with SEAM_CPU=avx512";
   expect_alone_equals_beside_others(*kjv(), 10);
 }
 
