@@ -794,7 +794,8 @@ void run(std::int64_t n, const void* panel, const void* act, std::int64_t n_tok,
 // ---------------------------------------------------------------- float weights
 
 // F32 / F16 / BF16 weights: the panel is the 16 rows converted to f32 and
-// transposed, f32 p[n][16]; activations stay f32. One FMA per element and
+// transposed, f32 p[n][16] with the elements in chain_pos order (as the
+// activations, prepared as f32 in that order). One FMA per element and
 // token covers 16 rows, with the token's value broadcast from memory, so a
 // panel in L2 meets every token without re-reading activation vectors per row.
 // one(): element k of a row; sixteen(): elements [k, k + 16) as f32.
@@ -917,7 +918,7 @@ void float_pack(std::int64_t n, const void* w, std::size_t row_stride, int n_row
 // prefill batch (docs/server.md, "Batch invariance"): chain j < 32 adds the
 // elements k = j (mod 32) below n32 = n - n % 32 in turn, then chain j < 16
 // the tail's elements n32 + j and n32 + 16 + j; s_j = c_j + c_{j+16}; the 16
-// s_j meet in _mm512_reduce_add_ps's tree (halves, quarters, then pairs). Here
+// s_j meet in add_lanes' tree (halves, quarters, then pairs). Here
 // the 16 panel rows are the lanes, so chains j and j + 16 of NT tokens run side
 // by side through their panel lines and activations (chain_pos: in sequence),
 // and the tree is vector adds.

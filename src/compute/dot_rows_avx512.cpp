@@ -742,17 +742,6 @@ struct LoadBF16 {
   }
 };
 
-// R weight rows (row_stride bytes apart) against NT tokens: each row-token
-// pair has two independent accumulators, which hide the FMA latency, and the
-// same order of sums whatever R and NT (so a row is the same bits in any tile);
-// the tail is masked. Tokens share each weight load (decode of several rows
-// of one token: float_dot), rows share each activation load (long_rows_*,
-// short_rows_*).
-// No software prefetch (prefetch.h), unlike the quantized kernels: these
-// stream 64 weight bytes per two instructions, fast enough for the hardware
-// prefetchers, and on Zen 4 the prefetches cost more than they brought (1B F16
-// tg32, 1 thread, alternating: 8.28 / 7.13 tok/s with, 9.04 / 8.99 without;
-// 2 threads and the 135M file equal within the noise).
 // The 16 lanes' sum by a tree fixed here (the one GCC's _mm512_reduce_add_ps
 // uses: halves, quarters, then pairs), not left to the compiler: the float
 // GEMM (dot_avx512.cpp float_tile) adds its lanes' partial sums in the same
@@ -765,6 +754,17 @@ inline float add_lanes(__m512 v) {
   return _mm_cvtss_f32(_mm_add_ss(p, _mm_movehdup_ps(p)));
 }
 
+// R weight rows (row_stride bytes apart) against NT tokens: each row-token
+// pair has two independent accumulators, which hide the FMA latency, and the
+// same order of sums whatever R and NT (so a row is the same bits in any tile);
+// the tail is masked. Tokens share each weight load (decode of several rows
+// of one token: float_dot), rows share each activation load (long_rows_*,
+// short_rows_*).
+// No software prefetch (prefetch.h), unlike the quantized kernels: these
+// stream 64 weight bytes per two instructions, fast enough for the hardware
+// prefetchers, and on Zen 4 the prefetches cost more than they brought (1B F16
+// tg32, 1 thread, alternating: 8.28 / 7.13 tok/s with, 9.04 / 8.99 without;
+// 2 threads and the 135M file equal within the noise).
 template <class L, int R, int NT>
 void float_block(std::int64_t n, const void* w, std::size_t row_stride, const void* act,
                  std::size_t as, float* out, std::size_t os) {

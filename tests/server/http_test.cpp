@@ -693,7 +693,7 @@ TEST(ServeHttp, SixteenConcurrentStreamsGetTheSameLogprobsAsAlone) {
 // Q4_K_M file's interleaved Q4_K and Q6_K, not the Q2_K file's);
 // --no-batch-invariant keeps the fastest level. The level is on the "serving"
 // line of stderr.
-TEST(ServeHttp, ServesAtTheAvx2LevelUnlessToldNotToBeBatchInvariant) {
+TEST(ServeHttp, ServesAtTheFastestBatchInvariantLevelUnlessToldOtherwise) {
   if (std::getenv("SEAM_CPU")) GTEST_SKIP() << "SEAM_CPU is set: it decides the level";
   const CpuLevel fastest = std::min(detected_cpu_level(), CpuLevel::Avx512);
   for (const std::string& model : {kStories, kQ4KM, kQ2K}) {
