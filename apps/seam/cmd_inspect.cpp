@@ -7,6 +7,7 @@
 #include "seam/cpu.h"
 #include "seam/error.h"
 #include "seam/inspect.h"
+#include "seam/model.h"
 
 namespace seam::cli {
 
@@ -53,6 +54,12 @@ void add_inspect_command(CLI::App& app, CommandList& list) {
     std::printf("\ncpu kernels: %s (SEAM_CPU=scalar|avx2|avx512 picks a lower level)\n",
                 cpu_level());
     if (r.admission.ok) {
+      // The header alone says it for every level, whatever this CPU runs.
+      std::string levels;
+      for (const char* level : {"scalar", "avx2", "avx512"})
+        if (Model::batch_invariant(o->file, LoadOptions{}, level))
+          levels += std::string(levels.empty() ? "" : ", ") + level;
+      std::printf("batch-invariant logits at: %s (seam serve; docs/server.md)\n", levels.c_str());
       std::printf("verdict: this build can run this model\n");
     } else {
       std::printf("verdict: this build cannot run this model: %s\n", r.admission.reason.c_str());
