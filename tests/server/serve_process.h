@@ -98,8 +98,11 @@ class ServeProcess {
       ADD_FAILURE() << "seam serve printed no port: " << slurp(err_path_);
       return;
     }
+    // Each probe waits 5 s at most: twice in this project's full suite on a
+    // loaded 2-core machine one connection went unanswered and, with the
+    // client's 60 s read timeout, used up the whole wait (stop 35's note).
     while (std::chrono::steady_clock::now() < deadline) {
-      auto r = client().Get("/health");
+      auto r = client(5).Get("/health");
       if (r && r->status == 200) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
