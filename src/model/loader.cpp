@@ -33,6 +33,15 @@ TensorTable model_table(const ModelSpec& s, ModelWeights& w) {
   return table;
 }
 
+// Binds every tensor into `w` in the file's layout (a tied output is the
+// embedding) and returns the table, whose destinations point into `w`.
+TensorTable bind_views(const GgufFile& file, const ModelSpec& s, ModelWeights& w) {
+  TensorTable table = model_table(s, w);
+  apply_table(file, table, w, true);
+  if (s.tied_output) w.output = w.token_embd;
+  return table;
+}
+
 }  // namespace
 
 ModelSpec admit_model(const GgufFile& file) {
@@ -141,17 +150,14 @@ void interleave_matrices(const GgufFile& file, ModelWeights& w) {
 
 ModelWeights bind_weights(const GgufFile& file, const ModelSpec& s) {
   ModelWeights w;
-  apply_table(file, model_table(s, w), w, true);
-  if (s.tied_output) w.output = w.token_embd;
+  bind_views(file, s, w);
   interleave_matrices(file, w);
   return w;
 }
 
 bool batch_invariant(const GgufFile& file, const ModelSpec& s, CpuLevel level, bool in_memory) {
   ModelWeights w;
-  const TensorTable table = model_table(s, w);
-  apply_table(file, table, w, true);
-  if (s.tied_output) w.output = w.token_embd;
+  const TensorTable table = bind_views(file, s, w);
   if (in_memory) {
     const InterleavePlan plan = interleave_plan(w, level);
     for (WeightView* v : plan.views) v->interleaved16 = true;

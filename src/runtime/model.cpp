@@ -123,10 +123,16 @@ bool Model::batch_invariant(const std::string& path, const LoadOptions& opts, co
   const GgufFile file = open_model_file(path);
   const ModelSpec spec = admit_model(file);
   // Model::load reads the file into memory (and so may interleave it) unless
-  // mapping was asked for or it does not fit.
-  std::size_t bytes = 0;
-  for (const GgufTensor& t : file.tensors()) bytes += t.nbytes;
-  return seam::batch_invariant(file, spec, *at, !opts.mmap && fits_in_memory(bytes));
+  // mapping was asked for or the file does not fit (MappedFile's test; a
+  // Hugging Face directory by its tensors' bytes).
+  std::error_code ec;
+  std::uintmax_t bytes = std::filesystem::file_size(path, ec);
+  if (ec) {
+    bytes = 0;
+    for (const GgufTensor& t : file.tensors()) bytes += t.nbytes;
+  }
+  return seam::batch_invariant(file, spec, *at,
+                               !opts.mmap && fits_in_memory(static_cast<std::size_t>(bytes)));
 }
 
 const ModelInfo& Model::info() const { return impl_->info; }
