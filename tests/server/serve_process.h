@@ -61,10 +61,19 @@ class ServeProcess {
     err_path_ = dir / ("serve-" + std::to_string(n++) + ".stderr");
     std::vector<std::string> argv_s = {SEAM_BINARY, "serve", "--port", "0"};
     argv_s.insert(argv_s.end(), args.begin(), args.end());
+    // Emptied here, before the fork: the directory is named by this process's
+    // id, which the system hands out again (pid_max 32768), so a file left by
+    // an earlier run can be there; truncated by the child instead, it was read
+    // first on a loaded machine, and the test waited a minute on that run's
+    // long-gone port.
+    const int err_fd = ::open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (err_fd < 0) {
+      ADD_FAILURE() << "cannot create " << err_path_;
+      return;
+    }
     pid_ = ::fork();
     if (pid_ == 0) {
-      const int fd = ::open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      ::dup2(fd, 2);
+      ::dup2(err_fd, 2);
       const int null = ::open("/dev/null", O_RDWR);
       ::dup2(null, 0);
       ::dup2(null, 1);
@@ -74,6 +83,7 @@ class ServeProcess {
       ::execv(argv[0], argv.data());
       ::_exit(127);
     }
+    ::close(err_fd);
     const std::regex re("listening on http://127\\.0\\.0\\.1:([0-9]+)");
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (std::chrono::steady_clock::now() < deadline) {
@@ -98,12 +108,15 @@ class ServeProcess {
     // Each probe waits 5 s at most: twice in this project's full suite on a
     // loaded 2-core machine one connection went unanswered and, with the
     // client's 60 s read timeout, used up the whole wait (stop 35's note).
+    std::string last = "no answer";
     while (std::chrono::steady_clock::now() < deadline) {
       auto r = client(5).Get("/health");
       if (r && r->status == 200) return;
+      last = r ? "status " + std::to_string(r->status) : httplib::to_string(r.error());
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    ADD_FAILURE() << "/health never turned 200: " << stderr_text();
+    ADD_FAILURE() << "/health on port " << port_ << " never turned 200 (last: " << last
+                  << "): " << stderr_text();
   }
 
   ~ServeProcess() {
