@@ -14,10 +14,27 @@
 #include "generate_options.h"
 #include "seam/cpu.h"
 #include "seam/error.h"
+#include "seam/model.h"
 #include "seam/server.h"
 #include "template_choice.h"
 
 namespace seam::cli {
+namespace {
+
+// Whether the model keeps a sequence's logits batch-invariant at the avx512
+// level (Model::batch_invariant); one that cannot be read says no here, and
+// its load reports why.
+bool batch_invariant_at_avx512(const ModelOptions& m) {
+  try {
+    LoadOptions lo;
+    lo.mmap = m.mmap;
+    return Model::batch_invariant(m.model.empty() ? default_model_path() : m.model, lo, "avx512");
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+}  // namespace
 
 void add_serve_command(CLI::App& app, CommandList& list) {
   struct Opts {
@@ -85,12 +102,12 @@ void add_serve_command(CLI::App& app, CommandList& list) {
   sub->add_flag("--no-batch-invariant", o->no_batch_invariant,
                 "Run the CPU's fastest kernels (AVX-512) even where their logits depend on what "
                 "else shares a decode call; by default a CPU above AVX2 runs the avx2 level, "
-                "whose kernels keep them batch-invariant (docs/server.md). SEAM_CPU, when set, "
-                "decides instead");
+                "whose kernels keep them batch-invariant, unless the AVX-512 kernels do so for "
+                "this model's weights (docs/server.md). SEAM_CPU, when set, decides instead");
   list.emplace_back(sub, [o] {
     // Before anything fixes the kernel level (the first model load does).
     if (!o->no_batch_invariant && std::getenv("SEAM_CPU") == nullptr &&
-        __builtin_cpu_supports("avx512f"))
+        __builtin_cpu_supports("avx512f") && !batch_invariant_at_avx512(o->model))
       ::setenv("SEAM_CPU", "avx2", 1);
     o->server.log_json = o->log_format == "json";
     o->model.ctx = o->server.n_ctx;

@@ -639,8 +639,8 @@ TEST(ServeHttp, SixteenConcurrentStreamsGetTheirTokensAlone) {
 // Beyond the tokens: the logits themselves are batch-invariant (attention.h,
 // matmul.cpp), so every streamed logprob alone and among 15 other streams is
 // the same float. On the bundled F16 model, whose 16-row decode steps take the
-// GEMM, and on llama.cpp's Q4_K_M file. On a CPU above AVX2 the server runs
-// the avx2 level by default (the next test).
+// GEMM, and on llama.cpp's Q4_K_M file, at the level the server picks for each
+// (Model::batch_invariant; the next test).
 void expect_sixteen_streams_get_the_logprobs_they_get_alone(const std::string& model) {
   SCOPED_TRACE(model);
   ServeProcess s({"-m", model, "--parallel", "16", "-c", "4096"});
@@ -688,21 +688,28 @@ TEST(ServeHttp, SixteenConcurrentStreamsGetTheSameLogprobsAsAlone) {
 }
 
 // By default a CPU above AVX2 serves at the avx2 level (its kernels are the
-// batch-invariant ones, above); --no-batch-invariant keeps the fastest level.
-// The level is on the "serving" line of stderr.
-TEST(ServeHttp, ServesAtTheAvx2LevelUnlessToldNotToBeBatchInvariant) {
+// batch-invariant ones, above) unless the AVX-512 kernels are invariant for
+// the model's weights (Model::batch_invariant: the stories model's F32 and the
+// Q4_K_M file's interleaved Q4_K and Q6_K, not the Q2_K file's);
+// --no-batch-invariant keeps the fastest level. The level is on the "serving"
+// line of stderr.
+TEST(ServeHttp, ServesAtTheFastestBatchInvariantLevelUnlessToldOtherwise) {
   if (std::getenv("SEAM_CPU")) GTEST_SKIP() << "SEAM_CPU is set: it decides the level";
   const CpuLevel fastest = std::min(detected_cpu_level(), CpuLevel::Avx512);
-  for (const bool opt_out : {false, true}) {
-    std::vector<std::string> args = {"-m", kStories};
-    if (opt_out) args.push_back("--no-batch-invariant");
-    ServeProcess s(args);
-    ASSERT_TRUE(s.ok());
-    const CpuLevel want = opt_out ? fastest : std::min(fastest, CpuLevel::Avx2);
-    const std::string line = std::string(cpu_level_name(want)) + " kernels)";
-    for (int i = 0; i < 250 && s.stderr_text().find("seam: serving") == std::string::npos; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // it follows /health's 200
-    EXPECT_NE(s.stderr_text().find(line), std::string::npos) << s.stderr_text();
+  for (const std::string& model : {kStories, kQ4KM, kQ2K}) {
+    for (const bool opt_out : {false, true}) {
+      std::vector<std::string> args = {"-m", model};
+      if (opt_out) args.push_back("--no-batch-invariant");
+      ServeProcess s(args);
+      ASSERT_TRUE(s.ok());
+      const bool invariant_fastest = model != kQ2K;
+      const CpuLevel want =
+          opt_out || invariant_fastest ? fastest : std::min(fastest, CpuLevel::Avx2);
+      const std::string line = std::string(cpu_level_name(want)) + " kernels)";
+      for (int i = 0; i < 250 && s.stderr_text().find("seam: serving") == std::string::npos; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));  // it follows /health's 200
+      EXPECT_NE(s.stderr_text().find(line), std::string::npos) << model << "\n" << s.stderr_text();
+    }
   }
 }
 
