@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "compute/dot.h"
+#include "compute/interleave.h"
 #include "compute/matmul.h"
 #include "compute/quant.h"
 #include "compute/quant_blocks.h"
@@ -86,10 +87,14 @@ int bench_threads() {
   return s ? std::atoi(s) : 0;
 }
 
+// range(2) = 1: the weights interleaved 16 rows at a time, as the loader lays
+// them out for the types the level has group kernels for.
 void BM_Matmul(benchmark::State& state) {
   const auto type = static_cast<TensorType>(state.range(0));
   const std::int64_t n_tok = state.range(1);
-  const std::vector<std::byte> one = make_weights(type, kN, kN);
+  const bool interleaved = state.range(2) == 1;
+  std::vector<std::byte> one = make_weights(type, kN, kN);
+  if (interleaved) interleave::pack_in_place(type, kN, kN, one.data());
   const std::size_t copies = std::max<std::size_t>(1, kMinWorkingSet / one.size());
   std::vector<std::vector<std::byte>> w(copies, one);
   std::vector<float> x(n_tok * kN), y(n_tok * kN);
@@ -101,7 +106,8 @@ void BM_Matmul(benchmark::State& state) {
   const std::size_t row = quant::row_size(type, kN);
   std::size_t i = 0;
   for (auto _ : state) {
-    const WeightView wv{type, kN, kN, w[i].data(), row};
+    WeightView wv{type, kN, kN, w[i].data(), row};
+    wv.interleaved16 = interleaved;
     matmul(wv, x.data(), n_tok, y.data(), kN, pool, scratch);
     benchmark::DoNotOptimize(y.data());
     i = (i + 1) % copies;
@@ -110,15 +116,18 @@ void BM_Matmul(benchmark::State& state) {
                           static_cast<std::int64_t>(one.size()));
   state.counters["tok/s"] =
       benchmark::Counter(static_cast<double>(n_tok), benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(quant::type_name(type) + " " + cpu_level() + " threads " +
-                 std::to_string(pool.size()));
+  state.SetLabel(quant::type_name(type) + (interleaved ? " interleaved " : " ") + cpu_level() +
+                 " threads " + std::to_string(pool.size()));
 }
 
 void Shapes(benchmark::internal::Benchmark* b) {
   for (TensorType t : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0, TensorType::Q4_0,
                        TensorType::MXFP4, TensorType::F16, TensorType::F32}) {
-    for (int n_tok : {1, 4, 8, 12, 16, 64}) b->Args({static_cast<std::int64_t>(t), n_tok});
+    for (int n_tok : {1, 4, 8, 12, 16, 64}) b->Args({static_cast<std::int64_t>(t), n_tok, 0});
   }
+  // The K-quants of the Q4_K_M and Q5_K_M mixes as the loader lays them out.
+  for (TensorType t : {TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K})
+    for (int n_tok : {1, 16, 64}) b->Args({static_cast<std::int64_t>(t), n_tok, 1});
 }
 BENCHMARK(BM_Matmul)->Apply(Shapes)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -486,7 +486,8 @@ void pack16(std::int64_t n, const void* group, void* panel) {
 // One Q4_K super-block of a panel's 16 rows -> its 8 units: the nibbles of
 // sub-blocks 2p (low) and 2p + 1 (high) from step m of Src, and the f32
 // products d * sc and -dmin * mn. Src reads the rows in the file's layout
-// (Q4KGathered) or a group of interleaved rows (Q4KGroup), row r in lane r.
+// (Q4KGathered) or a group of interleaved rows (Q4KGroup), row r in lane r;
+// Q5KGroup adds each value's fifth bit (Q5_K's panel is Q4_K's with 5-bit values).
 template <class Src>
 void pack_q4_k_block(const Src& src, std::byte* u0) {
   constexpr std::size_t ub = unit_bytes<DecQ4_K>();
@@ -505,8 +506,10 @@ void pack_q4_k_block(const Src& src, std::byte* u0) {
     __m512i lo_sum = _mm512_setzero_si512(), hi_sum = _mm512_setzero_si512();
     for (int m = 0; m < 8; ++m) {
       const __m512i v = src.step(p, m);
-      PanelGather::put(lo_u, m, _mm512_and_si512(v, m4), lo_sum);
-      PanelGather::put(hi_u, m, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4), hi_sum);
+      __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+      if constexpr (Src::kFifth) src.add_fifth(p, m, lo, hi);
+      PanelGather::put(lo_u, m, lo, lo_sum);
+      PanelGather::put(hi_u, m, hi, hi_sum);
     }
     PanelGather::put_correction(lo_u, 32, lo_sum);
     PanelGather::put_correction(hi_u, 32, hi_sum);
@@ -517,6 +520,7 @@ void pack_q4_k_block(const Src& src, std::byte* u0) {
 // halves of its four sub-block pairs; the 12 scale bytes come in three more
 // and are unpacked as scale_min_k4 does, every row in its lane.
 struct Q4KGathered {
+  static constexpr bool kFifth = false;
   const PanelGather& g;
   const std::byte* blk;
   __m512i sc3[3];
@@ -545,12 +549,21 @@ struct Q4KGathered {
 
 // A Q4_K group block (interleave.h): the same values by loads.
 struct Q4KGroup {
+  static constexpr bool kFifth = false;
   const std::byte* blk;
   __m512 d() const { return group_k::half16(blk); }
   __m512 dmin() const { return group_k::half16(blk + interleave::kQ4KDmin); }
   void scale_min(int j, __m512i& sc, __m512i& mn) const { group_k::q4_k_scale_min(blk, j, sc, mn); }
   __m512i step(int p, int m) const {
     return _mm512_loadu_si512(blk + interleave::kQ4KValues + 64 * (8 * p + m));
+  }
+};
+
+// A Q5_K group block: Q4_K's, then the fifth bits.
+struct Q5KGroup : Q4KGroup {
+  static constexpr bool kFifth = true;
+  void add_fifth(int p, int m, __m512i& lo, __m512i& hi) const {
+    group_k::q5_k_add_fifth(blk, p, m, lo, hi);
   }
 };
 
@@ -569,6 +582,17 @@ void pack16_q4_k(std::int64_t n, const void* group, void* panel) {
     const std::byte* blk =
         static_cast<const std::byte*>(group) + sb * interleave::block_bytes(TensorType::Q4_K);
     pack_q4_k_block(Q4KGroup{blk}, static_cast<std::byte*>(panel) + sb * 8 * unit_bytes<DecQ4_K>());
+  }
+}
+
+// pack<DecQ5_K>'s panel from a Q5_K group.
+void pack16_q5_k(std::int64_t n, const void* group, void* panel) {
+  static_assert(unit_bytes<DecQ5_K>() == unit_bytes<DecQ4_K>());
+  for (std::int64_t sb = 0; sb < n / kQK_K; ++sb) {
+    const std::byte* blk =
+        static_cast<const std::byte*>(group) + sb * interleave::block_bytes(TensorType::Q5_K);
+    pack_q4_k_block(Q5KGroup{{blk}},
+                    static_cast<std::byte*>(panel) + sb * 8 * unit_bytes<DecQ5_K>());
   }
 }
 
@@ -1050,8 +1074,14 @@ constinit const GemmFns gemm_q4_k = {kKGatherMinTokens,
                                      run<DecQ4_K>,
                                      0,
                                      pack16_q4_k};
-constinit const GemmFns gemm_q5_k = {kIntMinTokens,    act_bytes<DecQ5_K>, panel_bytes<DecQ5_K>,
-                                     prepare<DecQ5_K>, pack<DecQ5_K>,      run<DecQ5_K>};
+constinit const GemmFns gemm_q5_k = {kIntMinTokens,
+                                     act_bytes<DecQ5_K>,
+                                     panel_bytes<DecQ5_K>,
+                                     prepare<DecQ5_K>,
+                                     pack<DecQ5_K>,
+                                     run<DecQ5_K>,
+                                     0,
+                                     pack16_q5_k};
 constinit const GemmFns gemm_iq4_xs = {kIntMinTokens,          act_bytes<DecIQ4_XS>,
                                        panel_bytes<DecIQ4_XS>, prepare<DecIQ4_XS>,
                                        pack<DecIQ4_XS>,        run<DecIQ4_XS>};

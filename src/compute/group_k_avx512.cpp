@@ -1,5 +1,6 @@
-// AVX-512 decode of Q4_K and Q6_K weights interleaved 16 rows at a time
-// (interleave.h): the K-quants of a Q4_K_M file, the most common download.
+// AVX-512 decode of Q4_K, Q5_K and Q6_K weights interleaved 16 rows at a time
+// (interleave.h): the K-quants of the Q4_K_M and Q5_K_M files, the most common
+// downloads.
 // In the file's layout each 144-byte Q4_K row block costs its own scale
 // unpacking, shuffles and a horizontal reduction (dot_rows_avx512.cpp's k4);
 // here each int32 lane of a 512-bit register is one of the 16 rows, so one
@@ -9,14 +10,14 @@
 // unit's code out of baseline callers.
 //
 // Arithmetic, per sub-block and token, in the AVX-512 GEMM's order
-// (dot_avx512.cpp tile on pack16_q4_k's / pack16_q6_k's panels), so that a
+// (dot_avx512.cpp tile on pack16_q4_k's / _q5_k's / _q6_k's panels), so that a
 // token's row is the same bits decoded here alone or in a prefill batch there
 // (docs/server.md, "Batch invariance"):
 //  - Q4_K: isum_j = sum q * a over sub-block j, exact (vpdpbusd: unsigned
 //    nibbles, signed activations; high nibbles in place, their sums a multiple
 //    of 16 shifted down exactly); per super-block, from 0: s += isum_j * (d *
 //    sc_j), then s += (-dmin * mn_j) * asum_j (asum_j: the token's sum over
-//    sub-block j); then acc += s * da.
+//    sub-block j); then acc += s * da. Q5_K: the same with 5-bit values.
 //  - Q6_K: isum_u = sum (q - 32) * a over 16-element unit u, exact (q unsigned
 //    0..63 into vpdpbusd, the accumulator starting at -32 * asum_u); s +=
 //    isum_u * (d * sc_u); then acc += s * da.
@@ -95,28 +96,45 @@ inline __m512i broadcast4(const void* p) {
   return _mm512_set1_epi32(v);
 }
 
-template <int NT>
+constexpr int kQ5Ahead = 2;
+
+// Q4_K, or Q5_K (kQ5: each nibble's fifth bit from the group's qh steps).
+template <int NT, bool kQ5>
 void q4_k_tile(std::int64_t n, const std::byte* group, const Token* tok, float* out,
                std::size_t os) {
-  constexpr std::size_t kBlock = interleave::block_bytes(TensorType::Q4_K);
+  constexpr std::size_t kBlock = interleave::block_bytes(kQ5 ? TensorType::Q5_K : TensorType::Q4_K);
   __m512 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   const __m512i low = _mm512_set1_epi8(0x0F), high = _mm512_set1_epi8(static_cast<char>(0xF0));
   for (std::int64_t i = 0; i < n / kQK_K; ++i) {
     const std::byte* blk = group + i * kBlock;
-    prefetch_ahead(blk, interleave::kQ4KValues);
+    // Q5_K's fifth bits, at the block's end, are read with its first values
+    // (the compiler keeps all 8 steps in registers): a fixed distance ahead
+    // would ask for them too late, so its prefetches run whole blocks ahead,
+    // a quarter of a block per pair.
+    const std::byte* ahead = blk + kQ5Ahead * kBlock;
+    if constexpr (!kQ5) prefetch_ahead(blk, interleave::kQ4KValues);
     const __m512 d = group_k::half16(blk);
     const __m512 neg_dmin =
         _mm512_sub_ps(_mm512_setzero_ps(), group_k::half16(blk + interleave::kQ4KDmin));
     __m512 s[NT];
     for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_ps();
     for (int p = 0; p < 4; ++p) {
-      prefetch_ahead(blk + interleave::kQ4KValues + 512 * p, 512);
+      if constexpr (kQ5)
+        prefetch_range(ahead + kBlock / 4 * p, kBlock / 4);
+      else
+        prefetch_ahead(blk + interleave::kQ4KValues + 512 * p, 512);
       __m512i lo[NT], hi[NT];
       for (int t = 0; t < NT; ++t) lo[t] = hi[t] = _mm512_setzero_si512();
       for (int m = 0; m < 8; ++m) {
         const __m512i v = _mm512_loadu_si512(blk + interleave::kQ4KValues + 64 * (8 * p + m));
-        const __m512i vl = _mm512_and_si512(v, low), vh = _mm512_and_si512(v, high);
+        __m512i vl = _mm512_and_si512(v, low), vh;
+        if constexpr (kQ5) {  // 5-bit values do not fit in place: the high ones shifted down
+          vh = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+          group_k::q5_k_add_fifth(blk, p, m, vl, vh);
+        } else {
+          vh = _mm512_and_si512(v, high);
+        }
         for (int t = 0; t < NT; ++t) {
           const std::int8_t* a = tok[t].q + kQK_K * i + 64 * p + 4 * m;
           lo[t] = _mm512_dpbusd_epi32(lo[t], vl, broadcast4(a));
@@ -131,7 +149,7 @@ void q4_k_tile(std::int64_t n, const std::byte* group, const Token* tok, float* 
         mn[h] = _mm512_mul_ps(neg_dmin, _mm512_cvtepi32_ps(imn));
       }
       for (int t = 0; t < NT; ++t) {
-        const __m512i isum[2] = {lo[t], _mm512_srai_epi32(hi[t], 4)};
+        const __m512i isum[2] = {lo[t], kQ5 ? hi[t] : _mm512_srai_epi32(hi[t], 4)};
         for (int h = 0; h < 2; ++h) {
           const float asum = static_cast<float>(tok[t].sum32(i, 2 * p + h));
           s[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[h]), sc[h], s[t]);
@@ -184,8 +202,8 @@ void group_dot(std::int64_t n, const void* group, const void* act, std::size_t a
     Token tok[decltype(nt)::value];
     for (int t = 0; t < nt; ++t) tok[t] = token_at(L, static_cast<const std::byte*>(a) + t * as);
     const auto* g = static_cast<const std::byte*>(group);
-    if constexpr (T == TensorType::Q4_K)
-      q4_k_tile<nt>(n, g, tok, o, os);
+    if constexpr (T == TensorType::Q4_K || T == TensorType::Q5_K)
+      q4_k_tile<nt, T == TensorType::Q5_K>(n, g, tok, o, os);
     else
       q6_k_tile<nt>(n, g, tok, o, os);
   });
@@ -195,6 +213,8 @@ void group_dot(std::int64_t n, const void* group, const void* act, std::size_t a
 
 constinit const RowFns rows_q4_k_16 = {act_bytes, prepare, nullptr, nullptr,
                                        group_dot<TensorType::Q4_K>};
+constinit const RowFns rows_q5_k_16 = {act_bytes, prepare, nullptr, nullptr,
+                                       group_dot<TensorType::Q5_K>};
 constinit const RowFns rows_q6_k_16 = {act_bytes, prepare, nullptr, nullptr,
                                        group_dot<TensorType::Q6_K>};
 

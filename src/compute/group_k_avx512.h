@@ -1,4 +1,4 @@
-// Reading Q4_K and Q6_K groups (interleave.h) with AVX-512, row r of the 16
+// Reading Q4_K, Q5_K and Q6_K groups (interleave.h) with AVX-512, row r of the 16
 // in 32-bit lane r (or in bytes 4r..4r+3): shared by the decode kernels
 // (group_k_avx512.cpp) and the GEMM's panels packed from groups
 // (dot_avx512.cpp). Included only by units compiled with the AVX-512 flags;
@@ -31,6 +31,21 @@ static inline void q4_k_scale_min(const std::byte* blk, int j, __m512i& sc, __m5
   const __m128i rows =
       _mm_unpacklo_epi64(_mm_and_si128(nib, low), _mm_and_si128(_mm_srli_epi16(nib, 4), low));
   mn = _mm512_or_si512(_mm512_cvtepu8_epi32(rows), _mm512_slli_epi32(_mm512_srli_epi32(s, 6), 4));
+}
+
+// Step m (elements 4m..4m+3) of Q5_K sub-block pair p in a group block, given
+// its nibbles lo (sub-block 2p) and hi (2p + 1) as bytes 0..15: adds 16 where
+// the fifth bit is set. Byte i of row r's dword in the step's qh bytes holds
+// bit j for sub-block j's element 4m + i.
+static inline void q5_k_add_fifth(const std::byte* blk, int p, int m, __m512i& lo, __m512i& hi) {
+  const __m512i h = _mm512_loadu_si512(blk + interleave::kQ5KHigh + 64 * m);
+  const __m512i sixteen = _mm512_set1_epi8(16);
+  const __mmask64 lo_bits =
+      _mm512_test_epi8_mask(h, _mm512_set1_epi8(static_cast<char>(1 << 2 * p)));
+  const __mmask64 hi_bits =
+      _mm512_test_epi8_mask(h, _mm512_set1_epi8(static_cast<char>(2 << 2 * p)));
+  lo = _mm512_mask_add_epi8(lo, lo_bits, lo, sixteen);
+  hi = _mm512_mask_add_epi8(hi, hi_bits, hi, sixteen);
 }
 
 // (c & a) | (~c & b) per bit: vpternlogd's table for "c ? a : b".

@@ -21,10 +21,15 @@ namespace seam::dot {
 
 inline constexpr std::size_t kPrefetchAhead = 2048;
 
+// Requests the cache lines of [p, p + bytes).
+static inline void prefetch_range(const void* p, std::size_t bytes) {
+  const char* q = static_cast<const char*>(p);
+  for (std::size_t l = 0; l < bytes; l += 64) __builtin_prefetch(q + l, 0, 3);
+}
+
 // Requests the cache lines of [p + kPrefetchAhead, p + kPrefetchAhead + bytes).
 static inline void prefetch_ahead(const void* p, std::size_t bytes) {
-  const char* q = static_cast<const char*>(p) + kPrefetchAhead;
-  for (std::size_t l = 0; l < bytes; l += 64) __builtin_prefetch(q + l, 0, 3);
+  prefetch_range(static_cast<const char*>(p) + kPrefetchAhead, bytes);
 }
 
 }  // namespace seam::dot
