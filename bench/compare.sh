@@ -3,8 +3,8 @@
 # after the other, and the ratio of their speeds (docs/performance.md).
 #
 # It makes the benchmark files once into a cache folder (random weights in real
-# shapes, by ../shared/tools/mkgguf.py; Q4_K_M by `seam quantize --mix q4_k_m`
-# from the F16 file; the per-layer shapes moe, moe-dense and hybrid in F32 by
+# shapes, by ../shared/tools/mkgguf.py; Q4_K_M, Q5_K_M and llama.cpp's other
+# mixes by `seam quantize --mix` from the F16 file; the per-layer shapes moe, moe-dense and hybrid in F32 by
 # tools/families.py or tools/reference.py, every other type by `seam quantize`
 # from that), then for every file, thread count and depth runs
 # `seam bench` and the peer's `llamacpp-cbench` with the same method
@@ -150,6 +150,9 @@ is_family() { case "$1" in moe | moe-dense | hybrid | hybrid-smoke) return 0 ;; 
 is_recurrent() { case "$1" in hybrid | hybrid-smoke) return 0 ;; *) return 1 ;; esac; }
 
 # Makes $cache/<shape>-<type>.gguf unless it is there; prints its path.
+# llama.cpp's mixes (Q4_K_M, Q5_K_M, ...): made by `seam quantize --mix`.
+is_mix() { [[ $1 == *_K_[MSL] ]]; }
+
 model_file() {
   local shape=$1 type=$2 out="$cache/$1-$2.gguf"
   if [ ! -f "$out" ]; then
@@ -159,15 +162,15 @@ model_file() {
     elif is_family "$shape"; then
       local src; src=$(model_file "$shape" F32)
       echo "compare.sh: quantizing $out" >&2
-      if [ "$type" = Q4_K_M ]; then
-        "$seam" quantize "$src" "$out.tmp" --mix q4_k_m --no-eval >&2
+      if is_mix "$type"; then
+        "$seam" quantize "$src" "$out.tmp" --mix "${type,,}" --no-eval >&2
       else
         "$seam" quantize "$src" "$out.tmp" --type "$type" --no-eval >&2
       fi
-    elif [ "$type" = Q4_K_M ]; then
+    elif is_mix "$type"; then
       local src; src=$(model_file "$shape" F16)
       echo "compare.sh: quantizing $out" >&2
-      "$seam" quantize "$src" "$out.tmp" --mix q4_k_m --no-eval >&2
+      "$seam" quantize "$src" "$out.tmp" --mix "${type,,}" --no-eval >&2
     else
       echo "compare.sh: generating $out" >&2
       # shellcheck disable=SC2046
