@@ -221,7 +221,7 @@ void long_rows_bf16(std::int64_t, const void*, std::size_t, const void*, float*)
 void short_rows_f32(std::int64_t, const void*, std::size_t, const void*, float*);
 void short_rows_f16(std::int64_t, const void*, std::size_t, const void*, float*);
 void short_rows_bf16(std::int64_t, const void*, std::size_t, const void*, float*);
-// Decode on interleaved Q4_K / Q6_K groups (group_k_avx512.cpp).
+// Decode on interleaved Q4_K / Q5_K / Q6_K groups (group_k_avx512.cpp).
 extern const RowFns rows_q4_k_16, rows_q5_k_16, rows_q6_k_16;
 extern const GemmFns gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_iq4_nl, gemm_q4_k, gemm_q5_k, gemm_q6_k,
     gemm_iq4_xs, gemm_mxfp4, gemm_f32, gemm_f16, gemm_bf16;

@@ -109,10 +109,9 @@ void q4_k_tile(std::int64_t n, const std::byte* group, const Token* tok, float* 
   for (std::int64_t i = 0; i < n / kQK_K; ++i) {
     const std::byte* blk = group + i * kBlock;
     // Q5_K's fifth bits, at the block's end, are read with its first values
-    // (the compiler keeps all 8 steps in registers): a fixed distance ahead
-    // would ask for them too late, so its prefetches run whole blocks ahead,
-    // a quarter of a block per pair.
-    const std::byte* ahead = blk + kQ5Ahead * kBlock;
+    // (the compiler keeps all 8 steps of them in registers): a fixed distance
+    // ahead would ask for them too late, so its prefetches run kQ5Ahead whole
+    // blocks ahead, a quarter of a block per pair.
     if constexpr (!kQ5) prefetch_ahead(blk, interleave::kQ4KValues);
     const __m512 d = group_k::half16(blk);
     const __m512 neg_dmin =
@@ -121,7 +120,7 @@ void q4_k_tile(std::int64_t n, const std::byte* group, const Token* tok, float* 
     for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_ps();
     for (int p = 0; p < 4; ++p) {
       if constexpr (kQ5)
-        prefetch_range(ahead + kBlock / 4 * p, kBlock / 4);
+        prefetch_range(blk + kQ5Ahead * kBlock + kBlock / 4 * p, kBlock / 4);
       else
         prefetch_ahead(blk + interleave::kQ4KValues + 512 * p, 512);
       __m512i lo[NT], hi[NT];
