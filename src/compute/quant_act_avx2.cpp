@@ -98,9 +98,14 @@ void quantize_row_q8_K(const float* x, void* dst, std::int64_t n) {
     for (int g = 0; g < kQK_K / 32; ++g) {
       __m256i q[4];
       for (int j = 0; j < 4; ++j) {
-        // nearest_int: adding 1.5 * 2^23 leaves round-to-even(v) in the low mantissa bits.
-        const __m256 t =
-            _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 32 * g + 8 * j), vis), magic);
+        // nearest_int: adding 1.5 * 2^23 leaves round-to-even(v) in the low
+        // mantissa bits (and the reference's bits for inf and NaN products).
+        // The empty asm keeps the product rounded on its own: GCC fused it
+        // with the sum into one fma, which rounds a product just off a
+        // half-way value the other way (quant_act_test's planted values).
+        __m256 p = _mm256_mul_ps(_mm256_loadu_ps(x + 32 * g + 8 * j), vis);
+        __asm__("" : "+x"(p));
+        const __m256 t = _mm256_add_ps(p, magic);
         const __m256i v = _mm256_sub_epi32(
             _mm256_and_si256(_mm256_castps_si256(t), _mm256_set1_epi32(0x007fffff)),
             _mm256_set1_epi32(0x00400000));

@@ -5,6 +5,7 @@
 // is a bug, not rounding.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -35,6 +36,25 @@ std::vector<float> nasty_row(std::mt19937& rng, int rep) {
   // Exactly half-way products: amax 127 gives d = 1, id = 1.
   x[1024] = 127.0f;
   for (int i = 1025; i < 1056; ++i) x[i] = static_cast<float>(i % 9 - 4) + 0.5f;
+  // Products that round to a half-way value in f32 but are not one exactly:
+  // amax 3 gives Q8_K's id = 127 / 3, inexact. A quantizer whose product and
+  // rounding a compiler fused into one fma rounds these the other way.
+  for (int i = 1280; i < 1536; ++i) x[i] = std::clamp(normal(rng), -2.0f, 2.0f);
+  x[1280] = 3.0f;
+  const float id = 127.0f / 3.0f;
+  int planted = 0;
+  for (int m = 0; m < 100; ++m) {
+    float v = (static_cast<float>(m) + 0.5f) / id;
+    for (int k = 0; k < 8; ++k, v = std::nextafter(v, 3.0f)) {
+      const volatile float p = v * id;  // volatile: the product rounded, as the reference does
+      if (p - std::floor(p) == 0.5f && static_cast<double>(v) * id != static_cast<double>(p)) {
+        x[1281 + m] = v;
+        ++planted;
+        break;
+      }
+    }
+  }
+  EXPECT_GT(planted, 20);
   if (rep % 3 == 1) x[pick(rng)] = std::numeric_limits<float>::quiet_NaN();
   if (rep % 3 == 2) x[pick(rng)] = -std::numeric_limits<float>::infinity();
   if (rep % 4 == 3) {  // a tie for the largest |x| with opposite signs (Q8_K keeps the first)
