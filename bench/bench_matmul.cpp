@@ -125,8 +125,8 @@ void Shapes(benchmark::internal::Benchmark* b) {
                        TensorType::MXFP4, TensorType::F16, TensorType::F32}) {
     for (int n_tok : {1, 4, 8, 12, 16, 64}) b->Args({static_cast<std::int64_t>(t), n_tok, 0});
   }
-  // The K-quants of the Q4_K_M and Q5_K_M mixes as the loader lays them out.
-  for (TensorType t : {TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K})
+  // The K-quants of the Q3_K_M, Q4_K_M and Q5_K_M mixes as the loader lays them out.
+  for (TensorType t : {TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K})
     for (int n_tok : {1, 16, 64}) b->Args({static_cast<std::int64_t>(t), n_tok, 1});
 }
 BENCHMARK(BM_Matmul)->Apply(Shapes)->Unit(benchmark::kMillisecond)->UseRealTime();

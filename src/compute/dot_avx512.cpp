@@ -596,6 +596,27 @@ void pack16_q5_k(std::int64_t n, const void* group, void* panel) {
   }
 }
 
+// pack<DecQ3_K>'s panel from a Q3_K group.
+void pack16_q3_k(std::int64_t n, const void* group, void* panel) {
+  constexpr std::size_t ub = unit_bytes<DecQ3_K>();
+  const __m512i four = _mm512_set1_epi8(4);
+  for (std::int64_t sb = 0; sb < n / kQK_K; ++sb) {
+    const std::byte* blk =
+        static_cast<const std::byte*>(group) + sb * interleave::block_bytes(TensorType::Q3_K);
+    const __m512 d = group_k::half16(blk);
+    for (int u = 0; u < 16; ++u) {
+      std::byte* pu = static_cast<std::byte*>(panel) + (sb * 16 + u) * ub;
+      __m512i q[4];
+      group_k::q3_k_unit(blk, u, q);
+      __m512i sum = _mm512_setzero_si512();
+      for (int s = 0; s < 4; ++s) PanelGather::put(pu, s, _mm512_sub_epi8(q[s], four), sum);
+      PanelGather::put_correction(pu, 16, sum);
+      _mm512_storeu_ps(pu + 16 * kRows + 64,
+                       _mm512_mul_ps(d, _mm512_cvtepi32_ps(group_k::q3_k_scales(blk, u))));
+    }
+  }
+}
+
 // Q6_K: per half super-block, 24 gathers (ql twice, qh once per 4-byte
 // step) give the four 32-element chunks' groups (lo | hi << 4, minus 32), each
 // chunk two 16-element units; the 16 int8 scales come in four more. d is the
@@ -1049,8 +1070,14 @@ constinit const GemmFns gemm_q5_1 = {kIntMinTokens,    act_bytes<DecQ5_1>, panel
                                      prepare<DecQ5_1>, pack<DecQ5_1>,      run<DecQ5_1>};
 constinit const GemmFns gemm_q2_k = {kIntMinTokens,    act_bytes<DecQ2_K>, panel_bytes<DecQ2_K>,
                                      prepare<DecQ2_K>, pack<DecQ2_K>,      run<DecQ2_K>};
-constinit const GemmFns gemm_q3_k = {kIntMinTokens,    act_bytes<DecQ3_K>, panel_bytes<DecQ3_K>,
-                                     prepare<DecQ3_K>, pack<DecQ3_K>,      run<DecQ3_K>};
+constinit const GemmFns gemm_q3_k = {kIntMinTokens,
+                                     act_bytes<DecQ3_K>,
+                                     panel_bytes<DecQ3_K>,
+                                     prepare<DecQ3_K>,
+                                     pack<DecQ3_K>,
+                                     run<DecQ3_K>,
+                                     0,
+                                     pack16_q3_k};
 constinit const GemmFns gemm_q5_0 = {kKGatherMinTokens, act_bytes<DecQ5_0>,   panel_bytes<DecQ5_0>,
                                      prepare<DecQ5_0>,  pack_gather<DecQ5_0>, run<DecQ5_0>};
 constinit const GemmFns gemm_iq4_nl = {kIntMinTokens,          act_bytes<DecIQ4_NL>,

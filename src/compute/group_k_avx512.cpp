@@ -1,6 +1,6 @@
-// AVX-512 decode of Q4_K, Q5_K and Q6_K weights interleaved 16 rows at a time
-// (interleave.h): the K-quants of the Q4_K_M and Q5_K_M files, the most common
-// downloads.
+// AVX-512 decode of Q3_K, Q4_K, Q5_K and Q6_K weights interleaved 16 rows at a
+// time (interleave.h): the K-quants of the Q3_K_M, Q4_K_M and Q5_K_M files, the
+// most common downloads.
 // In the file's layout each 144-byte Q4_K row block costs its own scale
 // unpacking, shuffles and a horizontal reduction (dot_rows_avx512.cpp's k4);
 // here each int32 lane of a 512-bit register is one of the 16 rows, so one
@@ -10,7 +10,7 @@
 // unit's code out of baseline callers.
 //
 // Arithmetic, per sub-block and token, in the AVX-512 GEMM's order
-// (dot_avx512.cpp tile on pack16_q4_k's / _q5_k's / _q6_k's panels), so that a
+// (dot_avx512.cpp tile on the panels pack16_q3_k .. pack16_q6_k make), so that a
 // token's row is the same bits decoded here alone or in a prefill batch there
 // (docs/server.md, "Batch invariance"):
 //  - Q4_K: isum_j = sum q * a over sub-block j, exact (vpdpbusd: unsigned
@@ -20,7 +20,8 @@
 //    sub-block j); then acc += s * da. Q5_K: the same with 5-bit values.
 //  - Q6_K: isum_u = sum (q - 32) * a over 16-element unit u, exact (q unsigned
 //    0..63 into vpdpbusd, the accumulator starting at -32 * asum_u); s +=
-//    isum_u * (d * sc_u); then acc += s * da.
+//    isum_u * (d * sc_u); then acc += s * da. Q3_K: the same with q 0..7 and
+//    4 for 32, sc_u its signed scale.
 // d * sc and dmin * mn are exact in f32 (an fp16 times a 6- or 8-bit integer).
 //
 // GCC 12's AVX-512 headers self-initialize their "undefined" vectors
@@ -96,7 +97,9 @@ inline __m512i broadcast4(const void* p) {
   return _mm512_set1_epi32(v);
 }
 
-constexpr int kQ5Ahead = 2;
+// How far ahead the kernels whose bits at a block's end are read with its
+// first values (Q5_K, Q3_K) prefetch, in blocks.
+constexpr int kBlocksAhead = 2;
 
 // Q4_K, or Q5_K (kQ5: each nibble's fifth bit from the group's qh steps).
 template <int NT, bool kQ5>
@@ -110,7 +113,7 @@ void q4_k_tile(std::int64_t n, const std::byte* group, const Token* tok, float* 
     const std::byte* blk = group + i * kBlock;
     // Q5_K's fifth bits, at the block's end, are read with its first values
     // (the compiler keeps all 8 steps of them in registers): a fixed distance
-    // ahead would ask for them too late, so its prefetches run kQ5Ahead whole
+    // ahead would ask for them too late, so its prefetches run kBlocksAhead whole
     // blocks ahead, a quarter of a block per pair.
     if constexpr (!kQ5) prefetch_ahead(blk, interleave::kQ4KValues);
     const __m512 d = group_k::half16(blk);
@@ -120,7 +123,7 @@ void q4_k_tile(std::int64_t n, const std::byte* group, const Token* tok, float* 
     for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_ps();
     for (int p = 0; p < 4; ++p) {
       if constexpr (kQ5)
-        prefetch_range(blk + kQ5Ahead * kBlock + kBlock / 4 * p, kBlock / 4);
+        prefetch_range(blk + kBlocksAhead * kBlock + kBlock / 4 * p, kBlock / 4);
       else
         prefetch_ahead(blk + interleave::kQ4KValues + 512 * p, 512);
       __m512i lo[NT], hi[NT];
@@ -162,26 +165,40 @@ void q4_k_tile(std::int64_t n, const std::byte* group, const Token* tok, float* 
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + t * os, acc[t]);
 }
 
-template <int NT>
-void q6_k_tile(std::int64_t n, const std::byte* group, const Token* tok, float* out,
-               std::size_t os) {
-  constexpr std::size_t kBlock = interleave::block_bytes(TensorType::Q6_K);
+// Q6_K, or Q3_K (the 16-element units of both: unsigned values with an
+// offset, 32 or 4, taken off through the token's sum over the unit).
+template <int NT, TensorType T>
+void k16_tile(std::int64_t n, const std::byte* group, const Token* tok, float* out,
+              std::size_t os) {
+  constexpr bool kQ3 = T == TensorType::Q3_K;
+  constexpr std::size_t kBlock = interleave::block_bytes(T);
+  constexpr int kOffset = kQ3 ? 4 : 32;
   __m512 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   for (std::int64_t i = 0; i < n / kQK_K; ++i) {
     const std::byte* blk = group + i * kBlock;
-    prefetch_ahead(blk, interleave::kQ6KValues);
+    // Q3_K reads all of its hmask with its first units: prefetched whole
+    // blocks ahead, as Q5_K's fifth bits (above).
+    if constexpr (!kQ3) prefetch_ahead(blk, interleave::kQ6KValues);
     const __m512 d = group_k::half16(blk);
     __m512 s[NT];
     for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_ps();
     for (int u = 0; u < 16; ++u) {
-      prefetch_ahead(blk + interleave::kQ6KValues + interleave::kQ6KUnit * u, interleave::kQ6KUnit);
       __m512i q[4];
-      group_k::q6_k_unit(blk, u, q);
-      const __m512 sc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(group_k::q6_k_scales(blk, u)));
+      __m512 sc;
+      if constexpr (kQ3) {
+        prefetch_range(blk + kBlocksAhead * kBlock + kBlock * u / 16, kBlock / 16);
+        group_k::q3_k_unit(blk, u, q);
+        sc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(group_k::q3_k_scales(blk, u)));
+      } else {
+        prefetch_ahead(blk + interleave::kQ6KValues + interleave::kQ6KUnit * u,
+                       interleave::kQ6KUnit);
+        group_k::q6_k_unit(blk, u, q);
+        sc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(group_k::q6_k_scales(blk, u)));
+      }
       for (int t = 0; t < NT; ++t) {
         const std::int8_t* a = tok[t].q + kQK_K * i + 16 * u;
-        __m512i isum = _mm512_set1_epi32(-32 * tok[t].s16[16 * i + u]);
+        __m512i isum = _mm512_set1_epi32(-kOffset * tok[t].s16[16 * i + u]);
         for (int k = 0; k < 4; ++k) isum = _mm512_dpbusd_epi32(isum, q[k], broadcast4(a + 4 * k));
         s[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), sc, s[t]);
       }
@@ -204,12 +221,14 @@ void group_dot(std::int64_t n, const void* group, const void* act, std::size_t a
     if constexpr (T == TensorType::Q4_K || T == TensorType::Q5_K)
       q4_k_tile<nt, T == TensorType::Q5_K>(n, g, tok, o, os);
     else
-      q6_k_tile<nt>(n, g, tok, o, os);
+      k16_tile<nt, T>(n, g, tok, o, os);
   });
 }
 
 }  // namespace
 
+constinit const RowFns rows_q3_k_16 = {act_bytes, prepare, nullptr, nullptr,
+                                       group_dot<TensorType::Q3_K>};
 constinit const RowFns rows_q4_k_16 = {act_bytes, prepare, nullptr, nullptr,
                                        group_dot<TensorType::Q4_K>};
 constinit const RowFns rows_q5_k_16 = {act_bytes, prepare, nullptr, nullptr,

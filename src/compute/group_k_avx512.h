@@ -1,4 +1,4 @@
-// Reading Q4_K, Q5_K and Q6_K groups (interleave.h) with AVX-512, row r of the 16
+// Reading Q3_K, Q4_K, Q5_K and Q6_K groups (interleave.h) with AVX-512, row r of the 16
 // in 32-bit lane r (or in bytes 4r..4r+3): shared by the decode kernels
 // (group_k_avx512.cpp) and the GEMM's panels packed from groups
 // (dot_avx512.cpp). Included only by units compiled with the AVX-512 flags;
@@ -8,6 +8,8 @@
 #include <immintrin.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 
 #include "compute/interleave.h"
 
@@ -46,6 +48,39 @@ static inline void q5_k_add_fifth(const std::byte* blk, int p, int m, __m512i& l
       _mm512_test_epi8_mask(h, _mm512_set1_epi8(static_cast<char>(2 << 2 * p)));
   lo = _mm512_mask_add_epi8(lo, lo_bits, lo, sixteen);
   hi = _mm512_mask_add_epi8(hi, hi_bits, hi, sixteen);
+}
+
+// Unit u (elements 16u..16u+15) of a Q3_K group block: q[s] holds the
+// unsigned 3-bit values (0..7, x = d * (sc - 32) * (q - 4)) of elements
+// 16u + 4s .. + 3: the 2-bit field at bit 2s of the unit's bytes (Q2_K's
+// layout), plus 4 where bit u / 2 of hmask step 4 (u % 2) + s is set.
+static inline void q3_k_unit(const std::byte* blk, int u, __m512i q[4]) {
+  const __m512i v = _mm512_loadu_si512(blk + interleave::kQ3KValues + 64 * u);
+  const __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+  const __m512i bit = _mm512_set1_epi8(static_cast<char>(1 << (u / 2)));
+  for (int s = 0; s < 4; ++s) {
+    const __m512i hm = _mm512_loadu_si512(blk + interleave::kQ3KMask + 64 * (4 * (u % 2) + s));
+    const __m512i x = _mm512_and_si512(_mm512_srli_epi16(v, 2 * s), three);
+    q[s] = _mm512_mask_add_epi8(x, _mm512_test_epi8_mask(hm, bit), x, four);
+  }
+}
+
+// Unit u's 6-bit scales minus 32 (signed): the low nibble of row r in byte
+// r % 8 of the unit's 8 bytes at bit 4 (r / 8), its top bits at bit 2r of the
+// unit's word.
+static inline __m512i q3_k_scales(const std::byte* blk, int u) {
+  const __m128i nib =
+      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + interleave::kQ3KScaleLow + 8 * u));
+  const __m128i low = _mm_set1_epi8(0x0F);
+  const __m512i lo = _mm512_cvtepu8_epi32(
+      _mm_unpacklo_epi64(_mm_and_si128(nib, low), _mm_and_si128(_mm_srli_epi16(nib, 4), low)));
+  std::int32_t word;
+  std::memcpy(&word, blk + interleave::kQ3KScaleHigh + 4 * u, 4);
+  const __m512i shifts =
+      _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i hi =
+      _mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32(word), shifts), _mm512_set1_epi32(3));
+  return _mm512_sub_epi32(_mm512_or_si512(lo, _mm512_slli_epi32(hi, 4)), _mm512_set1_epi32(32));
 }
 
 // (c & a) | (~c & b) per bit: vpternlogd's table for "c ? a : b".
