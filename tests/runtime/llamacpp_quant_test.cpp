@@ -170,28 +170,33 @@ TEST(LlamaCppQuantLayouts, QuantFilesGiveTheSameLogitsAloneAndBesideFifteenOther
   if (checked == 0) GTEST_SKIP() << "no file is batch-invariant at " << cpu_level();
 }
 
-// A Q5_K_M file (Q5_K and Q6_K: llama.cpp's Q4_K_M file requantized, its rows
-// whole super-blocks) is interleaved at AVX2 and AVX-512 alike, so its logits
-// are batch-invariant at both.
-TEST(LlamaCppQuantLayouts, AQ5KMFileIsBatchInvariantWhereItsKernelsAre) {
-  const std::string file =
-      testing::scratch_dir() + "/q5_k_m." + std::to_string(::getpid()) + ".gguf";
-  QuantizeOptions qo;
-  qo.mix = "q5_k_m";
-  qo.n_threads = 2;
-  const QuantizeReport r = quantize_model(kQuantDir + "ref-llama-512-q4_k_m.gguf", file, qo);
-  ASSERT_TRUE(std::any_of(r.tensors.begin(), r.tensors.end(),
-                          [](const QuantizedTensor& t) { return t.to == "Q5_K"; }));
-  LoadOptions lo;
-  lo.n_threads = 2;
-  for (const char* level : {"scalar", "avx2", "avx512"})
-    EXPECT_TRUE(Model::batch_invariant(file, lo, level)) << level;
-  LoadOptions mapped = lo;
-  mapped.mmap = true;
-  EXPECT_FALSE(Model::batch_invariant(file, mapped, "avx512"));
-  if (Model::batch_invariant(file, lo, cpu_level()))  // not at amx
-    testing::expect_alone_equals_beside_others(*Model::load(file, lo), 6);
-  std::filesystem::remove(file);
+// Q5_K_M and Q3_K_M files (llama.cpp's Q4_K_M file requantized, its rows
+// whole super-blocks: Q5_K / Q6_K, and Q3_K / Q4_K / Q5_K / Q6_K) are
+// interleaved at AVX2 and AVX-512 alike, so their logits are batch-invariant at
+// both.
+TEST(LlamaCppQuantLayouts, Q5KMAndQ3KMFilesAreBatchInvariantWhereTheirKernelsAre) {
+  for (const auto& [mix, type] :
+       {std::pair<std::string, std::string>{"q5_k_m", "Q5_K"}, {"q3_k_m", "Q3_K"}}) {
+    SCOPED_TRACE(mix);
+    const std::string file =
+        testing::scratch_dir() + "/" + mix + "." + std::to_string(::getpid()) + ".gguf";
+    QuantizeOptions qo;
+    qo.mix = mix;
+    qo.n_threads = 2;
+    const QuantizeReport r = quantize_model(kQuantDir + "ref-llama-512-q4_k_m.gguf", file, qo);
+    ASSERT_TRUE(std::any_of(r.tensors.begin(), r.tensors.end(),
+                            [&](const QuantizedTensor& t) { return t.to == type; }));
+    LoadOptions lo;
+    lo.n_threads = 2;
+    for (const char* level : {"scalar", "avx2", "avx512"})
+      EXPECT_TRUE(Model::batch_invariant(file, lo, level)) << level;
+    LoadOptions mapped = lo;
+    mapped.mmap = true;
+    EXPECT_FALSE(Model::batch_invariant(file, mapped, "avx512"));
+    if (Model::batch_invariant(file, lo, cpu_level()))  // not at amx
+      testing::expect_alone_equals_beside_others(*Model::load(file, lo), 6);
+    std::filesystem::remove(file);
+  }
 }
 
 // What Model::batch_invariant says of these files at each level (the header
