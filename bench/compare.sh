@@ -150,8 +150,8 @@ is_family() { case "$1" in moe | moe-dense | hybrid | hybrid-smoke) return 0 ;; 
 is_recurrent() { case "$1" in hybrid | hybrid-smoke) return 0 ;; *) return 1 ;; esac; }
 
 # Makes $cache/<shape>-<type>.gguf unless it is there; prints its path.
-# llama.cpp's mixes (Q4_K_M, Q5_K_M, ...): made by `seam quantize --mix`.
-is_mix() { [[ $1 == *_K_[MSL] ]]; }
+# llama.cpp's mixes (Q4_K_M, Q5_K_M, ..., Q2_K, IQ4_XS): made by `seam quantize --mix`.
+is_mix() { [[ $1 == *_K_[MSL] || $1 == Q2_K || $1 == IQ4_NL || $1 == IQ4_XS ]]; }
 
 model_file() {
   local shape=$1 type=$2 out="$cache/$1-$2.gguf"

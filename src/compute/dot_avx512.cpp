@@ -596,23 +596,37 @@ void pack16_q5_k(std::int64_t n, const void* group, void* panel) {
   }
 }
 
-// pack<DecQ3_K>'s panel from a Q3_K group.
-void pack16_q3_k(std::int64_t n, const void* group, void* panel) {
-  constexpr std::size_t ub = unit_bytes<DecQ3_K>();
-  const __m512i four = _mm512_set1_epi8(4);
+// pack<DecQ2_K>'s / pack<DecQ3_K>'s panel from a Q2_K / Q3_K group.
+template <TensorType T>
+void pack16_k16(std::int64_t n, const void* group, void* panel) {
+  constexpr bool kQ2 = T == TensorType::Q2_K;
+  using D = std::conditional_t<kQ2, DecQ2_K, DecQ3_K>;
+  constexpr std::size_t ub = unit_bytes<D>();
+  const __m512i offset = _mm512_set1_epi8(kQ2 ? 0 : 4);
   for (std::int64_t sb = 0; sb < n / kQK_K; ++sb) {
-    const std::byte* blk =
-        static_cast<const std::byte*>(group) + sb * interleave::block_bytes(TensorType::Q3_K);
+    const std::byte* blk = static_cast<const std::byte*>(group) + sb * interleave::block_bytes(T);
     const __m512 d = group_k::half16(blk);
     for (int u = 0; u < 16; ++u) {
       std::byte* pu = static_cast<std::byte*>(panel) + (sb * 16 + u) * ub;
       __m512i q[4];
-      group_k::q3_k_unit(blk, u, q);
+      if constexpr (kQ2)
+        group_k::q2_k_unit(blk, u, q);
+      else
+        group_k::q3_k_unit(blk, u, q);
       __m512i sum = _mm512_setzero_si512();
-      for (int s = 0; s < 4; ++s) PanelGather::put(pu, s, _mm512_sub_epi8(q[s], four), sum);
+      for (int s = 0; s < 4; ++s) PanelGather::put(pu, s, _mm512_sub_epi8(q[s], offset), sum);
       PanelGather::put_correction(pu, 16, sum);
-      _mm512_storeu_ps(pu + 16 * kRows + 64,
-                       _mm512_mul_ps(d, _mm512_cvtepi32_ps(group_k::q3_k_scales(blk, u))));
+      if constexpr (kQ2) {
+        __m512i sc, mn;
+        group_k::q2_k_scale_min(blk, u, sc, mn);
+        const __m512 neg_dmin =
+            _mm512_sub_ps(_mm512_setzero_ps(), group_k::half16(blk + interleave::kQ2KDmin));
+        _mm512_storeu_ps(pu + 16 * kRows + 64, _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc)));
+        _mm512_storeu_ps(pu + 16 * kRows + 128, _mm512_mul_ps(neg_dmin, _mm512_cvtepi32_ps(mn)));
+      } else {
+        _mm512_storeu_ps(pu + 16 * kRows + 64,
+                         _mm512_mul_ps(d, _mm512_cvtepi32_ps(group_k::q3_k_scales(blk, u))));
+      }
     }
   }
 }
@@ -1068,8 +1082,14 @@ constinit const GemmFns gemm_q4_1 = {kIntMinTokens,    act_bytes<DecQ4_1>, panel
                                      prepare<DecQ4_1>, pack<DecQ4_1>,      run<DecQ4_1>};
 constinit const GemmFns gemm_q5_1 = {kIntMinTokens,    act_bytes<DecQ5_1>, panel_bytes<DecQ5_1>,
                                      prepare<DecQ5_1>, pack<DecQ5_1>,      run<DecQ5_1>};
-constinit const GemmFns gemm_q2_k = {kIntMinTokens,    act_bytes<DecQ2_K>, panel_bytes<DecQ2_K>,
-                                     prepare<DecQ2_K>, pack<DecQ2_K>,      run<DecQ2_K>};
+constinit const GemmFns gemm_q2_k = {kIntMinTokens,
+                                     act_bytes<DecQ2_K>,
+                                     panel_bytes<DecQ2_K>,
+                                     prepare<DecQ2_K>,
+                                     pack<DecQ2_K>,
+                                     run<DecQ2_K>,
+                                     0,
+                                     pack16_k16<TensorType::Q2_K>};
 constinit const GemmFns gemm_q3_k = {kIntMinTokens,
                                      act_bytes<DecQ3_K>,
                                      panel_bytes<DecQ3_K>,
@@ -1077,7 +1097,7 @@ constinit const GemmFns gemm_q3_k = {kIntMinTokens,
                                      pack<DecQ3_K>,
                                      run<DecQ3_K>,
                                      0,
-                                     pack16_q3_k};
+                                     pack16_k16<TensorType::Q3_K>};
 constinit const GemmFns gemm_q5_0 = {kKGatherMinTokens, act_bytes<DecQ5_0>,   panel_bytes<DecQ5_0>,
                                      prepare<DecQ5_0>,  pack_gather<DecQ5_0>, run<DecQ5_0>};
 constinit const GemmFns gemm_iq4_nl = {kIntMinTokens,          act_bytes<DecIQ4_NL>,

@@ -1,6 +1,6 @@
-// AVX-512 decode of Q3_K, Q4_K, Q5_K and Q6_K weights interleaved 16 rows at a
-// time (interleave.h): the K-quants of the Q3_K_M, Q4_K_M and Q5_K_M files, the
-// most common downloads.
+// AVX-512 decode of the K-quants (Q2_K to Q6_K) interleaved 16 rows at a time
+// (interleave.h): the bulk of the Q2_K to Q5_K_M files, the most common
+// downloads.
 // In the file's layout each 144-byte Q4_K row block costs its own scale
 // unpacking, shuffles and a horizontal reduction (dot_rows_avx512.cpp's k4);
 // here each int32 lane of a 512-bit register is one of the 16 rows, so one
@@ -10,7 +10,7 @@
 // unit's code out of baseline callers.
 //
 // Arithmetic, per sub-block and token, in the AVX-512 GEMM's order
-// (dot_avx512.cpp tile on the panels pack16_q3_k .. pack16_q6_k make), so that a
+// (dot_avx512.cpp tile on the panels pack16_q2_k .. pack16_q6_k make), so that a
 // token's row is the same bits decoded here alone or in a prefill batch there
 // (docs/server.md, "Batch invariance"):
 //  - Q4_K: isum_j = sum q * a over sub-block j, exact (vpdpbusd: unsigned
@@ -21,7 +21,8 @@
 //  - Q6_K: isum_u = sum (q - 32) * a over 16-element unit u, exact (q unsigned
 //    0..63 into vpdpbusd, the accumulator starting at -32 * asum_u); s +=
 //    isum_u * (d * sc_u); then acc += s * da. Q3_K: the same with q 0..7 and
-//    4 for 32, sc_u its signed scale.
+//    4 for 32, sc_u its signed scale; Q2_K: q 0..3, no offset, and after
+//    each unit s += (-dmin * mn_u) * asum_u.
 // d * sc and dmin * mn are exact in f32 (an fp16 times a 6- or 8-bit integer).
 //
 // GCC 12's AVX-512 headers self-initialize their "undefined" vectors
@@ -98,7 +99,7 @@ inline __m512i broadcast4(const void* p) {
 }
 
 // How far ahead the kernels whose bits at a block's end are read with its
-// first values (Q5_K, Q3_K) prefetch, in blocks.
+// first values (Q5_K, Q3_K; Q2_K's units as Q3_K's) prefetch, in blocks.
 constexpr int kBlocksAhead = 2;
 
 // Q4_K, or Q5_K (kQ5: each nibble's fifth bit from the group's qh steps).
@@ -165,42 +166,56 @@ void q4_k_tile(std::int64_t n, const std::byte* group, const Token* tok, float* 
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + t * os, acc[t]);
 }
 
-// Q6_K, or Q3_K (the 16-element units of both: unsigned values with an
-// offset, 32 or 4, taken off through the token's sum over the unit).
+// Q6_K, Q3_K or Q2_K: 16-element units of unsigned values, with an offset
+// (32, 4; none for Q2_K) taken off through the token's sum over the unit, and
+// for Q2_K a min met by that sum.
 template <int NT, TensorType T>
 void k16_tile(std::int64_t n, const std::byte* group, const Token* tok, float* out,
               std::size_t os) {
-  constexpr bool kQ3 = T == TensorType::Q3_K;
+  constexpr bool kQ6 = T == TensorType::Q6_K, kQ2 = T == TensorType::Q2_K;
   constexpr std::size_t kBlock = interleave::block_bytes(T);
-  constexpr int kOffset = kQ3 ? 4 : 32;
+  constexpr int kOffset = kQ6 ? 32 : kQ2 ? 0 : 4;
   __m512 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   for (std::int64_t i = 0; i < n / kQK_K; ++i) {
     const std::byte* blk = group + i * kBlock;
     // Q3_K reads all of its hmask with its first units: prefetched whole
-    // blocks ahead, as Q5_K's fifth bits (above).
-    if constexpr (!kQ3) prefetch_ahead(blk, interleave::kQ6KValues);
+    // blocks ahead, as Q5_K's fifth bits (above); Q2_K the same way.
+    if constexpr (kQ6) prefetch_ahead(blk, interleave::kQ6KValues);
     const __m512 d = group_k::half16(blk);
+    __m512 neg_dmin = _mm512_setzero_ps();
+    if constexpr (kQ2)
+      neg_dmin = _mm512_sub_ps(_mm512_setzero_ps(), group_k::half16(blk + interleave::kQ2KDmin));
     __m512 s[NT];
     for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_ps();
     for (int u = 0; u < 16; ++u) {
       __m512i q[4];
-      __m512 sc;
-      if constexpr (kQ3) {
-        prefetch_range(blk + kBlocksAhead * kBlock + kBlock * u / 16, kBlock / 16);
-        group_k::q3_k_unit(blk, u, q);
-        sc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(group_k::q3_k_scales(blk, u)));
-      } else {
+      __m512 sc, mn = _mm512_setzero_ps();
+      if constexpr (kQ6) {
         prefetch_ahead(blk + interleave::kQ6KValues + interleave::kQ6KUnit * u,
                        interleave::kQ6KUnit);
         group_k::q6_k_unit(blk, u, q);
         sc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(group_k::q6_k_scales(blk, u)));
+      } else if constexpr (kQ2) {
+        prefetch_range(blk + kBlocksAhead * kBlock + kBlock * u / 16, kBlock / 16);
+        group_k::q2_k_unit(blk, u, q);
+        __m512i isc, imn;
+        group_k::q2_k_scale_min(blk, u, isc, imn);
+        sc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(isc));
+        mn = _mm512_mul_ps(neg_dmin, _mm512_cvtepi32_ps(imn));
+      } else {
+        prefetch_range(blk + kBlocksAhead * kBlock + kBlock * u / 16, kBlock / 16);
+        group_k::q3_k_unit(blk, u, q);
+        sc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(group_k::q3_k_scales(blk, u)));
       }
       for (int t = 0; t < NT; ++t) {
         const std::int8_t* a = tok[t].q + kQK_K * i + 16 * u;
-        __m512i isum = _mm512_set1_epi32(-kOffset * tok[t].s16[16 * i + u]);
+        const std::int32_t asum = tok[t].s16[16 * i + u];
+        __m512i isum = _mm512_set1_epi32(-kOffset * asum);
         for (int k = 0; k < 4; ++k) isum = _mm512_dpbusd_epi32(isum, q[k], broadcast4(a + 4 * k));
         s[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), sc, s[t]);
+        if constexpr (kQ2)
+          s[t] = _mm512_fmadd_ps(mn, _mm512_set1_ps(static_cast<float>(asum)), s[t]);
       }
     }
     for (int t = 0; t < NT; ++t)
@@ -227,6 +242,8 @@ void group_dot(std::int64_t n, const void* group, const void* act, std::size_t a
 
 }  // namespace
 
+constinit const RowFns rows_q2_k_16 = {act_bytes, prepare, nullptr, nullptr,
+                                       group_dot<TensorType::Q2_K>};
 constinit const RowFns rows_q3_k_16 = {act_bytes, prepare, nullptr, nullptr,
                                        group_dot<TensorType::Q3_K>};
 constinit const RowFns rows_q4_k_16 = {act_bytes, prepare, nullptr, nullptr,

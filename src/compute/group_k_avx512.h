@@ -1,4 +1,4 @@
-// Reading Q3_K, Q4_K, Q5_K and Q6_K groups (interleave.h) with AVX-512, row r of the 16
+// Reading Q2_K to Q6_K groups (interleave.h) with AVX-512, row r of the 16
 // in 32-bit lane r (or in bytes 4r..4r+3): shared by the decode kernels
 // (group_k_avx512.cpp) and the GEMM's panels packed from groups
 // (dot_avx512.cpp). Included only by units compiled with the AVX-512 flags;
@@ -48,6 +48,23 @@ static inline void q5_k_add_fifth(const std::byte* blk, int p, int m, __m512i& l
       _mm512_test_epi8_mask(h, _mm512_set1_epi8(static_cast<char>(2 << 2 * p)));
   lo = _mm512_mask_add_epi8(lo, lo_bits, lo, sixteen);
   hi = _mm512_mask_add_epi8(hi, hi_bits, hi, sixteen);
+}
+
+// Unit u (elements 16u..16u+15) of a Q2_K group block: q[s] holds the 2-bit
+// values (x = d * sc * q - dmin * mn) of elements 16u + 4s .. + 3, at bit 2s
+// of the unit's bytes.
+static inline void q2_k_unit(const std::byte* blk, int u, __m512i q[4]) {
+  const __m512i v = _mm512_loadu_si512(blk + interleave::kQ2KValues + 64 * u);
+  for (int s = 0; s < 4; ++s)
+    q[s] = _mm512_and_si512(_mm512_srli_epi16(v, 2 * s), _mm512_set1_epi8(3));
+}
+
+// Unit u's 4-bit scales (sc) and mins (mn) of a Q2_K group block.
+static inline void q2_k_scale_min(const std::byte* blk, int u, __m512i& sc, __m512i& mn) {
+  const __m512i b = _mm512_cvtepu8_epi32(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + interleave::kQ2KScales + 16 * u)));
+  sc = _mm512_and_si512(b, _mm512_set1_epi32(15));
+  mn = _mm512_srli_epi32(b, 4);
 }
 
 // Unit u (elements 16u..16u+15) of a Q3_K group block: q[s] holds the

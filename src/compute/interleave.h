@@ -8,7 +8,7 @@
 // loads; and since the AVX2 level decodes and multiplies in batches with one
 // micro-kernel on this layout, a token's row is the same bits alone or beside
 // others (docs/server.md, "Batch invariance").
-// The AVX-512 level interleaves Q4_0, Q8_0, Q3_K, Q4_K, Q5_K and Q6_K (decode:
+// The AVX-512 level interleaves Q4_0, Q8_0 and the K-quants (decode:
 // dot_rows_avx512.cpp, group_k_avx512.cpp; one row per int32 lane of vpdpbusd)
 // and keeps the file's layout for the other types (dot.h, Kernels::rows16_at).
 //

@@ -165,9 +165,9 @@ TEST_P(Interleave, ManyJobsEqualEachAlone) {
 // Batch invariance (matmul_test's ATokensRowIsTheSameBitsInAnyBatch) on
 // interleaved weights: a token's row is the same bits alone and in a batch of
 // any size. At the AVX2 level decode, few-token and GEMM calls run one
-// micro-kernel on the same bytes; at AVX-512 the decode kernels (Q4_0, Q8_0,
-// Q3_K, Q4_K, Q5_K, Q6_K: the types interleaved there) take each block's f32 steps in the
-// GEMM's order.
+// micro-kernel on the same bytes; at AVX-512 the decode kernels (Q4_0, Q8_0
+// and the K-quants: the types interleaved there) take each block's f32 steps
+// in the GEMM's order.
 TEST_P(Interleave, ATokensRowIsTheSameBitsInAnyBatch) {
   const TensorType type = GetParam();
   for (const CpuLevel level : {CpuLevel::Avx2, CpuLevel::Avx512}) {

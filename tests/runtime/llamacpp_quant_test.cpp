@@ -150,9 +150,8 @@ TEST(LlamaCppQuantLayouts, InterleavedQ4_0GivesTheMappedFilesLogits) {
 // Model::batch_invariant claims it at this CPU level: at AVX2 their K-quant
 // matrices are interleaved at load and one micro-kernel reads them for any
 // number of tokens (compute/interleave.h), the Q4_0 and Q5_0 rows run the block
-// row kernels, which follow the GEMM's chain; at AVX-512 the Q4_0 and K-quant
-// files' interleaved Q4_0, Q4_K and Q6_K decode kernels take the GEMM's f32
-// steps (Q2_K is not interleaved there: not claimed, skipped).
+// row kernels, which follow the GEMM's chain; at AVX-512 the files'
+// interleaved Q4_0 and K-quant decode kernels take the GEMM's f32 steps.
 TEST(LlamaCppQuantLayouts, QuantFilesGiveTheSameLogitsAloneAndBesideFifteenOthers) {
   LoadOptions lo;
   lo.n_threads = 2;
@@ -217,10 +216,12 @@ TEST(LlamaCppQuantLayouts, BatchInvariantFollowsTheLevelsKernelsAndTheLayout) {
   }
   EXPECT_TRUE(Model::batch_invariant(k_m, in_memory, "avx512"));
   EXPECT_TRUE(Model::batch_invariant(q4_0, in_memory, "avx512"));
-  EXPECT_FALSE(Model::batch_invariant(q2_k, in_memory, "avx512"));
+  EXPECT_TRUE(Model::batch_invariant(q2_k, in_memory, "avx512"));
   // Mapped, the K-quants keep the file's layout: invariant nowhere above scalar.
-  EXPECT_FALSE(Model::batch_invariant(k_m, mapped, "avx2"));
-  EXPECT_FALSE(Model::batch_invariant(k_m, mapped, "avx512"));
+  for (const std::string& f : {k_m, q2_k}) {
+    EXPECT_FALSE(Model::batch_invariant(f, mapped, "avx2")) << f;
+    EXPECT_FALSE(Model::batch_invariant(f, mapped, "avx512")) << f;
+  }
   EXPECT_THROW(Model::batch_invariant(k_m, in_memory, "avx1024"), Error);
   EXPECT_THROW(Model::batch_invariant(kQuantDir + "absent.gguf", in_memory, "avx2"), Error);
 }

@@ -30,12 +30,9 @@ using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
 inline const std::string kStories = std::string(SEAM_SHARED_DIR) + "/models/stories260K.gguf";
-// llama.cpp's files (models/quant): Q4_K_M (Q4_K and Q6_K weights, batch-invariant at
-// AVX-512 too) and Q2_K (not interleaved at AVX-512: invariant only at AVX2 and below).
+// llama.cpp's Q4_K_M file (models/quant): Q4_K and Q6_K weights.
 inline const std::string kQ4KM =
     std::string(SEAM_SHARED_DIR) + "/models/quant/ref-llama-512-q4_k_m.gguf";
-inline const std::string kQ2K =
-    std::string(SEAM_SHARED_DIR) + "/models/quant/ref-llama-512-q2_k-pure.gguf";
 inline const std::string kKjv = std::string(SEAM_SOURCE_DIR) + "/models/seam-kjv.gguf";
 
 inline std::string slurp(const fs::path& p) {
