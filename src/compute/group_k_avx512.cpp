@@ -179,8 +179,9 @@ void k16_tile(std::int64_t n, const std::byte* group, const Token* tok, float* o
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   for (std::int64_t i = 0; i < n / kQK_K; ++i) {
     const std::byte* blk = group + i * kBlock;
-    // Q3_K reads all of its hmask with its first units: prefetched whole
-    // blocks ahead, as Q5_K's fifth bits (above); Q2_K the same way.
+    // Q3_K reads all of its hmask with its first units, so it prefetches
+    // whole blocks ahead as Q5_K does (above), a sixteenth per unit; Q2_K,
+    // whose blocks are as short, the same way.
     if constexpr (kQ6) prefetch_ahead(blk, interleave::kQ6KValues);
     const __m512 d = group_k::half16(blk);
     __m512 neg_dmin = _mm512_setzero_ps();
@@ -191,20 +192,20 @@ void k16_tile(std::int64_t n, const std::byte* group, const Token* tok, float* o
     for (int u = 0; u < 16; ++u) {
       __m512i q[4];
       __m512 sc, mn = _mm512_setzero_ps();
+      if constexpr (!kQ6)
+        prefetch_range(blk + kBlocksAhead * kBlock + kBlock * u / 16, kBlock / 16);
       if constexpr (kQ6) {
         prefetch_ahead(blk + interleave::kQ6KValues + interleave::kQ6KUnit * u,
                        interleave::kQ6KUnit);
         group_k::q6_k_unit(blk, u, q);
         sc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(group_k::q6_k_scales(blk, u)));
       } else if constexpr (kQ2) {
-        prefetch_range(blk + kBlocksAhead * kBlock + kBlock * u / 16, kBlock / 16);
         group_k::q2_k_unit(blk, u, q);
         __m512i isc, imn;
         group_k::q2_k_scale_min(blk, u, isc, imn);
         sc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(isc));
         mn = _mm512_mul_ps(neg_dmin, _mm512_cvtepi32_ps(imn));
       } else {
-        prefetch_range(blk + kBlocksAhead * kBlock + kBlock * u / 16, kBlock / 16);
         group_k::q3_k_unit(blk, u, q);
         sc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(group_k::q3_k_scales(blk, u)));
       }
