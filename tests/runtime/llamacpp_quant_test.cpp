@@ -183,8 +183,9 @@ TEST(LlamaCppQuantLayouts, Q5KMAndQ3KMFilesAreBatchInvariantWhereTheirKernelsAre
     qo.mix = mix;
     qo.n_threads = 2;
     const QuantizeReport r = quantize_model(kQuantDir + "ref-llama-512-q4_k_m.gguf", file, qo);
+    const std::string& want = type;  // a lambda may not capture a structured binding (clang 14)
     ASSERT_TRUE(std::any_of(r.tensors.begin(), r.tensors.end(),
-                            [&](const QuantizedTensor& t) { return t.to == type; }));
+                            [&](const QuantizedTensor& t) { return t.to == want; }));
     LoadOptions lo;
     lo.n_threads = 2;
     for (const char* level : {"scalar", "avx2", "avx512"})
