@@ -137,8 +137,8 @@ struct Kernels {
     return nullptr;
   }
   // The decode kernels on interleaved weights of `level` itself, or null (the
-  // type is then not interleaved there: IQ4_XS only at AVX2,
-  // where its one micro-kernel makes decode and prefill the same arithmetic).
+  // type is then not interleaved there; every type with the layout has them at
+  // AVX2 and AVX-512).
   const RowFns* rows16_at(CpuLevel level) const {
     if (level >= CpuLevel::Avx512) return rows512_16;
     if (level >= CpuLevel::Avx2) return rows2_16;
@@ -221,8 +221,9 @@ void long_rows_bf16(std::int64_t, const void*, std::size_t, const void*, float*)
 void short_rows_f32(std::int64_t, const void*, std::size_t, const void*, float*);
 void short_rows_f16(std::int64_t, const void*, std::size_t, const void*, float*);
 void short_rows_bf16(std::int64_t, const void*, std::size_t, const void*, float*);
-// Decode on interleaved K-quant groups (group_k_avx512.cpp).
-extern const RowFns rows_q2_k_16, rows_q3_k_16, rows_q4_k_16, rows_q5_k_16, rows_q6_k_16;
+// Decode on interleaved K-quant and IQ4_XS groups (group_k_avx512.cpp).
+extern const RowFns rows_q2_k_16, rows_q3_k_16, rows_q4_k_16, rows_q5_k_16, rows_q6_k_16,
+    rows_iq4_xs_16;
 extern const GemmFns gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_iq4_nl, gemm_q4_k, gemm_q5_k, gemm_q6_k,
     gemm_iq4_xs, gemm_mxfp4, gemm_f32, gemm_f16, gemm_bf16;
 extern const GemmFns gemm_q4_1, gemm_q5_1, gemm_q2_k, gemm_q3_k;

@@ -624,9 +624,36 @@ void pack16_k16(std::int64_t n, const void* group, void* panel) {
         _mm512_storeu_ps(pu + 16 * kRows + 64, _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc)));
         _mm512_storeu_ps(pu + 16 * kRows + 128, _mm512_mul_ps(neg_dmin, _mm512_cvtepi32_ps(mn)));
       } else {
-        _mm512_storeu_ps(pu + 16 * kRows + 64,
-                         _mm512_mul_ps(d, _mm512_cvtepi32_ps(group_k::q3_k_scales(blk, u))));
+        _mm512_storeu_ps(
+            pu + 16 * kRows + 64,
+            _mm512_mul_ps(d, _mm512_cvtepi32_ps(group_k::scales6(blk, interleave::kQ3KScaleLow,
+                                                                 interleave::kQ3KScaleHigh, u))));
       }
+    }
+  }
+}
+
+// pack<DecIQ4_XS>'s panel from an IQ4_XS group.
+void pack16_iq4_xs(std::int64_t n, const void* group, void* panel) {
+  constexpr std::size_t ub = unit_bytes<DecIQ4_XS>();
+  for (std::int64_t sb = 0; sb < n / kQK_K; ++sb) {
+    const std::byte* blk =
+        static_cast<const std::byte*>(group) + sb * interleave::block_bytes(TensorType::IQ4_XS);
+    const __m512 d = group_k::half16(blk);
+    for (int j = 0; j < 8; ++j) {
+      std::byte* pu = static_cast<std::byte*>(panel) + (sb * 8 + j) * ub;
+      __m512i lo[4], hi[4];
+      group_k::iq4_xs_unit(blk, j, false, lo, hi);
+      __m512i sum = _mm512_setzero_si512();
+      for (int m = 0; m < 4; ++m) {
+        PanelGather::put(pu, m, lo[m], sum);
+        PanelGather::put(pu, 4 + m, hi[m], sum);
+      }
+      PanelGather::put_correction(pu, 32, sum);
+      _mm512_storeu_ps(
+          pu + 32 * kRows + 64,
+          _mm512_mul_ps(d, _mm512_cvtepi32_ps(group_k::scales6(blk, interleave::kXSScaleLow,
+                                                               interleave::kXSScaleHigh, j))));
     }
   }
 }
@@ -1129,9 +1156,14 @@ constinit const GemmFns gemm_q5_k = {kIntMinTokens,
                                      run<DecQ5_K>,
                                      0,
                                      pack16_q5_k};
-constinit const GemmFns gemm_iq4_xs = {kIntMinTokens,          act_bytes<DecIQ4_XS>,
-                                       panel_bytes<DecIQ4_XS>, prepare<DecIQ4_XS>,
-                                       pack<DecIQ4_XS>,        run<DecIQ4_XS>};
+constinit const GemmFns gemm_iq4_xs = {kIntMinTokens,
+                                       act_bytes<DecIQ4_XS>,
+                                       panel_bytes<DecIQ4_XS>,
+                                       prepare<DecIQ4_XS>,
+                                       pack<DecIQ4_XS>,
+                                       run<DecIQ4_XS>,
+                                       0,
+                                       pack16_iq4_xs};
 constinit const GemmFns gemm_q6_k = {kKGatherMinTokens,
                                      act_bytes<DecQ6_K>,
                                      panel_bytes<DecQ6_K>,

@@ -207,7 +207,8 @@ void k16_tile(std::int64_t n, const std::byte* group, const Token* tok, float* o
         mn = _mm512_mul_ps(neg_dmin, _mm512_cvtepi32_ps(imn));
       } else {
         group_k::q3_k_unit(blk, u, q);
-        sc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(group_k::q3_k_scales(blk, u)));
+        sc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(group_k::scales6(blk, interleave::kQ3KScaleLow,
+                                                                  interleave::kQ3KScaleHigh, u)));
       }
       for (int t = 0; t < NT; ++t) {
         const std::int8_t* a = tok[t].q + kQK_K * i + 16 * u;
@@ -217,6 +218,44 @@ void k16_tile(std::int64_t n, const std::byte* group, const Token* tok, float* o
         s[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), sc, s[t]);
         if constexpr (kQ2)
           s[t] = _mm512_fmadd_ps(mn, _mm512_set1_ps(static_cast<float>(asum)), s[t]);
+      }
+    }
+    for (int t = 0; t < NT; ++t)
+      acc[t] = _mm512_fmadd_ps(s[t], _mm512_set1_ps(tok[t].d[i]), acc[t]);
+  }
+  for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + t * os, acc[t]);
+}
+
+// IQ4_XS: isum_j = sum v * a over sub-block j, exact (v + 128 into vpdpbusd,
+// the accumulator starting at -128 * asum_j); s += isum_j * (d * sc_j); then
+// acc += s * da, the GEMM's order for 32-element units without a min.
+template <int NT>
+void iq4_xs_tile(std::int64_t n, const std::byte* group, const Token* tok, float* out,
+                 std::size_t os) {
+  constexpr std::size_t kBlock = interleave::block_bytes(TensorType::IQ4_XS);
+  __m512 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  for (std::int64_t i = 0; i < n / kQK_K; ++i) {
+    const std::byte* blk = group + i * kBlock;
+    prefetch_ahead(blk, interleave::kXSValues);
+    const __m512 d = group_k::half16(blk);
+    __m512 s[NT];
+    for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_ps();
+    for (int j = 0; j < 8; ++j) {
+      prefetch_ahead(blk + interleave::kXSValues + 256 * j, 256);
+      __m512i lo[4], hi[4];
+      group_k::iq4_xs_unit(blk, j, true, lo, hi);
+      const __m512 sc =
+          _mm512_mul_ps(d, _mm512_cvtepi32_ps(group_k::scales6(blk, interleave::kXSScaleLow,
+                                                               interleave::kXSScaleHigh, j)));
+      for (int t = 0; t < NT; ++t) {
+        const std::int8_t* a = tok[t].q + kQK_K * i + 32 * j;
+        __m512i isum = _mm512_set1_epi32(-128 * tok[t].sum32(i, j));
+        for (int m = 0; m < 4; ++m) {
+          isum = _mm512_dpbusd_epi32(isum, lo[m], broadcast4(a + 4 * m));
+          isum = _mm512_dpbusd_epi32(isum, hi[m], broadcast4(a + 16 + 4 * m));
+        }
+        s[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), sc, s[t]);
       }
     }
     for (int t = 0; t < NT; ++t)
@@ -236,6 +275,8 @@ void group_dot(std::int64_t n, const void* group, const void* act, std::size_t a
     const auto* g = static_cast<const std::byte*>(group);
     if constexpr (T == TensorType::Q4_K || T == TensorType::Q5_K)
       q4_k_tile<nt, T == TensorType::Q5_K>(n, g, tok, o, os);
+    else if constexpr (T == TensorType::IQ4_XS)
+      iq4_xs_tile<nt>(n, g, tok, o, os);
     else
       k16_tile<nt, T>(n, g, tok, o, os);
   });
@@ -243,6 +284,8 @@ void group_dot(std::int64_t n, const void* group, const void* act, std::size_t a
 
 }  // namespace
 
+constinit const RowFns rows_iq4_xs_16 = {act_bytes, prepare, nullptr, nullptr,
+                                         group_dot<TensorType::IQ4_XS>};
 constinit const RowFns rows_q2_k_16 = {act_bytes, prepare, nullptr, nullptr,
                                        group_dot<TensorType::Q2_K>};
 constinit const RowFns rows_q3_k_16 = {act_bytes, prepare, nullptr, nullptr,

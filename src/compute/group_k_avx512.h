@@ -1,4 +1,4 @@
-// Reading Q2_K to Q6_K groups (interleave.h) with AVX-512, row r of the 16
+// Reading the K-quants' and IQ4_XS's groups (interleave.h) with AVX-512, row r of the 16
 // in 32-bit lane r (or in bytes 4r..4r+3): shared by the decode kernels
 // (group_k_avx512.cpp) and the GEMM's panels packed from groups
 // (dot_avx512.cpp). Included only by units compiled with the AVX-512 flags;
@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "compute/interleave.h"
+#include "compute/quant_blocks.h"
 
 namespace seam::dot::avx512::group_k {
 
@@ -82,22 +83,38 @@ static inline void q3_k_unit(const std::byte* blk, int u, __m512i q[4]) {
   }
 }
 
-// Unit u's 6-bit scales minus 32 (signed): the low nibble of row r in byte
-// r % 8 of the unit's 8 bytes at bit 4 (r / 8), its top bits at bit 2r of the
-// unit's word.
-static inline __m512i q3_k_scales(const std::byte* blk, int u) {
-  const __m128i nib =
-      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + interleave::kQ3KScaleLow + 8 * u));
-  const __m128i low = _mm_set1_epi8(0x0F);
+// Unit u's 6-bit scales minus 32 (signed) in a Q3_K or IQ4_XS group block:
+// the low nibble of row r in byte r % 8 of the unit's 8 bytes at `low` + 8u,
+// at bit 4 (r / 8); its top bits at bit 2r of the unit's word at `high` + 4u.
+static inline __m512i scales6(const std::byte* blk, std::size_t low, std::size_t high, int u) {
+  const __m128i nib = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + low + 8 * u));
+  const __m128i m4 = _mm_set1_epi8(0x0F);
   const __m512i lo = _mm512_cvtepu8_epi32(
-      _mm_unpacklo_epi64(_mm_and_si128(nib, low), _mm_and_si128(_mm_srli_epi16(nib, 4), low)));
+      _mm_unpacklo_epi64(_mm_and_si128(nib, m4), _mm_and_si128(_mm_srli_epi16(nib, 4), m4)));
   std::int32_t word;
-  std::memcpy(&word, blk + interleave::kQ3KScaleHigh + 4 * u, 4);
+  std::memcpy(&word, blk + high + 4 * u, 4);
   const __m512i shifts =
       _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i hi =
       _mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32(word), shifts), _mm512_set1_epi32(3));
   return _mm512_sub_epi32(_mm512_or_si512(lo, _mm512_slli_epi32(hi, 4)), _mm512_set1_epi32(32));
+}
+
+// Sub-block j (elements 32j..32j+31) of an IQ4_XS group block: the codebook
+// values of elements 32j + 4m .. + 3 in lo[m] and of 32j + 16 + 4m .. in
+// hi[m] (Q4_0's nibble layout), each XOR 0x80 when `biased` (v + 128,
+// unsigned, for vpdpbusd's unsigned operand).
+static inline void iq4_xs_unit(const std::byte* blk, int j, bool biased, __m512i lo[4],
+                               __m512i hi[4]) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  __m512i table =
+      _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kIQ4Values)));
+  if (biased) table = _mm512_xor_si512(table, _mm512_set1_epi8(static_cast<char>(0x80)));
+  for (int m = 0; m < 4; ++m) {
+    const __m512i v = _mm512_loadu_si512(blk + interleave::kXSValues + 64 * (4 * j + m));
+    lo[m] = _mm512_shuffle_epi8(table, _mm512_and_si512(v, m4));
+    hi[m] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+  }
 }
 
 // (c & a) | (~c & b) per bit: vpternlogd's table for "c ? a : b".

@@ -8,9 +8,9 @@
 // loads; and since the AVX2 level decodes and multiplies in batches with one
 // micro-kernel on this layout, a token's row is the same bits alone or beside
 // others (docs/server.md, "Batch invariance").
-// The AVX-512 level interleaves Q4_0, Q8_0 and the K-quants (decode:
-// dot_rows_avx512.cpp, group_k_avx512.cpp; one row per int32 lane of vpdpbusd)
-// and keeps the file's layout for the other types (dot.h, Kernels::rows16_at).
+// The AVX-512 level interleaves every one of these types too (decode:
+// dot_rows_avx512.cpp, group_k_avx512.cpp; one row per int32 lane of
+// vpdpbusd); the others keep the file's layout (dot.h, Kernels::rows16_at).
 //
 // A group of 16 rows, block by block (block b of every row: exactly the bytes
 // of the 16 rows' blocks, so a group is rewritten in place). "Steps" are 4
