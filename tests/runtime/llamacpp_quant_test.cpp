@@ -169,13 +169,13 @@ TEST(LlamaCppQuantLayouts, QuantFilesGiveTheSameLogitsAloneAndBesideFifteenOther
   if (checked == 0) GTEST_SKIP() << "no file is batch-invariant at " << cpu_level();
 }
 
-// Q5_K_M and Q3_K_M files (llama.cpp's Q4_K_M file requantized, its rows
-// whole super-blocks: Q5_K / Q6_K, and Q3_K / Q4_K / Q5_K / Q6_K) are
-// interleaved at AVX2 and AVX-512 alike, so their logits are batch-invariant at
-// both.
-TEST(LlamaCppQuantLayouts, Q5KMAndQ3KMFilesAreBatchInvariantWhereTheirKernelsAre) {
-  for (const auto& [mix, type] :
-       {std::pair<std::string, std::string>{"q5_k_m", "Q5_K"}, {"q3_k_m", "Q3_K"}}) {
+// Q5_K_M, Q3_K_M and IQ4_XS files (llama.cpp's Q4_K_M file requantized, its
+// rows whole super-blocks: K-quants and IQ4_XS) are interleaved at AVX2 and
+// AVX-512 alike, so their logits are batch-invariant at both.
+TEST(LlamaCppQuantLayouts, MixesOfInterleavedTypesAreBatchInvariantWhereTheirKernelsAre) {
+  for (const auto& [mix, type] : {std::pair<std::string, std::string>{"q5_k_m", "Q5_K"},
+                                  {"q3_k_m", "Q3_K"},
+                                  {"iq4_xs", "IQ4_XS"}}) {
     SCOPED_TRACE(mix);
     const std::string file =
         testing::scratch_dir() + "/" + mix + "." + std::to_string(::getpid()) + ".gguf";
