@@ -282,19 +282,16 @@ void group_dot(std::int64_t n, const void* group, const void* act, std::size_t a
   });
 }
 
+// The group kernel's RowFns: Q8_K activations prepared as above.
+constexpr RowFns group_fns(GroupFn dot16) { return {act_bytes, prepare, nullptr, nullptr, dot16}; }
+
 }  // namespace
 
-constinit const RowFns rows_iq4_xs_16 = {act_bytes, prepare, nullptr, nullptr,
-                                         group_dot<TensorType::IQ4_XS>};
-constinit const RowFns rows_q2_k_16 = {act_bytes, prepare, nullptr, nullptr,
-                                       group_dot<TensorType::Q2_K>};
-constinit const RowFns rows_q3_k_16 = {act_bytes, prepare, nullptr, nullptr,
-                                       group_dot<TensorType::Q3_K>};
-constinit const RowFns rows_q4_k_16 = {act_bytes, prepare, nullptr, nullptr,
-                                       group_dot<TensorType::Q4_K>};
-constinit const RowFns rows_q5_k_16 = {act_bytes, prepare, nullptr, nullptr,
-                                       group_dot<TensorType::Q5_K>};
-constinit const RowFns rows_q6_k_16 = {act_bytes, prepare, nullptr, nullptr,
-                                       group_dot<TensorType::Q6_K>};
+constinit const RowFns rows_iq4_xs_16 = group_fns(group_dot<TensorType::IQ4_XS>);
+constinit const RowFns rows_q2_k_16 = group_fns(group_dot<TensorType::Q2_K>);
+constinit const RowFns rows_q3_k_16 = group_fns(group_dot<TensorType::Q3_K>);
+constinit const RowFns rows_q4_k_16 = group_fns(group_dot<TensorType::Q4_K>);
+constinit const RowFns rows_q5_k_16 = group_fns(group_dot<TensorType::Q5_K>);
+constinit const RowFns rows_q6_k_16 = group_fns(group_dot<TensorType::Q6_K>);
 
 }  // namespace seam::dot::avx512
