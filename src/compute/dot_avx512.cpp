@@ -596,39 +596,27 @@ void pack16_q5_k(std::int64_t n, const void* group, void* panel) {
   }
 }
 
-// pack<DecQ2_K>'s / pack<DecQ3_K>'s panel from a Q2_K / Q3_K group.
+// pack<DecQ2_K>'s / pack<DecQ3_K>'s / pack_gather_q6_k's panel from a Q2_K /
+// Q3_K / Q6_K group: the values less their offset, the scales, Q2_K's mins.
 template <TensorType T>
 void pack16_k16(std::int64_t n, const void* group, void* panel) {
-  constexpr bool kQ2 = T == TensorType::Q2_K;
-  using D = std::conditional_t<kQ2, DecQ2_K, DecQ3_K>;
+  using D = std::conditional_t<T == TensorType::Q2_K, DecQ2_K,
+                               std::conditional_t<T == TensorType::Q3_K, DecQ3_K, DecQ6_K>>;
   constexpr std::size_t ub = unit_bytes<D>();
-  const __m512i offset = _mm512_set1_epi8(kQ2 ? 0 : 4);
+  const __m512i offset = _mm512_set1_epi8(group_k::k16_offset<T>());
   for (std::int64_t sb = 0; sb < n / kQK_K; ++sb) {
     const std::byte* blk = static_cast<const std::byte*>(group) + sb * interleave::block_bytes(T);
-    const __m512 d = group_k::half16(blk);
+    const __m512 d = group_k::half16(blk), neg_dmin = group_k::k16_neg_dmin<T>(blk);
     for (int u = 0; u < 16; ++u) {
       std::byte* pu = static_cast<std::byte*>(panel) + (sb * 16 + u) * ub;
       __m512i q[4];
-      if constexpr (kQ2)
-        group_k::q2_k_unit(blk, u, q);
-      else
-        group_k::q3_k_unit(blk, u, q);
+      __m512 sc, mn;
+      group_k::k16_unit<T>(blk, u, d, neg_dmin, q, sc, mn);
       __m512i sum = _mm512_setzero_si512();
       for (int s = 0; s < 4; ++s) PanelGather::put(pu, s, _mm512_sub_epi8(q[s], offset), sum);
       PanelGather::put_correction(pu, 16, sum);
-      if constexpr (kQ2) {
-        __m512i sc, mn;
-        group_k::q2_k_scale_min(blk, u, sc, mn);
-        const __m512 neg_dmin =
-            _mm512_sub_ps(_mm512_setzero_ps(), group_k::half16(blk + interleave::kQ2KDmin));
-        _mm512_storeu_ps(pu + 16 * kRows + 64, _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc)));
-        _mm512_storeu_ps(pu + 16 * kRows + 128, _mm512_mul_ps(neg_dmin, _mm512_cvtepi32_ps(mn)));
-      } else {
-        _mm512_storeu_ps(
-            pu + 16 * kRows + 64,
-            _mm512_mul_ps(d, _mm512_cvtepi32_ps(group_k::scales6(blk, interleave::kQ3KScaleLow,
-                                                                 interleave::kQ3KScaleHigh, u))));
-      }
+      _mm512_storeu_ps(pu + 16 * kRows + 64, sc);
+      if constexpr (D::kMin) _mm512_storeu_ps(pu + 16 * kRows + 128, mn);
     }
   }
 }
@@ -699,27 +687,6 @@ void pack_gather_q6_k(std::int64_t n, const void* w, std::size_t row_stride, int
         }
       }
       for (int k = 0; k < 8; ++k) PanelGather::put_correction(u0 + (8 * h + k) * ub, 16, sum[k]);
-    }
-  }
-}
-
-// pack_gather_q6_k's panel from a Q6_K group.
-void pack16_q6_k(std::int64_t n, const void* group, void* panel) {
-  constexpr std::size_t ub = unit_bytes<DecQ6_K>();
-  const __m512i k32 = _mm512_set1_epi8(32);
-  for (std::int64_t sb = 0; sb < n / kQK_K; ++sb) {
-    const std::byte* blk =
-        static_cast<const std::byte*>(group) + sb * interleave::block_bytes(TensorType::Q6_K);
-    const __m512 d = group_k::half16(blk);
-    for (int u = 0; u < 16; ++u) {
-      std::byte* pu = static_cast<std::byte*>(panel) + (sb * 16 + u) * ub;
-      __m512i q[4];
-      group_k::q6_k_unit(blk, u, q);
-      __m512i sum = _mm512_setzero_si512();
-      for (int s = 0; s < 4; ++s) PanelGather::put(pu, s, _mm512_sub_epi8(q[s], k32), sum);
-      PanelGather::put_correction(pu, 16, sum);
-      _mm512_storeu_ps(pu + 16 * kRows + 64,
-                       _mm512_mul_ps(d, _mm512_cvtepi32_ps(group_k::q6_k_scales(blk, u))));
     }
   }
 }
@@ -1171,7 +1138,7 @@ constinit const GemmFns gemm_q6_k = {kKGatherMinTokens,
                                      pack_gather_q6_k,
                                      run<DecQ6_K>,
                                      0,
-                                     pack16_q6_k};
+                                     pack16_k16<TensorType::Q6_K>};
 constinit const GemmFns gemm_f32 = {kFloatMinTokens, float_act_bytes,    float_panel_bytes,
                                     float_prepare,   float_pack<CvtF32>, float_run};
 constinit const GemmFns gemm_f16 = {kFloatMinTokens, float_act_bytes,    float_panel_bytes,

@@ -10,7 +10,7 @@
 // unit's code out of baseline callers.
 //
 // Arithmetic, per sub-block and token, in the AVX-512 GEMM's order
-// (dot_avx512.cpp tile on the panels pack16_q2_k .. pack16_q6_k make), so that a
+// (dot_avx512.cpp tile on the panels pack16_k16 .. pack16_iq4_xs make), so that a
 // token's row is the same bits decoded here alone or in a prefill batch there
 // (docs/server.md, "Batch invariance"):
 //  - Q4_K: isum_j = sum q * a over sub-block j, exact (vpdpbusd: unsigned
@@ -174,7 +174,7 @@ void k16_tile(std::int64_t n, const std::byte* group, const Token* tok, float* o
               std::size_t os) {
   constexpr bool kQ6 = T == TensorType::Q6_K, kQ2 = T == TensorType::Q2_K;
   constexpr std::size_t kBlock = interleave::block_bytes(T);
-  constexpr int kOffset = kQ6 ? 32 : kQ2 ? 0 : 4;
+  constexpr int kOffset = group_k::k16_offset<T>();
   __m512 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   for (std::int64_t i = 0; i < n / kQK_K; ++i) {
@@ -183,33 +183,18 @@ void k16_tile(std::int64_t n, const std::byte* group, const Token* tok, float* o
     // whole blocks ahead as Q5_K does (above), a sixteenth per unit; Q2_K,
     // whose blocks are as short, the same way.
     if constexpr (kQ6) prefetch_ahead(blk, interleave::kQ6KValues);
-    const __m512 d = group_k::half16(blk);
-    __m512 neg_dmin = _mm512_setzero_ps();
-    if constexpr (kQ2)
-      neg_dmin = _mm512_sub_ps(_mm512_setzero_ps(), group_k::half16(blk + interleave::kQ2KDmin));
+    const __m512 d = group_k::half16(blk), neg_dmin = group_k::k16_neg_dmin<T>(blk);
     __m512 s[NT];
     for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_ps();
     for (int u = 0; u < 16; ++u) {
-      __m512i q[4];
-      __m512 sc, mn = _mm512_setzero_ps();
-      if constexpr (!kQ6)
-        prefetch_range(blk + kBlocksAhead * kBlock + kBlock * u / 16, kBlock / 16);
-      if constexpr (kQ6) {
+      if constexpr (kQ6)
         prefetch_ahead(blk + interleave::kQ6KValues + interleave::kQ6KUnit * u,
                        interleave::kQ6KUnit);
-        group_k::q6_k_unit(blk, u, q);
-        sc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(group_k::q6_k_scales(blk, u)));
-      } else if constexpr (kQ2) {
-        group_k::q2_k_unit(blk, u, q);
-        __m512i isc, imn;
-        group_k::q2_k_scale_min(blk, u, isc, imn);
-        sc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(isc));
-        mn = _mm512_mul_ps(neg_dmin, _mm512_cvtepi32_ps(imn));
-      } else {
-        group_k::q3_k_unit(blk, u, q);
-        sc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(group_k::scales6(blk, interleave::kQ3KScaleLow,
-                                                                  interleave::kQ3KScaleHigh, u)));
-      }
+      else
+        prefetch_range(blk + kBlocksAhead * kBlock + kBlock * u / 16, kBlock / 16);
+      __m512i q[4];
+      __m512 sc, mn;
+      group_k::k16_unit<T>(blk, u, d, neg_dmin, q, sc, mn);
       for (int t = 0; t < NT; ++t) {
         const std::int8_t* a = tok[t].q + kQK_K * i + 16 * u;
         const std::int32_t asum = tok[t].s16[16 * i + u];

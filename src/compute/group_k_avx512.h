@@ -21,19 +21,24 @@ static inline __m512 half16(const std::byte* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
+// 16 rows' 4-bit fields packed in 8 bytes at p (row r in byte r % 8, at bit
+// 4 (r / 8)), one per int32 lane.
+static inline __m512i row_nibbles(const std::byte* p) {
+  const __m128i nib = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  const __m128i low = _mm_set1_epi8(0x0F);
+  return _mm512_cvtepu8_epi32(
+      _mm_unpacklo_epi64(_mm_and_si128(nib, low), _mm_and_si128(_mm_srli_epi16(nib, 4), low)));
+}
+
 // Sub-block j (0..7) of a Q4_K group block: the 6-bit scales and mins. A min's
-// top 2 bits are bits 6-7 of the scale's byte; its low nibble sits in byte
-// r % 8 of the sub-block's 8 bytes, at bit 4 (r / 8).
+// top 2 bits are bits 6-7 of the scale's byte; its low nibble is one of
+// row_nibbles at kQ4KMinLow + 8j.
 static inline void q4_k_scale_min(const std::byte* blk, int j, __m512i& sc, __m512i& mn) {
   const __m512i s = _mm512_cvtepu8_epi32(
       _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + interleave::kQ4KScales + 16 * j)));
   sc = _mm512_and_si512(s, _mm512_set1_epi32(63));
-  const __m128i nib =
-      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + interleave::kQ4KMinLow + 8 * j));
-  const __m128i low = _mm_set1_epi8(0x0F);
-  const __m128i rows =
-      _mm_unpacklo_epi64(_mm_and_si128(nib, low), _mm_and_si128(_mm_srli_epi16(nib, 4), low));
-  mn = _mm512_or_si512(_mm512_cvtepu8_epi32(rows), _mm512_slli_epi32(_mm512_srli_epi32(s, 6), 4));
+  mn = _mm512_or_si512(row_nibbles(blk + interleave::kQ4KMinLow + 8 * j),
+                       _mm512_slli_epi32(_mm512_srli_epi32(s, 6), 4));
 }
 
 // Step m (elements 4m..4m+3) of Q5_K sub-block pair p in a group block, given
@@ -84,13 +89,10 @@ static inline void q3_k_unit(const std::byte* blk, int u, __m512i q[4]) {
 }
 
 // Unit u's 6-bit scales minus 32 (signed) in a Q3_K or IQ4_XS group block:
-// the low nibble of row r in byte r % 8 of the unit's 8 bytes at `low` + 8u,
-// at bit 4 (r / 8); its top bits at bit 2r of the unit's word at `high` + 4u.
+// the low nibbles are row_nibbles at `low` + 8u, the top bits of row r at bit
+// 2r of the unit's word at `high` + 4u.
 static inline __m512i scales6(const std::byte* blk, std::size_t low, std::size_t high, int u) {
-  const __m128i nib = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + low + 8 * u));
-  const __m128i m4 = _mm_set1_epi8(0x0F);
-  const __m512i lo = _mm512_cvtepu8_epi32(
-      _mm_unpacklo_epi64(_mm_and_si128(nib, m4), _mm_and_si128(_mm_srli_epi16(nib, 4), m4)));
+  const __m512i lo = row_nibbles(blk + low + 8 * u);
   std::int32_t word;
   std::memcpy(&word, blk + high + 4 * u, 4);
   const __m512i shifts =
@@ -145,6 +147,44 @@ static inline void q6_k_unit(const std::byte* blk, int u, __m512i q[4]) {
 static inline __m512i q6_k_scales(const std::byte* blk, int u) {
   return _mm512_cvtepi8_epi32(
       _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + interleave::kQ6KScales + 16 * u)));
+}
+
+// The 16-element unit types' value offset: x = scale * (q - offset) (+ min).
+template <TensorType T>
+constexpr int k16_offset() {
+  return T == TensorType::Q6_K ? 32 : T == TensorType::Q3_K ? 4 : 0;
+}
+
+// The block's -dmin, which Q2_K's mins are scaled by (zero for Q3_K, Q6_K).
+template <TensorType T>
+static inline __m512 k16_neg_dmin(const std::byte* blk) {
+  if constexpr (T != TensorType::Q2_K) return _mm512_setzero_ps();
+  return _mm512_sub_ps(_mm512_setzero_ps(), half16(blk + interleave::kQ2KDmin));
+}
+
+// Unit u of a Q2_K, Q3_K or Q6_K group block as the decode kernel and the
+// GEMM's panel both take it: the unsigned values q[4] (their offset
+// k16_offset is taken off through the token's sum over the unit), the scale
+// d * sc and, for Q2_K, the min -dmin * mn (zero otherwise); d and neg_dmin
+// are the block's (half16, k16_neg_dmin).
+template <TensorType T>
+static inline void k16_unit(const std::byte* blk, int u, __m512 d, __m512 neg_dmin, __m512i q[4],
+                            __m512& sc, __m512& mn) {
+  mn = _mm512_setzero_ps();
+  if constexpr (T == TensorType::Q6_K) {
+    q6_k_unit(blk, u, q);
+    sc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(q6_k_scales(blk, u)));
+  } else if constexpr (T == TensorType::Q2_K) {
+    q2_k_unit(blk, u, q);
+    __m512i isc, imn;
+    q2_k_scale_min(blk, u, isc, imn);
+    sc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(isc));
+    mn = _mm512_mul_ps(neg_dmin, _mm512_cvtepi32_ps(imn));
+  } else {
+    q3_k_unit(blk, u, q);
+    sc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(scales6(blk, interleave::kQ3KScaleLow,
+                                                     interleave::kQ3KScaleHigh, u)));
+  }
 }
 
 }  // namespace seam::dot::avx512::group_k
