@@ -214,7 +214,10 @@ void q4_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*,
 void q5_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void q6_k_q8_k(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
 void mxfp4_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*, std::size_t);
-extern const RowFns rows_q4_0, rows_q5_0, rows_q8_0, rows_iq4_nl, rows_q4_0_16, rows_q8_0_16;
+extern const RowFns rows_q4_0, rows_q5_0, rows_q8_0, rows_iq4_nl;
+// Decode on interleaved 32-element block types (group32_avx512.cpp).
+extern const RowFns rows_q4_0_16, rows_q4_1_16, rows_q5_0_16, rows_q5_1_16, rows_q8_0_16,
+    rows_iq4_nl_16;
 void long_rows_f32(std::int64_t, const void*, std::size_t, const void*, float*);
 void long_rows_f16(std::int64_t, const void*, std::size_t, const void*, float*);
 void long_rows_bf16(std::int64_t, const void*, std::size_t, const void*, float*);

@@ -60,8 +60,9 @@ struct Chunk {
   float min[2];
 };
 
-// Q8_0, Q4_0, Q5_0, Q4_K and Q6_K pack by gathers (pack_gather*, below):
-// theirs are only the panel and activation shapes, no row decoder.
+// The 32-element types (but MXFP4), Q4_K and Q6_K pack by gathers
+// (pack_gather*, below): theirs are only the panel and activation shapes, no
+// row decoder.
 struct DecQ8_0 {
   static constexpr int kUnit = 32, kActBlock = 32;
   static constexpr bool kMin = false;
@@ -80,7 +81,8 @@ struct DecQ5_0 {
 };
 
 // A 4-bit codebook block in Q4_0's nibble layout: each nibble indexes the
-// 16-entry int8 `Table`; x = Table[q] * Scale(block).
+// 16-entry int8 `Table`; x = Table[q] * Scale(block). (IQ4_NL packs by
+// gathers; its decode serves MXFP4.)
 template <class Block, const std::int8_t* Table, float (*Scale)(const Block&)>
 struct DecCodebook {
   static constexpr int kUnit = 32, kActBlock = 32;
@@ -172,37 +174,12 @@ struct DecQ6_K {
 struct DecQ4_1 {
   static constexpr int kUnit = 32, kActBlock = 32;
   static constexpr bool kMin = true, kQ8_1 = true;
-  static constexpr int kChunksPerGroup = 1;
-  static constexpr std::size_t kGroupBytes = sizeof(BlockQ4_1);
-  static void decode(const std::byte* g, Chunk* c) {
-    const auto& b = *reinterpret_cast<const BlockQ4_1*>(g);
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
-    const __m128i m = _mm_set1_epi8(0x0F);
-    c[0].q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
-    c[0].scale[0] = c[0].scale[1] = h2f(b.d);
-    c[0].min[0] = c[0].min[1] = h2f(b.m);
-  }
 };
 
 // Q5_1: Q4_1 plus bit j of qh as bit 4 of element j; x = d * q + m.
 struct DecQ5_1 {
   static constexpr int kUnit = 32, kActBlock = 32;
   static constexpr bool kMin = true, kQ8_1 = true;
-  static constexpr int kChunksPerGroup = 1;
-  static constexpr std::size_t kGroupBytes = sizeof(BlockQ5_1);
-  static void decode(const std::byte* g, Chunk* c) {
-    const auto& b = *reinterpret_cast<const BlockQ5_1*>(g);
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
-    const __m128i m = _mm_set1_epi8(0x0F);
-    const __m256i lo =
-        _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
-    std::uint32_t qh;
-    std::memcpy(&qh, b.qh, 4);
-    const __m256i hi = _mm256_maskz_mov_epi8(_cvtu32_mask32(qh), _mm256_set1_epi8(0x10));
-    c[0].q = _mm256_or_si256(lo, hi);
-    c[0].scale[0] = c[0].scale[1] = h2f(b.d);
-    c[0].min[0] = c[0].min[1] = h2f(b.m);
-  }
 };
 
 // 32-element run j (0..7) of a Q2_K/Q3_K block's 2-bit field: bits 2 * (j % 4)
@@ -345,7 +322,7 @@ void pack(std::int64_t n, const void* w, std::size_t row_stride, int n_rows, voi
   }
 }
 
-// Panels without decoding rows one by one (Q4_0, Q8_0, Q4_K): a dword gather
+// Panels without decoding rows one by one (the 32-element types, Q4_K, Q6_K): a dword gather
 // at the same offset of the 16 rows' blocks is already one 4-element group of
 // the panel ([group][row][4 bytes]); a dword of nibbles gives two groups. The
 // sums for the kOff correction come from vpdpbusd against ones, the scales
@@ -387,8 +364,42 @@ struct PanelGather {
 
 inline __m512 f16_lanes(__m512i low16) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(low16)); }
 
-// Q5_0's fifth bits: 4 bits of qh (one group's elements) -> bit 4 of each of
-// the group's 4 bytes, looked up in 16 int32 lanes.
+// The 32-element block types that pack_dwords packs: their block and type.
+template <class D>
+struct B32;
+template <>
+struct B32<DecQ4_0> {
+  using Block = BlockQ4_0;
+  static constexpr TensorType kType = TensorType::Q4_0;
+};
+template <>
+struct B32<DecQ4_1> {
+  using Block = BlockQ4_1;
+  static constexpr TensorType kType = TensorType::Q4_1;
+};
+template <>
+struct B32<DecQ5_0> {
+  using Block = BlockQ5_0;
+  static constexpr TensorType kType = TensorType::Q5_0;
+};
+template <>
+struct B32<DecQ5_1> {
+  using Block = BlockQ5_1;
+  static constexpr TensorType kType = TensorType::Q5_1;
+};
+template <>
+struct B32<DecQ8_0> {
+  using Block = BlockQ8_0;
+  static constexpr TensorType kType = TensorType::Q8_0;
+};
+template <>
+struct B32<DecIQ4_NL> {
+  using Block = BlockIQ4_NL;
+  static constexpr TensorType kType = TensorType::IQ4_NL;
+};
+
+// The file's fifth bits (qh, bit e: element e): 4 bits (one step's elements)
+// -> bit 4 of each of the step's 4 bytes, looked up in 16 int32 lanes.
 constexpr auto kFifthBits = [] {
   struct {
     alignas(64) std::int32_t v[16];
@@ -399,9 +410,11 @@ constexpr auto kFifthBits = [] {
   return t;
 }();
 
-// The values and scales of block b of a panel's 16 rows, 4 bytes per row at
-// a time: gathered from rows in the file's layout, or loaded from a group of
-// interleaved rows (interleave.h), which holds them side by side already.
+// The values, scales, mins and fifth bits of block b of a panel's 16 rows, 4
+// bytes per row at a time: gathered from rows in the file's layout, or loaded
+// from a group of interleaved rows (interleave.h), which holds them side by
+// side already. fifth_step(fifth_word(b), k): 0x10 in the bytes of step k
+// (elements 4k..4k+3) whose fifth bit is set.
 template <class Block>
 struct RowsSource {
   PanelGather g;
@@ -411,76 +424,91 @@ struct RowsSource {
     return g.dword(block(b) + offsetof(Block, qs) + 4 * m);
   }
   __m512 scales(std::int64_t b) const { return f16_lanes(g.dword(block(b))); }
-  __m512i high_bits(std::int64_t b) const { return g.dword(block(b) + offsetof(BlockQ5_0, qh)); }
+  __m512 mins(std::int64_t b) const { return f16_lanes(g.dword(block(b) + offsetof(Block, m))); }
+  __m512i fifth_word(std::int64_t b) const { return g.dword(block(b) + offsetof(Block, qh)); }
+  static __m512i fifth_step(__m512i word, int k) {
+    return _mm512_permutexvar_epi32(
+        _mm512_and_si512(_mm512_srli_epi32(word, 4 * k), _mm512_set1_epi32(0xF)),
+        _mm512_load_si512(kFifthBits.v));
+  }
   __mmask64 live_bytes() const { return g.live_bytes; }
 };
-template <class Block>
+template <TensorType T>
 struct GroupSource {
-  static constexpr std::size_t kBlock = kRows * sizeof(Block);
+  static constexpr std::size_t kBlock = interleave::block_bytes(T);
   const std::byte* w;
   __m512i values(std::int64_t b, int m) const {
-    return _mm512_loadu_si512(w + b * kBlock + 32 + 64 * m);
+    return _mm512_loadu_si512(w + b * kBlock + interleave::b32_values(T) + 64 * m);
   }
-  __m512 scales(std::int64_t b) const {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + b * kBlock)));
+  __m512 scales(std::int64_t b) const { return group_k::half16(w + b * kBlock); }
+  __m512 mins(std::int64_t b) const {
+    return group_k::half16(w + b * kBlock + interleave::kB32Min);
+  }
+  __m512i fifth_word(std::int64_t b) const {
+    return _mm512_loadu_si512(w + b * kBlock + interleave::b32_high(T));
+  }
+  // Byte i of a row's word holds element 4s + i's fifth bit at bit s (no bit
+  // of the next byte reaches bit 4 in either shift).
+  static __m512i fifth_step(__m512i word, int k) {
+    const __m512i at4 = k <= 4 ? _mm512_slli_epi16(word, 4 - k) : _mm512_srli_epi16(word, k - 4);
+    return _mm512_and_si512(at4, _mm512_set1_epi8(0x10));
   }
   static __mmask64 live_bytes() { return ~__mmask64{0}; }
 };
 
 template <class D, class Source>
 void pack_dwords(std::int64_t n, const Source& src, void* panel) {
-  constexpr bool kQ8 = std::is_same_v<D, DecQ8_0>, kQ5 = std::is_same_v<D, DecQ5_0>;
-  static_assert(std::is_same_v<D, DecQ4_0> || kQ5 || kQ8);
+  constexpr TensorType T = B32<D>::kType;
+  constexpr bool kQ8 = T == TensorType::Q8_0, kTable = T == TensorType::IQ4_NL;
+  constexpr bool kFifth = T == TensorType::Q5_0 || T == TensorType::Q5_1;
+  constexpr int kOff = T == TensorType::Q4_0 ? 8 : T == TensorType::Q5_0 ? 16 : 0;
   constexpr std::size_t ub = unit_bytes<D>();
-  const __m512i m4 = _mm512_set1_epi8(0x0F), off = _mm512_set1_epi8(kQ5 ? 16 : 8);
-  const __m512i fifth = _mm512_load_si512(kFifthBits.v), low4 = _mm512_set1_epi32(0xF);
+  static_assert(D::kUnit == 32 && D::kActBlock == 32);
+  const __m512i m4 = _mm512_set1_epi8(0x0F), off = _mm512_set1_epi8(kOff);
+  const __m512i table =
+      _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values)));
+  // The values of one step's bytes as the panel holds them (dead rows 0).
+  auto finish = [&](__m512i q) {
+    if constexpr (kTable) return _mm512_maskz_shuffle_epi8(src.live_bytes(), table, q);
+    if constexpr (kOff != 0) return _mm512_maskz_sub_epi8(src.live_bytes(), q, off);
+    return q;
+  };
   for (std::int64_t b = 0; b < n / 32; ++b) {
     std::byte* u = static_cast<std::byte*>(panel) + b * ub;
     __m512i sum = _mm512_setzero_si512();
-    __m512i qh = _mm512_setzero_si512();
-    if constexpr (kQ5) qh = src.high_bits(b);
-    // Group k's fifth bits (elements 4k..4k+3 are bits 4k..4k+3 of qh).
-    auto high = [&](int k) {
-      return _mm512_permutexvar_epi32(_mm512_and_si512(_mm512_srli_epi32(qh, 4 * k), low4), fifth);
-    };
+    __m512i fifth = _mm512_setzero_si512();
+    if constexpr (kFifth) fifth = src.fifth_word(b);
     for (int m = 0; m < (kQ8 ? 8 : 4); ++m) {
       const __m512i v = src.values(b, m);
       if constexpr (kQ8) {
         PanelGather::put(u, m, v, sum);
       } else {
         __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-        if constexpr (kQ5) {
-          lo = _mm512_or_si512(lo, high(m));
-          hi = _mm512_or_si512(hi, high(m + 4));
+        if constexpr (kFifth) {
+          lo = _mm512_or_si512(lo, Source::fifth_step(fifth, m));
+          hi = _mm512_or_si512(hi, Source::fifth_step(fifth, m + 4));
         }
-        PanelGather::put(u, m, _mm512_maskz_sub_epi8(src.live_bytes(), lo, off), sum);
-        PanelGather::put(u, m + 4, _mm512_maskz_sub_epi8(src.live_bytes(), hi, off), sum);
+        PanelGather::put(u, m, finish(lo), sum);
+        PanelGather::put(u, m + 4, finish(hi), sum);
       }
     }
     PanelGather::put_correction(u, 32, sum);
     _mm512_storeu_ps(u + 32 * kRows + 64, src.scales(b));
+    if constexpr (D::kMin) _mm512_storeu_ps(u + 32 * kRows + 128, src.mins(b));
   }
 }
 
 template <class D>
-using BlockOf =
-    std::conditional_t<std::is_same_v<D, DecQ8_0>, BlockQ8_0,
-                       std::conditional_t<std::is_same_v<D, DecQ5_0>, BlockQ5_0, BlockQ4_0>>;
-
-template <class D>
 void pack_gather(std::int64_t n, const void* w, std::size_t row_stride, int n_rows, void* panel) {
-  const RowsSource<BlockOf<D>> src{PanelGather(row_stride, n_rows, panel),
-                                   static_cast<const std::byte*>(w)};
+  const RowsSource<typename B32<D>::Block> src{PanelGather(row_stride, n_rows, panel),
+                                               static_cast<const std::byte*>(w)};
   pack_dwords<D>(n, src, panel);
 }
 
 // pack_gather's panel from a group of 16 interleaved rows.
 template <class D>
 void pack16(std::int64_t n, const void* group, void* panel) {
-  static_assert(
-      GroupSource<BlockOf<D>>::kBlock ==
-      interleave::block_bytes(std::is_same_v<D, DecQ8_0> ? TensorType::Q8_0 : TensorType::Q4_0));
-  pack_dwords<D>(n, GroupSource<BlockOf<D>>{static_cast<const std::byte*>(group)}, panel);
+  pack_dwords<D>(n, GroupSource<B32<D>::kType>{static_cast<const std::byte*>(group)}, panel);
 }
 
 // One Q4_K super-block of a panel's 16 rows -> its 8 units: the nibbles of
@@ -1072,10 +1100,22 @@ constinit const GemmFns gemm_q4_0 = {kGatherMinTokens,
                                      run<DecQ4_0>,
                                      0,
                                      pack16<DecQ4_0>};
-constinit const GemmFns gemm_q4_1 = {kIntMinTokens,    act_bytes<DecQ4_1>, panel_bytes<DecQ4_1>,
-                                     prepare<DecQ4_1>, pack<DecQ4_1>,      run<DecQ4_1>};
-constinit const GemmFns gemm_q5_1 = {kIntMinTokens,    act_bytes<DecQ5_1>, panel_bytes<DecQ5_1>,
-                                     prepare<DecQ5_1>, pack<DecQ5_1>,      run<DecQ5_1>};
+constinit const GemmFns gemm_q4_1 = {kIntMinTokens,
+                                     act_bytes<DecQ4_1>,
+                                     panel_bytes<DecQ4_1>,
+                                     prepare<DecQ4_1>,
+                                     pack_gather<DecQ4_1>,
+                                     run<DecQ4_1>,
+                                     0,
+                                     pack16<DecQ4_1>};
+constinit const GemmFns gemm_q5_1 = {kIntMinTokens,
+                                     act_bytes<DecQ5_1>,
+                                     panel_bytes<DecQ5_1>,
+                                     prepare<DecQ5_1>,
+                                     pack_gather<DecQ5_1>,
+                                     run<DecQ5_1>,
+                                     0,
+                                     pack16<DecQ5_1>};
 constinit const GemmFns gemm_q2_k = {kIntMinTokens,
                                      act_bytes<DecQ2_K>,
                                      panel_bytes<DecQ2_K>,
@@ -1092,11 +1132,22 @@ constinit const GemmFns gemm_q3_k = {kIntMinTokens,
                                      run<DecQ3_K>,
                                      0,
                                      pack16_k16<TensorType::Q3_K>};
-constinit const GemmFns gemm_q5_0 = {kKGatherMinTokens, act_bytes<DecQ5_0>,   panel_bytes<DecQ5_0>,
-                                     prepare<DecQ5_0>,  pack_gather<DecQ5_0>, run<DecQ5_0>};
-constinit const GemmFns gemm_iq4_nl = {kIntMinTokens,          act_bytes<DecIQ4_NL>,
-                                       panel_bytes<DecIQ4_NL>, prepare<DecIQ4_NL>,
-                                       pack<DecIQ4_NL>,        run<DecIQ4_NL>};
+constinit const GemmFns gemm_q5_0 = {kKGatherMinTokens,
+                                     act_bytes<DecQ5_0>,
+                                     panel_bytes<DecQ5_0>,
+                                     prepare<DecQ5_0>,
+                                     pack_gather<DecQ5_0>,
+                                     run<DecQ5_0>,
+                                     0,
+                                     pack16<DecQ5_0>};
+constinit const GemmFns gemm_iq4_nl = {kIntMinTokens,
+                                       act_bytes<DecIQ4_NL>,
+                                       panel_bytes<DecIQ4_NL>,
+                                       prepare<DecIQ4_NL>,
+                                       pack_gather<DecIQ4_NL>,
+                                       run<DecIQ4_NL>,
+                                       0,
+                                       pack16<DecIQ4_NL>};
 constinit const GemmFns gemm_mxfp4 = {kIntMinTokens,     act_bytes<DecMXFP4>, panel_bytes<DecMXFP4>,
                                       prepare<DecMXFP4>, pack<DecMXFP4>,      run<DecMXFP4>};
 constinit const GemmFns gemm_q8_0 = {kGatherMinTokens,

@@ -40,7 +40,6 @@
 
 #include "compute/dot.h"
 #include "compute/dot_tile.h"
-#include "compute/interleave.h"
 #include "compute/prefetch.h"
 #include "compute/quant_blocks.h"
 
@@ -421,168 +420,6 @@ void q32_rows_multi(std::int64_t n, const void* w, std::size_t row_stride, const
                              _mm512_add_ps(acc[2], acc2[2]), _mm512_add_ps(acc[3], acc2[3])));
 }
 
-// ---------------------------------------------------------------- Q4_0, 16 rows interleaved
-
-// Decode on interleave.h's groups: one 64-byte load holds 4 bytes (8 nibbles)
-// of each of 16 rows, so every int32 lane of vpdpbusd is one row and a block's
-// 16 scales are one load; the token's 4-byte groups are broadcast. High nibbles
-// stay in place (16 q, as PQ4_0's load_u) in their own accumulators, whose
-// sums are multiples of 16 and so shift down exactly. The offset correction
-// -8 * sum(a) is one int32 per block, shared by the 16 rows.
-// Prepared token, 64-byte rounded: int8 a[n] | int32 neg[n / 32] | f32 d[n / 32].
-std::size_t i16_act_bytes(std::int64_t n) {
-  return round64(static_cast<std::size_t>(n) + static_cast<std::size_t>(n / 32) * 8);
-}
-
-void i16_prepare(std::int64_t n, const void* act, void* dst) {
-  const auto* y = static_cast<const BlockQ8_0*>(act);
-  auto* q = static_cast<std::int8_t*>(dst);
-  auto* neg = reinterpret_cast<std::int32_t*>(q + n);
-  auto* d = reinterpret_cast<float*>(neg + n / 32);
-  for (std::int64_t i = 0; i < n / 32; ++i) {
-    std::memcpy(q + 32 * i, y[i].qs, 32);
-    int sum = 0;
-    for (int k = 0; k < 32; ++k) sum += y[i].qs[k];
-    neg[i] = -8 * sum;
-    d[i] = h2f(y[i].d);
-  }
-}
-
-// A block's f32 step in the AVX-512 GEMM's order (dot_avx512.cpp tile: the
-// exact integer sum times the weights' scale, rounded, then times the token's
-// into the accumulator), so that a token's row is the same bits decoded alone
-// here or in a prefill batch there (docs/server.md, "Batch invariance").
-inline __m512 gemm_block_step(__m512i isum, __m512 dw, float da, __m512 acc) {
-  return _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(isum), dw), _mm512_set1_ps(da), acc);
-}
-
-inline __m512i broadcast4(const std::int8_t* p) {
-  std::int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
-
-template <int NT>
-void q4_0_i16_tile(std::int64_t n, const std::byte* group, const void* act, std::size_t as,
-                   float* out, std::size_t os) {
-  const std::int64_t nb = n / 32;
-  const std::int8_t* aq[NT];
-  const std::int32_t* an[NT];
-  const float* ad[NT];
-  __m512 acc[NT];
-  for (int t = 0; t < NT; ++t) {
-    aq[t] = reinterpret_cast<const std::int8_t*>(static_cast<const std::byte*>(act) + t * as);
-    an[t] = reinterpret_cast<const std::int32_t*>(aq[t] + n);
-    ad[t] = reinterpret_cast<const float*>(an[t] + nb);
-    acc[t] = _mm512_setzero_ps();
-  }
-  const __m512i low = _mm512_set1_epi8(0x0F), high = _mm512_set1_epi8(static_cast<char>(0xF0));
-  for (std::int64_t b = 0; b < nb; ++b) {
-    constexpr std::size_t kBlock = interleave::block_bytes(TensorType::Q4_0);
-    const std::byte* blk = group + b * kBlock;
-    prefetch_ahead(blk, kBlock);
-    __m512i wl[4], wh[4];
-    for (int m = 0; m < 4; ++m) {
-      const __m512i v = _mm512_loadu_si512(blk + 32 + 64 * m);
-      wl[m] = _mm512_and_si512(v, low);
-      wh[m] = _mm512_and_si512(v, high);
-    }
-    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
-    for (int t = 0; t < NT; ++t) {
-      const std::int8_t* a = aq[t] + 32 * b;
-      // Two chains each for the low and high nibbles: four multiply-adds in
-      // flight per block instead of one chain of eight.
-      __m512i l0 = _mm512_set1_epi32(an[t][b]), l1 = _mm512_setzero_si512();
-      __m512i h0 = _mm512_setzero_si512(), h1 = _mm512_setzero_si512();
-      l0 = _mm512_dpbusd_epi32(l0, wl[0], broadcast4(a));
-      l1 = _mm512_dpbusd_epi32(l1, wl[1], broadcast4(a + 4));
-      h0 = _mm512_dpbusd_epi32(h0, wh[0], broadcast4(a + 16));
-      h1 = _mm512_dpbusd_epi32(h1, wh[1], broadcast4(a + 20));
-      l0 = _mm512_dpbusd_epi32(l0, wl[2], broadcast4(a + 8));
-      l1 = _mm512_dpbusd_epi32(l1, wl[3], broadcast4(a + 12));
-      h0 = _mm512_dpbusd_epi32(h0, wh[2], broadcast4(a + 24));
-      h1 = _mm512_dpbusd_epi32(h1, wh[3], broadcast4(a + 28));
-      const __m512i sum = _mm512_add_epi32(_mm512_add_epi32(l0, l1),
-                                           _mm512_srai_epi32(_mm512_add_epi32(h0, h1), 4));
-      acc[t] = gemm_block_step(sum, dw, ad[t][b], acc[t]);
-    }
-  }
-  for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + t * os, acc[t]);
-}
-
-// Q8_0 on the same layout, eight 64-byte loads per block. vpdpbusd's
-// unsigned operand is the token's int8 values + 128 (prepared), so each row
-// gets 128 * its block's sum of weights too, taken out by a vpdpbusd of the
-// weights against ones that all tokens share.
-// Prepared token, 64-byte rounded: uint8 a + 128 [n] | f32 d[n / 32].
-std::size_t i16_q8_act_bytes(std::int64_t n) {
-  return round64(static_cast<std::size_t>(n) + static_cast<std::size_t>(n / 32) * 4);
-}
-
-void i16_q8_prepare(std::int64_t n, const void* act, void* dst) {
-  const auto* y = static_cast<const BlockQ8_0*>(act);
-  auto* q = static_cast<std::uint8_t*>(dst);
-  auto* d = reinterpret_cast<float*>(q + n);
-  for (std::int64_t i = 0; i < n / 32; ++i) {
-    for (int k = 0; k < 32; ++k) q[32 * i + k] = static_cast<std::uint8_t>(y[i].qs[k] ^ 0x80);
-    d[i] = h2f(y[i].d);
-  }
-}
-
-template <int NT>
-void q8_0_i16_tile(std::int64_t n, const std::byte* group, const void* act, std::size_t as,
-                   float* out, std::size_t os) {
-  const std::int64_t nb = n / 32;
-  const std::int8_t* aq[NT];
-  const float* ad[NT];
-  __m512 acc[NT];
-  for (int t = 0; t < NT; ++t) {
-    aq[t] = reinterpret_cast<const std::int8_t*>(static_cast<const std::byte*>(act) + t * as);
-    ad[t] = reinterpret_cast<const float*>(aq[t] + n);
-    acc[t] = _mm512_setzero_ps();
-  }
-  const __m512i ones = _mm512_set1_epi8(1);
-  for (std::int64_t b = 0; b < nb; ++b) {
-    constexpr std::size_t kBlock = interleave::block_bytes(TensorType::Q8_0);
-    const std::byte* blk = group + b * kBlock;
-    prefetch_ahead(blk, kBlock);
-    __m512i w[8];
-    for (int m = 0; m < 8; ++m) w[m] = _mm512_loadu_si512(blk + 32 + 64 * m);
-    __m512i c0 = _mm512_setzero_si512(), c1 = _mm512_setzero_si512();
-    for (int m = 0; m < 8; m += 2) {
-      c0 = _mm512_dpbusd_epi32(c0, ones, w[m]);
-      c1 = _mm512_dpbusd_epi32(c1, ones, w[m + 1]);
-    }
-    const __m512i start =
-        _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_add_epi32(c0, c1), 7));
-    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
-    for (int t = 0; t < NT; ++t) {
-      const std::int8_t* a = aq[t] + 32 * b;
-      __m512i p0 = start, p1 = _mm512_setzero_si512();
-      for (int m = 0; m < 8; m += 2) {
-        p0 = _mm512_dpbusd_epi32(p0, broadcast4(a + 4 * m), w[m]);
-        p1 = _mm512_dpbusd_epi32(p1, broadcast4(a + 4 * m + 4), w[m + 1]);
-      }
-      acc[t] = gemm_block_step(_mm512_add_epi32(p0, p1), dw, ad[t][b], acc[t]);
-    }
-  }
-  for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + t * os, acc[t]);
-}
-
-// The interleaved kernels' GroupFn: four tokens at most per pass (Q4_0: 8
-// nibble vectors, Q8_0: 8 weight vectors, and 4 accumulators live).
-template <bool kQ8>
-void i16_dot(std::int64_t n, const void* group, const void* act, std::size_t as, int n_act,
-             float* out, std::size_t os) {
-  for_each_tile<4>(act, as, n_act, out, os, [&](auto nt, const void* a, float* o) {
-    const auto* g = static_cast<const std::byte*>(group);
-    if constexpr (kQ8)
-      q8_0_i16_tile<nt>(n, g, a, as, o, os);
-    else
-      q4_0_i16_tile<nt>(n, g, a, as, o, os);
-  });
-}
-
 // ---------------------------------------------------------------- Q4_K, Q5_K
 
 template <class Block, bool kHigh, int NT>
@@ -952,9 +789,5 @@ constinit const RowFns rows_q4_0 = row_fns<PQ4_0>();
 constinit const RowFns rows_q5_0 = row_fns<PQ5_0>();
 constinit const RowFns rows_q8_0 = row_fns<PQ8_0>();
 constinit const RowFns rows_iq4_nl = row_fns<PIQ4_NL>();
-constinit const RowFns rows_q4_0_16 = {i16_act_bytes, i16_prepare, nullptr, nullptr,
-                                       i16_dot<false>};
-constinit const RowFns rows_q8_0_16 = {i16_q8_act_bytes, i16_q8_prepare, nullptr, nullptr,
-                                       i16_dot<true>};
 
 }  // namespace seam::dot::avx512

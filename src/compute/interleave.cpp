@@ -22,25 +22,63 @@ using quant::BlockQ6_K;
 // Bytes of one row's block.
 std::size_t row_block(TensorType type) { return block_bytes(type) / kRows; }
 
-// Q4_0 / Q8_0: the 2-byte d, then the values in 4-byte steps.
-template <TensorType type>
-void pack_d_values(const std::byte* const* blk, std::byte* out) {
-  const std::size_t steps = (row_block(type) - 2) / 4;
+// The 32-element types (Block): d, Q4_1's and Q5_1's m, Q5_0's and Q5_1's
+// fifth bits, then the values in 4-byte steps.
+template <class Block>
+constexpr bool has_min = requires(Block b) {
+  b.m;
+};
+template <class Block>
+constexpr bool has_fifth = requires(Block b) {
+  b.qh;
+};
+
+// The file's qh (bit e: element e) <-> the group's word (byte i bit s: element 4s + i).
+std::uint32_t fifth_to_steps(std::uint32_t qh) {
+  std::uint32_t w = 0;
+  for (int e = 0; e < 32; ++e) w |= (qh >> e & 1u) << (8 * (e % 4) + e / 4);
+  return w;
+}
+std::uint32_t steps_to_fifth(std::uint32_t w) {
+  std::uint32_t qh = 0;
+  for (int e = 0; e < 32; ++e) qh |= (w >> (8 * (e % 4) + e / 4) & 1u) << e;
+  return qh;
+}
+
+template <TensorType type, class Block>
+void pack_b32(const std::byte* const* blk, std::byte* out) {
+  constexpr std::size_t values = b32_values(type), steps = sizeof(Block::qs) / 4;
   for (int r = 0; r < kRows; ++r) {
-    std::memcpy(out + 2 * r, blk[r], 2);
+    const auto* b = reinterpret_cast<const Block*>(blk[r]);
+    std::memcpy(out + 2 * r, &b->d, 2);
+    if constexpr (has_min<Block>) std::memcpy(out + kB32Min + 2 * r, &b->m, 2);
+    if constexpr (has_fifth<Block>) {
+      std::uint32_t qh;
+      std::memcpy(&qh, b->qh, 4);
+      const std::uint32_t w = fifth_to_steps(qh);
+      std::memcpy(out + b32_high(type) + 4 * r, &w, 4);
+    }
     for (std::size_t m = 0; m < steps; ++m)
-      std::memcpy(out + 32 + 64 * m + 4 * r, blk[r] + 2 + 4 * m, 4);
+      std::memcpy(out + values + 64 * m + 4 * r, b->qs + 4 * m, 4);
   }
 }
 // The unpack functions skip the rows whose pointer is null.
-template <TensorType type>
-void unpack_d_values(const std::byte* in, std::byte* const* blk) {
-  const std::size_t steps = (row_block(type) - 2) / 4;
+template <TensorType type, class Block>
+void unpack_b32(const std::byte* in, std::byte* const* blk) {
+  constexpr std::size_t values = b32_values(type), steps = sizeof(Block::qs) / 4;
   for (int r = 0; r < kRows; ++r) {
     if (!blk[r]) continue;
-    std::memcpy(blk[r], in + 2 * r, 2);
+    auto* b = reinterpret_cast<Block*>(blk[r]);
+    std::memcpy(&b->d, in + 2 * r, 2);
+    if constexpr (has_min<Block>) std::memcpy(&b->m, in + kB32Min + 2 * r, 2);
+    if constexpr (has_fifth<Block>) {
+      std::uint32_t w;
+      std::memcpy(&w, in + b32_high(type) + 4 * r, 4);
+      const std::uint32_t qh = steps_to_fifth(w);
+      std::memcpy(b->qh, &qh, 4);
+    }
     for (std::size_t m = 0; m < steps; ++m)
-      std::memcpy(blk[r] + 2 + 4 * m, in + 32 + 64 * m + 4 * r, 4);
+      std::memcpy(b->qs + 4 * m, in + values + 64 * m + 4 * r, 4);
   }
 }
 
@@ -285,12 +323,24 @@ struct Codec {
   void (*pack)(const std::byte* const* blk, std::byte* out);
   void (*unpack)(const std::byte* in, std::byte* const* blk);  // skips null rows
 };
+template <TensorType type, class Block>
+Codec codec_b32() {
+  return {pack_b32<type, Block>, unpack_b32<type, Block>};
+}
 Codec codec(TensorType type) {
   switch (type) {
     case TensorType::Q4_0:
-      return {pack_d_values<TensorType::Q4_0>, unpack_d_values<TensorType::Q4_0>};
+      return codec_b32<TensorType::Q4_0, quant::BlockQ4_0>();
+    case TensorType::Q4_1:
+      return codec_b32<TensorType::Q4_1, quant::BlockQ4_1>();
+    case TensorType::Q5_0:
+      return codec_b32<TensorType::Q5_0, quant::BlockQ5_0>();
+    case TensorType::Q5_1:
+      return codec_b32<TensorType::Q5_1, quant::BlockQ5_1>();
     case TensorType::Q8_0:
-      return {pack_d_values<TensorType::Q8_0>, unpack_d_values<TensorType::Q8_0>};
+      return codec_b32<TensorType::Q8_0, quant::BlockQ8_0>();
+    case TensorType::IQ4_NL:
+      return codec_b32<TensorType::IQ4_NL, quant::BlockIQ4_NL>();
     case TensorType::Q2_K:
       return {pack_q2_k, unpack_q2_k};
     case TensorType::Q3_K:

@@ -1,4 +1,5 @@
-// Q4_0, Q8_0, the K-quants (Q2_K to Q6_K) and IQ4_XS stored 16 rows at a time
+// The 32-element block types but MXFP4 (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL),
+// the K-quants (Q2_K to Q6_K) and IQ4_XS stored 16 rows at a time
 // (WeightView::interleaved16): the layout from which the decode kernels read
 // 16 rows' values with one 64-byte load (AVX2: two 32-byte loads, one per 8
 // rows) and their scales with one more, where the file's row-major layout
@@ -8,15 +9,21 @@
 // loads; and since the AVX2 level decodes and multiplies in batches with one
 // micro-kernel on this layout, a token's row is the same bits alone or beside
 // others (docs/server.md, "Batch invariance").
-// The AVX-512 level interleaves every one of these types too (decode:
-// dot_rows_avx512.cpp, group_k_avx512.cpp; one row per int32 lane of
-// vpdpbusd); the others keep the file's layout (dot.h, Kernels::rows16_at).
+// The AVX-512 level interleaves every one of these types (decode:
+// group32_avx512.cpp, group_k_avx512.cpp; one row per int32 lane of
+// vpdpbusd), the AVX2 level all but Q4_1, Q5_0, Q5_1 and IQ4_NL, whose AVX2
+// kernels are batch-invariant on the file's layout; the others keep the
+// file's layout (dot.h, Kernels::rows16_at).
 //
 // A group of 16 rows, block by block (block b of every row: exactly the bytes
 // of the 16 rows' blocks, so a group is rewritten in place). "Steps" are 4
 // consecutive elements; a step's bytes for rows 0..15 are 64 bytes, row r at 4r.
-//  - Q4_0 / Q8_0: the 16 fp16 scales d (32 bytes), then for each 4-byte step m
-//    of the block's values (Q4_0: 4, Q8_0: 8) the bytes qs[4m..4m+3] of the rows.
+//  - The 32-element types: the 16 fp16 scales d (32 bytes); Q4_1 and Q5_1: the
+//    16 fp16 mins m (32 bytes); Q5_0 and Q5_1: the fifth bits (64 bytes, row r's
+//    word at 4r, byte i bit s: element 4s + i's, so that a step's 4 bytes of a
+//    row find their bits at one bit position); then for each 4-byte step m of
+//    the block's values (Q8_0: 8, the others 4) the bytes qs[4m..4m+3] of the
+//    rows (b32_values).
 //  - Q4_K (per 256-element super-block, 2304 bytes): d[16], dmin[16] (fp16);
 //    sc[8][16]: sub-block j's 6-bit scale | the top 2 bits of its min << 6;
 //    mn[8][8]: the low nibble of the min, row r in byte r % 8 at bit 4 (r / 8);
@@ -56,6 +63,14 @@ constexpr std::size_t block_bytes(TensorType type) {
   switch (type) {
     case TensorType::Q4_0:
       return kRows * sizeof(quant::BlockQ4_0);
+    case TensorType::Q4_1:
+      return kRows * sizeof(quant::BlockQ4_1);
+    case TensorType::Q5_0:
+      return kRows * sizeof(quant::BlockQ5_0);
+    case TensorType::Q5_1:
+      return kRows * sizeof(quant::BlockQ5_1);
+    case TensorType::IQ4_NL:
+      return kRows * sizeof(quant::BlockIQ4_NL);
     case TensorType::Q8_0:
       return kRows * sizeof(quant::BlockQ8_0);
     case TensorType::Q2_K:
@@ -75,14 +90,28 @@ constexpr std::size_t block_bytes(TensorType type) {
   }
 }
 
+// Whether `type` is one of the layout's 32-element block types.
+constexpr bool is_block32(TensorType type) {
+  return type == TensorType::Q4_0 || type == TensorType::Q4_1 || type == TensorType::Q5_0 ||
+         type == TensorType::Q5_1 || type == TensorType::Q8_0 || type == TensorType::IQ4_NL;
+}
+
 // Elements per block of a type with this layout: 32, or a K-quant super-block's
 // 256 (IQ4_XS included).
 constexpr std::int64_t block_elements(TensorType type) {
-  return type == TensorType::Q4_0 || type == TensorType::Q8_0 ? 32 : quant::kQK_K;
+  return is_block32(type) ? 32 : quant::kQK_K;
 }
 
 // Whether rows of `type` have this layout.
 constexpr bool has_layout(TensorType type) { return block_bytes(type) != 0; }
+
+// Byte offsets inside a 32-element group block: the mins (Q4_1, Q5_1), the
+// fifth bits (Q5_0, Q5_1) and the values.
+inline constexpr std::size_t kB32Min = 32;
+constexpr std::size_t b32_high(TensorType type) { return type == TensorType::Q5_1 ? 64 : 32; }
+constexpr std::size_t b32_values(TensorType type) {
+  return block_bytes(type) - (type == TensorType::Q8_0 ? 32 : 16) * kRows;
+}
 
 // Byte offsets inside a K-quant group block.
 inline constexpr std::size_t kQ4KDmin = 32, kQ4KScales = 64, kQ4KMinLow = 192, kQ4KValues = 256;

@@ -50,10 +50,10 @@ const quant::TypeTraits& checked_traits(const WeightView& w, const char* op) {
                                            "-byte aligned");
   }
   if (w.interleaved16 && !can_interleave(w)) {
-    throw Error(Errc::InvalidArgument,
-                std::string(op) +
-                    " interleaved weights must be Q4_0, Q8_0, K-quant or IQ4_XS rows" +
-                    " in whole groups of 16, unpadded");
+    throw Error(Errc::InvalidArgument, std::string(op) +
+                                           " interleaved weights must be Q4_0, Q4_1, Q5_0, Q5_1, "
+                                           "Q8_0, IQ4_NL, K-quant or IQ4_XS rows" +
+                                           " in whole groups of 16, unpadded");
   }
   return *tr;
 }

@@ -1,4 +1,5 @@
-// Q4_0, Q8_0, the K-quants (Q2_K to Q6_K) and IQ4_XS interleaved 16 rows at a time
+// The 32-element block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL), the K-quants
+// (Q2_K to Q6_K) and IQ4_XS interleaved 16 rows at a time
 // (compute/interleave.h) are the same matrix: the layout round-trips, and every
 // operation on an interleaved view gives what it gives on the rows, at every
 // CPU level this machine runs.
@@ -165,9 +166,10 @@ TEST_P(Interleave, ManyJobsEqualEachAlone) {
 // Batch invariance (matmul_test's ATokensRowIsTheSameBitsInAnyBatch) on
 // interleaved weights: a token's row is the same bits alone and in a batch of
 // any size. At the AVX2 level decode, few-token and GEMM calls run one
-// micro-kernel on the same bytes; at AVX-512 the decode kernels (Q4_0, Q8_0
-// and the K-quants: the types interleaved there) take each block's f32 steps
-// in the GEMM's order.
+// micro-kernel on the same bytes; at AVX-512 the decode kernels (every type
+// with the layout) take each block's f32 steps in the GEMM's order. Q4_1,
+// Q5_0, Q5_1 and IQ4_NL are not interleaved at AVX2 (their kernels there are
+// invariant on the file's layout: matmul_test).
 TEST_P(Interleave, ATokensRowIsTheSameBitsInAnyBatch) {
   const TensorType type = GetParam();
   for (const CpuLevel level : {CpuLevel::Avx2, CpuLevel::Avx512}) {
@@ -183,7 +185,7 @@ TEST_P(Interleave, ATokensRowIsTheSameBitsInAnyBatch) {
     // Claimed (matmul.h) wherever the level reads the layout with its own kernels.
     ASSERT_EQ(batch_invariant(m.w16, level), quant::traits(type)->dot.rows16_at(level) != nullptr);
     if (!batch_invariant(m.w16, level)) {
-      ASSERT_EQ(level, CpuLevel::Avx512) << "every layout has AVX2 kernels";
+      ASSERT_EQ(level, CpuLevel::Avx2) << "every layout has AVX-512 kernels";
       std::printf("(%s skipped: not interleaved at %s)\n", quant::type_name(type).c_str(),
                   cpu_level_name(level));
       continue;
@@ -224,18 +226,19 @@ TEST_P(Interleave, ViewsItCannotDescribeAreRefused) {
   WeightView padded = m.w16;
   padded.row_stride += 2;
   EXPECT_THROW(matmul(padded, x.data(), 1, y.data(), 32, pool, scratch), Error);
-  WeightView q5_1 = m.w16;  // a type without the layout
-  q5_1.type = TensorType::Q5_1;
-  q5_1.n_in = 256;
-  q5_1.row_stride = quant::row_size(TensorType::Q5_1, 256);
+  WeightView mxfp4 = m.w16;  // a type without the layout
+  mxfp4.type = TensorType::MXFP4;
+  mxfp4.n_in = 256;
+  mxfp4.row_stride = quant::row_size(TensorType::MXFP4, 256);
   std::vector<float> x256(256, 1.0f);
-  EXPECT_THROW(matmul(q5_1, x256.data(), 1, y.data(), 32, pool, scratch), Error);
+  EXPECT_THROW(matmul(mxfp4, x256.data(), 1, y.data(), 32, pool, scratch), Error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, Interleave,
-                         ::testing::Values(TensorType::Q4_0, TensorType::Q8_0, TensorType::Q2_K,
-                                           TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K,
-                                           TensorType::Q6_K, TensorType::IQ4_XS),
+                         ::testing::Values(TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0,
+                                           TensorType::Q5_1, TensorType::Q8_0, TensorType::IQ4_NL,
+                                           TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K,
+                                           TensorType::Q5_K, TensorType::Q6_K, TensorType::IQ4_XS),
                          [](const auto& info) { return quant::type_name(info.param); });
 
 }  // namespace

@@ -169,23 +169,32 @@ TEST(LlamaCppQuantLayouts, QuantFilesGiveTheSameLogitsAloneAndBesideFifteenOther
   if (checked == 0) GTEST_SKIP() << "no file is batch-invariant at " << cpu_level();
 }
 
-// Q5_K_M, Q3_K_M and IQ4_XS files (llama.cpp's Q4_K_M file requantized, its
-// rows whole super-blocks: K-quants and IQ4_XS) are interleaved at AVX2 and
-// AVX-512 alike, so their logits are batch-invariant at both.
+// llama.cpp's Q4_K_M file requantized (its rows whole super-blocks) to Q5_K_M,
+// Q3_K_M and IQ4_XS (K-quants and IQ4_XS, interleaved at AVX2 and AVX-512) and
+// to Q4_1, Q5_0, Q5_1 and IQ4_NL throughout (interleaved at AVX-512; at AVX2
+// their kernels are invariant on the file's layout): their logits are
+// batch-invariant at both.
 TEST(LlamaCppQuantLayouts, MixesOfInterleavedTypesAreBatchInvariantWhereTheirKernelsAre) {
-  for (const auto& [mix, type] : {std::pair<std::string, std::string>{"q5_k_m", "Q5_K"},
-                                  {"q3_k_m", "Q3_K"},
-                                  {"iq4_xs", "IQ4_XS"}}) {
-    SCOPED_TRACE(mix);
+  struct Case {
+    const char* mix;   // or ""
+    const char* type;  // where mix is ""
+    std::string want;  // a type the file must have
+  };
+  for (const Case& c :
+       {Case{"q5_k_m", "", "Q5_K"}, Case{"q3_k_m", "", "Q3_K"}, Case{"iq4_xs", "", "IQ4_XS"},
+        Case{"", "Q4_1", "Q4_1"}, Case{"", "Q5_0", "Q5_0"}, Case{"", "Q5_1", "Q5_1"},
+        Case{"iq4_nl", "", "IQ4_NL"}}) {
+    const std::string name = *c.mix ? c.mix : c.type;
+    SCOPED_TRACE(name);
     const std::string file =
-        testing::scratch_dir() + "/" + mix + "." + std::to_string(::getpid()) + ".gguf";
+        testing::scratch_dir() + "/" + name + "." + std::to_string(::getpid()) + ".gguf";
     QuantizeOptions qo;
-    qo.mix = mix;
+    qo.mix = c.mix;
+    qo.type = c.type;
     qo.n_threads = 2;
     const QuantizeReport r = quantize_model(kQuantDir + "ref-llama-512-q4_k_m.gguf", file, qo);
-    const std::string& want = type;  // a lambda may not capture a structured binding (clang 14)
     ASSERT_TRUE(std::any_of(r.tensors.begin(), r.tensors.end(),
-                            [&](const QuantizedTensor& t) { return t.to == want; }));
+                            [&](const QuantizedTensor& t) { return t.to == c.want; }));
     LoadOptions lo;
     lo.n_threads = 2;
     for (const char* level : {"scalar", "avx2", "avx512"})
