@@ -4,7 +4,7 @@
 // without AVX-512 (Zen 3) multiply a panel of kPanelRows weight rows, unpacked
 // once per matmul, by every token, instead of re-decoding each weight block
 // for every 4-token dot tile. The same micro-kernel decodes the weights
-// interleaved at load (interleave.h: Q4_0, Q8_0, the K-quants, IQ4_XS), whose
+// interleaved at load (interleave.h: the 32-element types but MXFP4, the K-quants, IQ4_XS), whose
 // 16-row groups are already in the panel's order of steps: it reads them in
 // place for decode (rows_*_16), and their panels are packed from them with
 // loads, so a token's row is the same arithmetic in any batch.
@@ -497,29 +497,54 @@ struct PanelSource {  // a panel of pack()
   void prefetch(std::int64_t) const {}  // packed into the thread's L2 just before
 };
 
-// interleave.h's groups of 16 rows (Q4_0 or Q8_0), read in place: a block's
-// 16 fp16 scales, then 4-byte steps of the 16 rows' values. A Q4_0 step holds
-// two of the panel's (low nibbles: elements 4m..4m+3; high: 16 + 4m..).
+// interleave.h's groups of 16 rows of a 32-element type, read in place: a
+// block's 16 fp16 scales (Q4_1, Q5_1: and mins), then 4-byte steps of the 16
+// rows' values. A 4-bit step holds two of the panel's (low nibbles: elements
+// 4m..4m+3; high: 16 + 4m..), to which Q5_0 and Q5_1 add their fifth bits and
+// through which IQ4_NL looks up its codebook (signed, as DecCodebook's panel).
 // Decode streams them from DRAM, hence the prefetch (prefetch.h).
 template <TensorType T>
 struct GroupSource {
   static constexpr std::size_t kBlock = interleave::block_bytes(T);
   const std::byte* group;
   __m256i step(std::int64_t u, int k, int h) const {
-    const std::byte* values = group + u * kBlock + 32 + 32 * h;
+    const std::byte* blk = group + u * kBlock;
+    const std::byte* values = blk + interleave::b32_values(T) + 32 * h;
     if constexpr (T == TensorType::Q8_0)
       return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(values + 64 * k));
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(values + 64 * (k & 3)));
-    return _mm256_and_si256(k < 4 ? v : _mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0F));
+    __m256i q = _mm256_and_si256(k < 4 ? v : _mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0F));
+    if constexpr (T == TensorType::Q5_0 || T == TensorType::Q5_1) {
+      // Byte i of a row's word holds element 4s + i's fifth bit at bit s (no
+      // bit of the next byte reaches bit 4 in either shift).
+      const __m256i word = _mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(blk + interleave::b32_high(T) + 32 * h));
+      const __m256i at4 = k <= 4 ? _mm256_slli_epi16(word, 4 - k) : _mm256_srli_epi16(word, k - 4);
+      q = _mm256_or_si256(q, _mm256_and_si256(at4, _mm256_set1_epi8(0x10)));
+    }
+    if constexpr (T == TensorType::IQ4_NL) {
+      q = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(
+                                  _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values))),
+                              q);
+    }
+    return q;
   }
   __m256 scale(std::int64_t u, int h) const {
     return _mm256_cvtph_ps(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(group + u * kBlock + 16 * h)));
   }
+  __m256 min(std::int64_t u, int h) const {
+    return _mm256_cvtph_ps(_mm_loadu_si128(
+        reinterpret_cast<const __m128i*>(group + u * kBlock + interleave::kB32Min + 16 * h)));
+  }
   void prefetch(std::int64_t u) const { prefetch_ahead(group + u * kBlock, kBlock); }
 };
 using GroupQ4_0 = GroupSource<TensorType::Q4_0>;
+using GroupQ4_1 = GroupSource<TensorType::Q4_1>;
+using GroupQ5_0 = GroupSource<TensorType::Q5_0>;
+using GroupQ5_1 = GroupSource<TensorType::Q5_1>;
 using GroupQ8_0 = GroupSource<TensorType::Q8_0>;
+using GroupIQ4_NL = GroupSource<TensorType::IQ4_NL>;
 
 // 8 bytes at p as the 32-bit lanes of a vector.
 inline __m256i widen8(const std::uint8_t* p) {
@@ -716,7 +741,7 @@ void tile(std::int64_t n, const Src& src, int h0, const std::byte* act, std::siz
   const __m256i ones = _mm256_set1_epi16(1);
   for (std::int64_t u = 0; u < n / U; ++u) {
     src.prefetch(u);
-    __m256i iacc[H][NT];
+    __m256i iacc[H][NT] = {};  // (adding to zero folds away)
     for (int k0 = 0; k0 < U / 4; k0 += S) {
       __m256i s16[H][NT];
       for (int k = k0; k < k0 + S; ++k) {
@@ -737,7 +762,7 @@ void tile(std::int64_t n, const Src& src, int h0, const std::byte* act, std::siz
       for (int h = 0; h < H; ++h) {
         for (int t = 0; t < NT; ++t) {
           const __m256i w32 = _mm256_madd_epi16(s16[h][t], ones);
-          iacc[h][t] = k0 == 0 ? w32 : _mm256_add_epi32(iacc[h][t], w32);
+          iacc[h][t] = _mm256_add_epi32(iacc[h][t], w32);
         }
       }
     }
@@ -1019,15 +1044,15 @@ constexpr GemmFns int_gemm(void (*pack16)(std::int64_t, const void*, void*) = nu
 
 // Constant-initialized: no start-up code runs in this unit.
 constinit const GemmFns gemm_q4_0 = int_gemm<DecQ4_0>(pack_group<DecQ4_0, GroupQ4_0>);
-constinit const GemmFns gemm_q4_1 = int_gemm<DecQ4_1>();
-constinit const GemmFns gemm_q5_1 = int_gemm<DecQ5_1>();
+constinit const GemmFns gemm_q4_1 = int_gemm<DecQ4_1>(pack_group<DecQ4_1, GroupQ4_1>);
+constinit const GemmFns gemm_q5_1 = int_gemm<DecQ5_1>(pack_group<DecQ5_1, GroupQ5_1>);
 constinit const GemmFns gemm_mxfp4 = int_gemm<DecMXFP4>();
-constinit const GemmFns gemm_iq4_nl = int_gemm<DecIQ4_NL>();
+constinit const GemmFns gemm_iq4_nl = int_gemm<DecIQ4_NL>(pack_group<DecIQ4_NL, GroupIQ4_NL>);
 constinit const GemmFns gemm_iq4_xs = int_gemm<DecIQ4_XS>(pack_group<DecIQ4_XS, GroupIQ4_XS>);
 constinit const GemmFns gemm_q2_k = int_gemm<DecQ2_K>(pack_group<DecQ2_K, GroupQ2_K>);
 constinit const GemmFns gemm_q3_k = int_gemm<DecQ3_K>(pack_group<DecQ3_K, GroupQ3_K>);
 constinit const GemmFns gemm_q5_k = int_gemm<DecQ5_K>(pack_group<DecQ5_K, GroupQ5_K>);
-constinit const GemmFns gemm_q5_0 = int_gemm<DecQ5_0>();
+constinit const GemmFns gemm_q5_0 = int_gemm<DecQ5_0>(pack_group<DecQ5_0, GroupQ5_0>);
 constinit const GemmFns gemm_q8_0 = int_gemm<DecQ8_0>(pack_group<DecQ8_0, GroupQ8_0>);
 constinit const GemmFns gemm_q4_k = int_gemm<DecQ4_K>(pack_group<DecQ4_K, GroupQ4_K>);
 constinit const GemmFns gemm_q6_k = int_gemm<DecQ6_K>(pack_group<DecQ6_K, GroupQ6_K>);
@@ -1046,6 +1071,10 @@ constexpr RowFns group_rows() {
 }
 }  // namespace
 constinit const RowFns rows_q4_0_16 = group_rows<DecQ4_0, GroupQ4_0>();
+constinit const RowFns rows_q4_1_16 = group_rows<DecQ4_1, GroupQ4_1>();
+constinit const RowFns rows_q5_0_16 = group_rows<DecQ5_0, GroupQ5_0>();
+constinit const RowFns rows_q5_1_16 = group_rows<DecQ5_1, GroupQ5_1>();
+constinit const RowFns rows_iq4_nl_16 = group_rows<DecIQ4_NL, GroupIQ4_NL>();
 constinit const RowFns rows_q8_0_16 = group_rows<DecQ8_0, GroupQ8_0>();
 constinit const RowFns rows_q2_k_16 = group_rows<DecQ2_K, GroupQ2_K>();
 constinit const RowFns rows_q3_k_16 = group_rows<DecQ3_K, GroupQ3_K>();

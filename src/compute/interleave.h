@@ -9,11 +9,9 @@
 // loads; and since the AVX2 level decodes and multiplies in batches with one
 // micro-kernel on this layout, a token's row is the same bits alone or beside
 // others (docs/server.md, "Batch invariance").
-// The AVX-512 level interleaves every one of these types (decode:
+// The AVX-512 level interleaves every one of these types too (decode:
 // group32_avx512.cpp, group_k_avx512.cpp; one row per int32 lane of
-// vpdpbusd), the AVX2 level all but Q4_1, Q5_0, Q5_1 and IQ4_NL, whose AVX2
-// kernels are batch-invariant on the file's layout; the others keep the
-// file's layout (dot.h, Kernels::rows16_at).
+// vpdpbusd); the others keep the file's layout (dot.h, Kernels::rows16_at).
 //
 // A group of 16 rows, block by block (block b of every row: exactly the bytes
 // of the 16 rows' blocks, so a group is rewritten in place). "Steps" are 4

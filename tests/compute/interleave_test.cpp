@@ -166,10 +166,8 @@ TEST_P(Interleave, ManyJobsEqualEachAlone) {
 // Batch invariance (matmul_test's ATokensRowIsTheSameBitsInAnyBatch) on
 // interleaved weights: a token's row is the same bits alone and in a batch of
 // any size. At the AVX2 level decode, few-token and GEMM calls run one
-// micro-kernel on the same bytes; at AVX-512 the decode kernels (every type
-// with the layout) take each block's f32 steps in the GEMM's order. Q4_1,
-// Q5_0, Q5_1 and IQ4_NL are not interleaved at AVX2 (their kernels there are
-// invariant on the file's layout: matmul_test).
+// micro-kernel on the same bytes; at AVX-512 the decode kernels take each
+// block's f32 steps in the GEMM's order.
 TEST_P(Interleave, ATokensRowIsTheSameBitsInAnyBatch) {
   const TensorType type = GetParam();
   for (const CpuLevel level : {CpuLevel::Avx2, CpuLevel::Avx512}) {
@@ -183,13 +181,9 @@ TEST_P(Interleave, ATokensRowIsTheSameBitsInAnyBatch) {
     const std::int64_t n_in = 2 * block_len(type) + (block_len(type) == 32 ? 64 : 0), n_out = 48;
     const Interleaved m = make(type, n_in, n_out, rng);
     // Claimed (matmul.h) wherever the level reads the layout with its own kernels.
-    ASSERT_EQ(batch_invariant(m.w16, level), quant::traits(type)->dot.rows16_at(level) != nullptr);
-    if (!batch_invariant(m.w16, level)) {
-      ASSERT_EQ(level, CpuLevel::Avx2) << "every layout has AVX-512 kernels";
-      std::printf("(%s skipped: not interleaved at %s)\n", quant::type_name(type).c_str(),
-                  cpu_level_name(level));
-      continue;
-    }
+    // Every type with the layout has its kernels at both levels.
+    ASSERT_NE(quant::traits(type)->dot.rows16_at(level), nullptr);
+    ASSERT_TRUE(batch_invariant(m.w16, level));
     const std::int64_t n_max = 20;
     std::vector<float> x(n_max * n_in);
     for (float& v : x) v = normal(rng);
