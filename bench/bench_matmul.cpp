@@ -128,6 +128,11 @@ void Shapes(benchmark::internal::Benchmark* b) {
   // The K-quants of the Q3_K_M, Q4_K_M and Q5_K_M mixes as the loader lays them out.
   for (TensorType t : {TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K})
     for (int n_tok : {1, 16, 64}) b->Args({static_cast<std::int64_t>(t), n_tok, 1});
+  // The rest of the 576-wide models' mixes (Q5_0, Q5_1, IQ4_NL), Q4_1 and MXFP4
+  // interleaved, around the token counts where the GEMM takes over.
+  for (TensorType t : {TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::IQ4_NL,
+                       TensorType::MXFP4})
+    for (int n_tok : {1, 4, 8, 12, 16}) b->Args({static_cast<std::int64_t>(t), n_tok, 1});
 }
 BENCHMARK(BM_Matmul)->Apply(Shapes)->Unit(benchmark::kMillisecond)->UseRealTime();
 

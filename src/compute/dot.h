@@ -194,8 +194,8 @@ void rows_q8_0(std::int64_t, const void*, std::size_t, const void*, float*);
 void rows_iq4_nl(std::int64_t, const void*, std::size_t, const void*, float*);
 // Decode on interleaved weights at the AVX2 level (gemm_avx2.cpp).
 extern const RowFns rows_q4_0_16, rows_q4_1_16, rows_q5_0_16, rows_q5_1_16, rows_q8_0_16,
-    rows_iq4_nl_16, rows_q2_k_16, rows_q3_k_16, rows_q4_k_16, rows_q5_k_16, rows_q6_k_16,
-    rows_iq4_xs_16;
+    rows_iq4_nl_16, rows_mxfp4_16, rows_q2_k_16, rows_q3_k_16, rows_q4_k_16, rows_q5_k_16,
+    rows_q6_k_16, rows_iq4_xs_16;
 // Prefill GEMM at the AVX2 level (gemm_avx2.cpp).
 extern const GemmFns gemm_q4_0, gemm_q5_0, gemm_q8_0, gemm_q4_k, gemm_q6_k, gemm_f32, gemm_f16,
     gemm_bf16;
@@ -218,7 +218,7 @@ void mxfp4_q8_0(std::int64_t, const void*, const void*, std::size_t, int, float*
 extern const RowFns rows_q4_0, rows_q5_0, rows_q8_0, rows_iq4_nl;
 // Decode on interleaved 32-element block types (group32_avx512.cpp).
 extern const RowFns rows_q4_0_16, rows_q4_1_16, rows_q5_0_16, rows_q5_1_16, rows_q8_0_16,
-    rows_iq4_nl_16;
+    rows_iq4_nl_16, rows_mxfp4_16;
 void long_rows_f32(std::int64_t, const void*, std::size_t, const void*, float*);
 void long_rows_f16(std::int64_t, const void*, std::size_t, const void*, float*);
 void long_rows_bf16(std::int64_t, const void*, std::size_t, const void*, float*);

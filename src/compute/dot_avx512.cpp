@@ -60,7 +60,7 @@ struct Chunk {
   float min[2];
 };
 
-// The 32-element types (but MXFP4), Q4_K and Q6_K pack by gathers
+// The 32-element types, Q4_K and Q6_K pack by gathers
 // (pack_gather*, below): theirs are only the panel and activation shapes, no
 // row decoder.
 struct DecQ8_0 {
@@ -80,32 +80,18 @@ struct DecQ5_0 {
   static constexpr bool kMin = false;
 };
 
-// A 4-bit codebook block in Q4_0's nibble layout: each nibble indexes the
-// 16-entry int8 `Table`; x = Table[q] * Scale(block). (IQ4_NL packs by
-// gathers; its decode serves MXFP4.)
-template <class Block, const std::int8_t* Table, float (*Scale)(const Block&)>
-struct DecCodebook {
+// The 4-bit codebook types in Q4_0's nibble layout: each nibble indexes a
+// 16-entry int8 table, x = table[q] * d (IQ4_NL: kIQ4Values; MXFP4:
+// kMXFP4Values, its E2M1 values kept doubled, integers, and d = 2^(e - 128)
+// its E8M0 scale halved).
+struct DecIQ4_NL {
   static constexpr int kUnit = 32, kActBlock = 32;
   static constexpr bool kMin = false;
-  static constexpr int kChunksPerGroup = 1;
-  static constexpr std::size_t kGroupBytes = sizeof(Block);
-  static void decode(const std::byte* g, Chunk* c) {
-    const auto& b = *reinterpret_cast<const Block*>(g);
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
-    const __m128i m = _mm_set1_epi8(0x0F);
-    const __m256i idx =
-        _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
-    const __m256i table =
-        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(Table)));
-    c[0].q = _mm256_shuffle_epi8(table, idx);
-    c[0].scale[0] = c[0].scale[1] = Scale(b);
-  }
 };
-float iq4_nl_scale(const BlockIQ4_NL& b) { return h2f(b.d); }
-// MXFP4's E2M1 values are kept doubled (integers) and its E8M0 scale halved.
-float mxfp4_block_scale(const BlockMXFP4& b) { return mxfp4_scale(b.e); }
-using DecIQ4_NL = DecCodebook<BlockIQ4_NL, kIQ4Values, iq4_nl_scale>;
-using DecMXFP4 = DecCodebook<BlockMXFP4, kMXFP4Values, mxfp4_block_scale>;
+struct DecMXFP4 {
+  static constexpr int kUnit = 32, kActBlock = 32;
+  static constexpr bool kMin = false;
+};
 
 // Q4_K: x = d * sc * q - dmin * mn per 32-element sub-block.
 struct DecQ4_K {
@@ -397,6 +383,11 @@ struct B32<DecIQ4_NL> {
   using Block = BlockIQ4_NL;
   static constexpr TensorType kType = TensorType::IQ4_NL;
 };
+template <>
+struct B32<DecMXFP4> {
+  using Block = BlockMXFP4;
+  static constexpr TensorType kType = TensorType::MXFP4;
+};
 
 // The file's fifth bits (qh, bit e: element e): 4 bits (one step's elements)
 // -> bit 4 of each of the step's 4 bytes, looked up in 16 int32 lanes.
@@ -423,7 +414,11 @@ struct RowsSource {
   __m512i values(std::int64_t b, int m) const {
     return g.dword(block(b) + offsetof(Block, qs) + 4 * m);
   }
-  __m512 scales(std::int64_t b) const { return f16_lanes(g.dword(block(b))); }
+  __m512 scales(std::int64_t b) const {
+    if constexpr (std::is_same_v<Block, BlockMXFP4>)
+      return group_k::mxfp4_scales(_mm512_and_si512(g.dword(block(b)), _mm512_set1_epi32(0xFF)));
+    return f16_lanes(g.dword(block(b)));
+  }
   __m512 mins(std::int64_t b) const { return f16_lanes(g.dword(block(b) + offsetof(Block, m))); }
   __m512i fifth_word(std::int64_t b) const { return g.dword(block(b) + offsetof(Block, qh)); }
   static __m512i fifth_step(__m512i word, int k) {
@@ -440,7 +435,13 @@ struct GroupSource {
   __m512i values(std::int64_t b, int m) const {
     return _mm512_loadu_si512(w + b * kBlock + interleave::b32_values(T) + 64 * m);
   }
-  __m512 scales(std::int64_t b) const { return group_k::half16(w + b * kBlock); }
+  __m512 scales(std::int64_t b) const {
+    if constexpr (T == TensorType::MXFP4) {
+      return group_k::mxfp4_scales(
+          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + b * kBlock))));
+    }
+    return group_k::half16(w + b * kBlock);
+  }
   __m512 mins(std::int64_t b) const {
     return group_k::half16(w + b * kBlock + interleave::kB32Min);
   }
@@ -459,14 +460,15 @@ struct GroupSource {
 template <class D, class Source>
 void pack_dwords(std::int64_t n, const Source& src, void* panel) {
   constexpr TensorType T = B32<D>::kType;
-  constexpr bool kQ8 = T == TensorType::Q8_0, kTable = T == TensorType::IQ4_NL;
+  constexpr bool kQ8 = T == TensorType::Q8_0;
+  constexpr bool kTable = T == TensorType::IQ4_NL || T == TensorType::MXFP4;
   constexpr bool kFifth = T == TensorType::Q5_0 || T == TensorType::Q5_1;
   constexpr int kOff = T == TensorType::Q4_0 ? 8 : T == TensorType::Q5_0 ? 16 : 0;
   constexpr std::size_t ub = unit_bytes<D>();
   static_assert(D::kUnit == 32 && D::kActBlock == 32);
   const __m512i m4 = _mm512_set1_epi8(0x0F), off = _mm512_set1_epi8(kOff);
-  const __m512i table =
-      _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values)));
+  const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(
+      reinterpret_cast<const __m128i*>(T == TensorType::MXFP4 ? kMXFP4Values : kIQ4Values)));
   // The values of one step's bytes as the panel holds them (dead rows 0).
   auto finish = [&](__m512i q) {
     if constexpr (kTable) return _mm512_maskz_shuffle_epi8(src.live_bytes(), table, q);
@@ -1148,8 +1150,14 @@ constinit const GemmFns gemm_iq4_nl = {kIntMinTokens,
                                        run<DecIQ4_NL>,
                                        0,
                                        pack16<DecIQ4_NL>};
-constinit const GemmFns gemm_mxfp4 = {kIntMinTokens,     act_bytes<DecMXFP4>, panel_bytes<DecMXFP4>,
-                                      prepare<DecMXFP4>, pack<DecMXFP4>,      run<DecMXFP4>};
+constinit const GemmFns gemm_mxfp4 = {kIntMinTokens,
+                                      act_bytes<DecMXFP4>,
+                                      panel_bytes<DecMXFP4>,
+                                      prepare<DecMXFP4>,
+                                      pack_gather<DecMXFP4>,
+                                      run<DecMXFP4>,
+                                      0,
+                                      pack16<DecMXFP4>};
 constinit const GemmFns gemm_q8_0 = {kGatherMinTokens,
                                      act_bytes<DecQ8_0>,
                                      panel_bytes<DecQ8_0>,

@@ -4,7 +4,7 @@
 // without AVX-512 (Zen 3) multiply a panel of kPanelRows weight rows, unpacked
 // once per matmul, by every token, instead of re-decoding each weight block
 // for every 4-token dot tile. The same micro-kernel decodes the weights
-// interleaved at load (interleave.h: the 32-element types but MXFP4, the K-quants, IQ4_XS), whose
+// interleaved at load (interleave.h: the 32-element types, the K-quants, IQ4_XS), whose
 // 16-row groups are already in the panel's order of steps: it reads them in
 // place for decode (rows_*_16), and their panels are packed from them with
 // loads, so a token's row is the same arithmetic in any batch.
@@ -501,7 +501,8 @@ struct PanelSource {  // a panel of pack()
 // block's 16 fp16 scales (Q4_1, Q5_1: and mins), then 4-byte steps of the 16
 // rows' values. A 4-bit step holds two of the panel's (low nibbles: elements
 // 4m..4m+3; high: 16 + 4m..), to which Q5_0 and Q5_1 add their fifth bits and
-// through which IQ4_NL looks up its codebook (signed, as DecCodebook's panel).
+// through which IQ4_NL and MXFP4 look up their codebooks (signed, as
+// DecCodebook's panel).
 // Decode streams them from DRAM, hence the prefetch (prefetch.h).
 template <TensorType T>
 struct GroupSource {
@@ -522,14 +523,23 @@ struct GroupSource {
       const __m256i at4 = k <= 4 ? _mm256_slli_epi16(word, 4 - k) : _mm256_srli_epi16(word, k - 4);
       q = _mm256_or_si256(q, _mm256_and_si256(at4, _mm256_set1_epi8(0x10)));
     }
-    if constexpr (T == TensorType::IQ4_NL) {
-      q = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(
-                                  _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values))),
-                              q);
+    if constexpr (T == TensorType::IQ4_NL || T == TensorType::MXFP4) {
+      const std::int8_t* codes = T == TensorType::MXFP4 ? kMXFP4Values : kIQ4Values;
+      q = _mm256_shuffle_epi8(
+          _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes))), q);
     }
     return q;
   }
   __m256 scale(std::int64_t u, int h) const {
+    if constexpr (T == TensorType::MXFP4) {
+      // The exponents e as quant::mxfp4_scale's 2^(e - 128) (e < 2: subnormal).
+      const __m256i e = _mm256_cvtepu8_epi32(
+          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(group + u * kBlock + 8 * h)));
+      const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+      const __m256i tiny = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+      const __m256i below2 = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e);
+      return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, tiny, below2));
+    }
     return _mm256_cvtph_ps(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(group + u * kBlock + 16 * h)));
   }
@@ -545,6 +555,7 @@ using GroupQ5_0 = GroupSource<TensorType::Q5_0>;
 using GroupQ5_1 = GroupSource<TensorType::Q5_1>;
 using GroupQ8_0 = GroupSource<TensorType::Q8_0>;
 using GroupIQ4_NL = GroupSource<TensorType::IQ4_NL>;
+using GroupMXFP4 = GroupSource<TensorType::MXFP4>;
 
 // 8 bytes at p as the 32-bit lanes of a vector.
 inline __m256i widen8(const std::uint8_t* p) {
@@ -1046,7 +1057,7 @@ constexpr GemmFns int_gemm(void (*pack16)(std::int64_t, const void*, void*) = nu
 constinit const GemmFns gemm_q4_0 = int_gemm<DecQ4_0>(pack_group<DecQ4_0, GroupQ4_0>);
 constinit const GemmFns gemm_q4_1 = int_gemm<DecQ4_1>(pack_group<DecQ4_1, GroupQ4_1>);
 constinit const GemmFns gemm_q5_1 = int_gemm<DecQ5_1>(pack_group<DecQ5_1, GroupQ5_1>);
-constinit const GemmFns gemm_mxfp4 = int_gemm<DecMXFP4>();
+constinit const GemmFns gemm_mxfp4 = int_gemm<DecMXFP4>(pack_group<DecMXFP4, GroupMXFP4>);
 constinit const GemmFns gemm_iq4_nl = int_gemm<DecIQ4_NL>(pack_group<DecIQ4_NL, GroupIQ4_NL>);
 constinit const GemmFns gemm_iq4_xs = int_gemm<DecIQ4_XS>(pack_group<DecIQ4_XS, GroupIQ4_XS>);
 constinit const GemmFns gemm_q2_k = int_gemm<DecQ2_K>(pack_group<DecQ2_K, GroupQ2_K>);
@@ -1075,6 +1086,7 @@ constinit const RowFns rows_q4_1_16 = group_rows<DecQ4_1, GroupQ4_1>();
 constinit const RowFns rows_q5_0_16 = group_rows<DecQ5_0, GroupQ5_0>();
 constinit const RowFns rows_q5_1_16 = group_rows<DecQ5_1, GroupQ5_1>();
 constinit const RowFns rows_iq4_nl_16 = group_rows<DecIQ4_NL, GroupIQ4_NL>();
+constinit const RowFns rows_mxfp4_16 = group_rows<DecMXFP4, GroupMXFP4>();
 constinit const RowFns rows_q8_0_16 = group_rows<DecQ8_0, GroupQ8_0>();
 constinit const RowFns rows_q2_k_16 = group_rows<DecQ2_K, GroupQ2_K>();
 constinit const RowFns rows_q3_k_16 = group_rows<DecQ3_K, GroupQ3_K>();

@@ -1,8 +1,8 @@
 // AVX-512 decode of the 32-element block types interleaved 16 rows at a time
-// (interleave.h): Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL and Q8_0. Q5_0, Q5_1 and
-// IQ4_NL are what the K-quant mixes store rows in that are not whole
+// (interleave.h): Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4 and Q8_0. Q5_0, Q5_1
+// and IQ4_NL are what the K-quant mixes store rows in that are not whole
 // super-blocks (every matrix of a 576- or 896-wide model but the FFN's down
-// projection), Q4_0 and Q8_0 whole files.
+// projection), Q4_0 and Q8_0 whole files, MXFP4 gpt-oss's experts.
 // One 64-byte load holds 4 bytes of each of the 16 rows, so every int32 lane
 // of vpdpbusd is one row, a block's 16 scales are one load, and the token's
 // 4-byte steps are broadcast; nothing is reduced across lanes.
@@ -17,8 +17,8 @@
 // acc += m * s (s: the Q8_1 block's d * sum a).
 // vpdpbusd multiplies unsigned by signed bytes: the weights go in unsigned (q
 // for Q4_0 and Q5_0, whose -8 / -16 comes back as -8 / -16 * sum a, one int32
-// per block the tokens' preparation stores; the codebook + 128 for IQ4_NL, -128
-// * sum a; Q4_1's and Q5_1's q as they are), the activations signed.
+// per block the tokens' preparation stores; the codebook + 128 for IQ4_NL and
+// MXFP4, -128 * sum a; Q4_1's and Q5_1's q as they are), the activations signed.
 //
 // GCC 12's AVX-512 headers self-initialize their "undefined" vectors
 // (__m512 __Y = __Y), which -W(maybe-)uninitialized reports once inlined here.
@@ -63,12 +63,12 @@ inline __m512 gemm_block_step(__m512i isum, __m512 dw, float da, __m512 acc) {
 
 // kOff: what the unsigned weight exceeds the value by (the per-block
 // correction -kOff * sum a); kMin: Q8_1 activations and a min per row;
-// kFifth: 5-bit values; kTable: IQ4_NL's codebook.
+// kFifth: 5-bit values; kTable: IQ4_NL's or MXFP4's codebook.
 template <TensorType T>
 struct Nibbles {
   static constexpr bool kMin = T == TensorType::Q4_1 || T == TensorType::Q5_1;
   static constexpr bool kFifth = T == TensorType::Q5_0 || T == TensorType::Q5_1;
-  static constexpr bool kTable = T == TensorType::IQ4_NL;
+  static constexpr bool kTable = T == TensorType::IQ4_NL || T == TensorType::MXFP4;
   static constexpr int kOff = T == TensorType::Q4_0   ? 8
                               : T == TensorType::Q5_0 ? 16
                               : kTable                ? 128
@@ -87,8 +87,9 @@ struct Nibbles {
     __m512i fifth = _mm512_setzero_si512(), table = _mm512_setzero_si512();
     if constexpr (kFifth) fifth = _mm512_loadu_si512(blk + interleave::b32_high(T));
     if constexpr (kTable) {
+      const std::int8_t* codes = T == TensorType::MXFP4 ? kMXFP4Values : kIQ4Values;
       table = _mm512_xor_si512(
-          _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values))),
+          _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes))),
           _mm512_set1_epi8(static_cast<char>(0x80)));
     }
     for (int m = 0; m < 4; ++m) {
@@ -111,6 +112,14 @@ struct Nibbles {
         hi[m] = _mm512_shuffle_epi8(table, hi[m]);
       }
     }
+  }
+  // The 16 rows' scales d of block `blk` (MXFP4: 2^(e - 128)).
+  static __m512 scales(const std::byte* blk) {
+    if constexpr (T == TensorType::MXFP4) {
+      return group_k::mxfp4_scales(
+          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk))));
+    }
+    return group_k::half16(blk);
   }
 };
 
@@ -159,7 +168,7 @@ void nibbles_tile(std::int64_t n, const std::byte* group, const void* act, std::
     prefetch_ahead(blk, P::kBlock);
     __m512i wl[4], wh[4];
     P::weights(blk, wl, wh);
-    const __m512 dw = group_k::half16(blk);
+    const __m512 dw = P::scales(blk);
     __m512 mw = _mm512_setzero_ps();
     if constexpr (P::kMin) mw = group_k::half16(blk + interleave::kB32Min);
     for (int t = 0; t < NT; ++t) {
@@ -274,6 +283,7 @@ constinit const RowFns rows_q4_1_16 = nibbles_fns<TensorType::Q4_1>();
 constinit const RowFns rows_q5_0_16 = nibbles_fns<TensorType::Q5_0>();
 constinit const RowFns rows_q5_1_16 = nibbles_fns<TensorType::Q5_1>();
 constinit const RowFns rows_iq4_nl_16 = nibbles_fns<TensorType::IQ4_NL>();
+constinit const RowFns rows_mxfp4_16 = nibbles_fns<TensorType::MXFP4>();
 constinit const RowFns rows_q8_0_16 = {q8_act_bytes, q8_prepare, nullptr, nullptr,
                                        group_dot<TensorType::Q8_0>};
 

@@ -1,4 +1,4 @@
-// Reading the K-quants' and IQ4_XS's groups (interleave.h) with AVX-512, row r of the 16
+// Reading the groups (interleave.h) with AVX-512, row r of the 16
 // in 32-bit lane r (or in bytes 4r..4r+3): shared by the decode kernels
 // (group_k_avx512.cpp) and the GEMM's panels packed from groups
 // (dot_avx512.cpp). Included only by units compiled with the AVX-512 flags;
@@ -19,6 +19,15 @@ namespace seam::dot::avx512::group_k {
 // 16 fp16 values at p as f32.
 static inline __m512 half16(const std::byte* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+// MXFP4's E8M0 exponents, one per int32 lane, as quant::mxfp4_scale's floats
+// (2^(e - 128); e < 2: the subnormals 2^-128, 2^-127).
+static inline __m512 mxfp4_scales(__m512i e) {
+  const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+  const __m512i tiny = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+  const __mmask16 below2 = _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2));
+  return _mm512_castsi512_ps(_mm512_mask_blend_epi32(below2, normal, tiny));
 }
 
 // 16 rows' 4-bit fields packed in 8 bytes at p (row r in byte r % 8, at bit

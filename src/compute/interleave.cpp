@@ -22,7 +22,7 @@ using quant::BlockQ6_K;
 // Bytes of one row's block.
 std::size_t row_block(TensorType type) { return block_bytes(type) / kRows; }
 
-// The 32-element types (Block): d, Q4_1's and Q5_1's m, Q5_0's and Q5_1's
+// The 32-element types (Block): d (MXFP4: e), Q4_1's and Q5_1's m, Q5_0's and Q5_1's
 // fifth bits, then the values in 4-byte steps.
 template <class Block>
 constexpr bool has_min = requires(Block b) {
@@ -31,6 +31,11 @@ constexpr bool has_min = requires(Block b) {
 template <class Block>
 constexpr bool has_fifth = requires(Block b) {
   b.qh;
+};
+// MXFP4's scale is its exponent byte e, the others' the fp16 d.
+template <class Block>
+constexpr bool has_e = requires(Block b) {
+  b.e;
 };
 
 // The file's qh (bit e: element e) <-> the group's word (byte i bit s: element 4s + i).
@@ -50,7 +55,10 @@ void pack_b32(const std::byte* const* blk, std::byte* out) {
   constexpr std::size_t values = b32_values(type), steps = sizeof(Block::qs) / 4;
   for (int r = 0; r < kRows; ++r) {
     const auto* b = reinterpret_cast<const Block*>(blk[r]);
-    std::memcpy(out + 2 * r, &b->d, 2);
+    if constexpr (has_e<Block>)
+      std::memcpy(out + r, &b->e, 1);
+    else
+      std::memcpy(out + 2 * r, &b->d, 2);
     if constexpr (has_min<Block>) std::memcpy(out + kB32Min + 2 * r, &b->m, 2);
     if constexpr (has_fifth<Block>) {
       std::uint32_t qh;
@@ -69,7 +77,10 @@ void unpack_b32(const std::byte* in, std::byte* const* blk) {
   for (int r = 0; r < kRows; ++r) {
     if (!blk[r]) continue;
     auto* b = reinterpret_cast<Block*>(blk[r]);
-    std::memcpy(&b->d, in + 2 * r, 2);
+    if constexpr (has_e<Block>)
+      std::memcpy(&b->e, in + r, 1);
+    else
+      std::memcpy(&b->d, in + 2 * r, 2);
     if constexpr (has_min<Block>) std::memcpy(&b->m, in + kB32Min + 2 * r, 2);
     if constexpr (has_fifth<Block>) {
       std::uint32_t w;
@@ -341,6 +352,8 @@ Codec codec(TensorType type) {
       return codec_b32<TensorType::Q8_0, quant::BlockQ8_0>();
     case TensorType::IQ4_NL:
       return codec_b32<TensorType::IQ4_NL, quant::BlockIQ4_NL>();
+    case TensorType::MXFP4:
+      return codec_b32<TensorType::MXFP4, quant::BlockMXFP4>();
     case TensorType::Q2_K:
       return {pack_q2_k, unpack_q2_k};
     case TensorType::Q3_K:

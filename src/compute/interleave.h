@@ -1,4 +1,4 @@
-// The 32-element block types but MXFP4 (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL),
+// The 32-element block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, MXFP4),
 // the K-quants (Q2_K to Q6_K) and IQ4_XS stored 16 rows at a time
 // (WeightView::interleaved16): the layout from which the decode kernels read
 // 16 rows' values with one 64-byte load (AVX2: two 32-byte loads, one per 8
@@ -16,7 +16,8 @@
 // A group of 16 rows, block by block (block b of every row: exactly the bytes
 // of the 16 rows' blocks, so a group is rewritten in place). "Steps" are 4
 // consecutive elements; a step's bytes for rows 0..15 are 64 bytes, row r at 4r.
-//  - The 32-element types: the 16 fp16 scales d (32 bytes); Q4_1 and Q5_1: the
+//  - The 32-element types: the 16 fp16 scales d (32 bytes; MXFP4: the 16
+//    exponent bytes e, 16 bytes); Q4_1 and Q5_1: the
 //    16 fp16 mins m (32 bytes); Q5_0 and Q5_1: the fifth bits (64 bytes, row r's
 //    word at 4r, byte i bit s: element 4s + i's, so that a step's 4 bytes of a
 //    row find their bits at one bit position); then for each 4-byte step m of
@@ -69,6 +70,8 @@ constexpr std::size_t block_bytes(TensorType type) {
       return kRows * sizeof(quant::BlockQ5_1);
     case TensorType::IQ4_NL:
       return kRows * sizeof(quant::BlockIQ4_NL);
+    case TensorType::MXFP4:
+      return kRows * sizeof(quant::BlockMXFP4);
     case TensorType::Q8_0:
       return kRows * sizeof(quant::BlockQ8_0);
     case TensorType::Q2_K:
@@ -91,7 +94,8 @@ constexpr std::size_t block_bytes(TensorType type) {
 // Whether `type` is one of the layout's 32-element block types.
 constexpr bool is_block32(TensorType type) {
   return type == TensorType::Q4_0 || type == TensorType::Q4_1 || type == TensorType::Q5_0 ||
-         type == TensorType::Q5_1 || type == TensorType::Q8_0 || type == TensorType::IQ4_NL;
+         type == TensorType::Q5_1 || type == TensorType::Q8_0 || type == TensorType::IQ4_NL ||
+         type == TensorType::MXFP4;
 }
 
 // Elements per block of a type with this layout: 32, or a K-quant super-block's

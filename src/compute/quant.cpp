@@ -405,7 +405,8 @@ constexpr TypeEntry kTypes[] = {
       TensorType::Q8_0,
       erased<BlockMXFP4, dequant_mxfp4>,
       {K(mxfp4_q8_0), .avx512 = dot::avx512::mxfp4_q8_0, .gemm512 = &dot::avx512::gemm_mxfp4,
-       .gemm2 = &dot::avx2::gemm_mxfp4}}},
+       .rows512_16 = &dot::avx512::rows_mxfp4_16, .gemm2 = &dot::avx2::gemm_mxfp4,
+       .rows2_16 = &dot::avx2::rows_mxfp4_16}}},
 };
 #undef K
 

@@ -1,4 +1,4 @@
-// The 32-element block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL), the K-quants
+// The 32-element block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, MXFP4), the K-quants
 // (Q2_K to Q6_K) and IQ4_XS interleaved 16 rows at a time
 // (compute/interleave.h) are the same matrix: the layout round-trips, and every
 // operation on an interleaved view gives what it gives on the rows, at every
@@ -207,6 +207,55 @@ TEST_P(Interleave, ATokensRowIsTheSameBitsInAnyBatch) {
   }
 }
 
+// MXFP4's scale 2^(e - 128) is built in the vector units from the exponent
+// byte (normal from e = 2, subnormal below): rows of every e the f32 range
+// holds here, each row one e, give the scalar reference's results within f32
+// rounding of their own magnitude, plain and interleaved, at every level.
+TEST(InterleaveMXFP4, EveryExponentScalesAsTheReference) {
+  const std::int64_t n_in = 64, n_out = 240;
+  std::mt19937 rng(10);
+  Interleaved m = make(TensorType::MXFP4, n_in, n_out, rng);
+  const std::size_t row = m.w.row_stride;
+  for (std::int64_t r = 0; r < n_out; ++r)
+    for (std::int64_t b = 0; b < n_in / 32; ++b)
+      m.rows[r * row + b * sizeof(quant::BlockMXFP4)] = static_cast<std::byte>(r);
+  m.groups = m.rows;
+  interleave::pack_in_place(TensorType::MXFP4, n_in, n_out, m.groups.data());
+  m.w.data = m.rows.data();
+  m.w16.data = m.groups.data();
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (std::int64_t n_tok : {1, 3, 16}) {
+    std::vector<float> x(n_tok * n_in);
+    for (float& v : x) v = normal(rng);
+    std::vector<float> ref(n_tok * n_out);
+    std::vector<double> mag(n_tok * n_out, 0.0);
+    std::vector<float> wd(n_in);
+    std::vector<std::byte> aq(quant::row_size(TensorType::Q8_0, n_in));
+    for (std::int64_t t = 0; t < n_tok; ++t) {
+      quant::quantize_row(TensorType::Q8_0, x.data() + t * n_in, aq.data(), n_in);
+      const std::vector<double> ad = testutil::decode_act(TensorType::Q8_0, aq.data(), n_in);
+      for (std::int64_t r = 0; r < n_out; ++r) {
+        get_row(m.w, r, wd.data());
+        for (std::int64_t k = 0; k < n_in; ++k) mag[t * n_out + r] += std::fabs(wd[k] * ad[k]);
+      }
+    }
+    ThreadPool pool(2);
+    MatmulScratch scratch;
+    matmul(m.w, x.data(), n_tok, ref.data(), n_out, pool, scratch, CpuLevel::Scalar);
+    for (CpuLevel level : {CpuLevel::Avx2, CpuLevel::Avx512}) {
+      if (level > detected_cpu_level()) continue;
+      for (const WeightView* w : {&m.w, &m.w16}) {
+        std::vector<float> y(n_tok * n_out);
+        matmul(*w, x.data(), n_tok, y.data(), n_out, pool, scratch, level);
+        for (std::int64_t i = 0; i < n_tok * n_out; ++i)
+          ASSERT_NEAR(y[i], ref[i], 1e-5 * mag[i])
+              << cpu_level_name(level) << " e " << i % n_out << " token " << i / n_out
+              << (w == &m.w16 ? " interleaved" : " rows");
+      }
+    }
+  }
+}
+
 TEST_P(Interleave, ViewsItCannotDescribeAreRefused) {
   std::mt19937 rng(8);
   const std::int64_t n = 2 * block_len(GetParam());
@@ -220,19 +269,20 @@ TEST_P(Interleave, ViewsItCannotDescribeAreRefused) {
   WeightView padded = m.w16;
   padded.row_stride += 2;
   EXPECT_THROW(matmul(padded, x.data(), 1, y.data(), 32, pool, scratch), Error);
-  WeightView mxfp4 = m.w16;  // a type without the layout
-  mxfp4.type = TensorType::MXFP4;
-  mxfp4.n_in = 256;
-  mxfp4.row_stride = quant::row_size(TensorType::MXFP4, 256);
+  WeightView f16 = m.w16;  // a type without the layout
+  f16.type = TensorType::F16;
+  f16.n_in = 256;
+  f16.row_stride = quant::row_size(TensorType::F16, 256);
   std::vector<float> x256(256, 1.0f);
-  EXPECT_THROW(matmul(mxfp4, x256.data(), 1, y.data(), 32, pool, scratch), Error);
+  EXPECT_THROW(matmul(f16, x256.data(), 1, y.data(), 32, pool, scratch), Error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, Interleave,
                          ::testing::Values(TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0,
                                            TensorType::Q5_1, TensorType::Q8_0, TensorType::IQ4_NL,
-                                           TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K,
-                                           TensorType::Q5_K, TensorType::Q6_K, TensorType::IQ4_XS),
+                                           TensorType::MXFP4, TensorType::Q2_K, TensorType::Q3_K,
+                                           TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K,
+                                           TensorType::IQ4_XS),
                          [](const auto& info) { return quant::type_name(info.param); });
 
 }  // namespace
