@@ -60,38 +60,28 @@ struct Chunk {
   float min[2];
 };
 
-// The 32-element types, Q4_K and Q6_K pack by gathers
-// (pack_gather*, below): theirs are only the panel and activation shapes, no
-// row decoder.
-struct DecQ8_0 {
-  static constexpr int kUnit = 32, kActBlock = 32;
-  static constexpr bool kMin = false;
-};
-
-struct DecQ4_0 {
-  static constexpr int kUnit = 32, kActBlock = 32;
-  static constexpr bool kMin = false;
-};
-
-// Q5_0: Q4_0's nibbles plus bit j of qh as bit 4 of element j; x = (q - 16) * d.
-// (The Q4_K_M mix stores tensors whose rows are not a multiple of 256 as Q5_0.)
-struct DecQ5_0 {
-  static constexpr int kUnit = 32, kActBlock = 32;
-  static constexpr bool kMin = false;
-};
-
-// The 4-bit codebook types in Q4_0's nibble layout: each nibble indexes a
-// 16-entry int8 table, x = table[q] * d (IQ4_NL: kIQ4Values; MXFP4:
+// The 32-element types, Q4_K and Q6_K pack by gathers (pack_gather*, below):
+// theirs are only the panel and activation shapes, no row decoder.
+// The 32-element types (Block, quant_blocks.h): x = (q - 8) * d (Q4_0),
+// (q - 16) * d with the fifth bits of qh (Q5_0), q * d (Q8_0), d * q + m on
+// Q8_1 activations (Q4_1, Q5_1), table[q] * d (IQ4_NL: kIQ4Values; MXFP4:
 // kMXFP4Values, its E2M1 values kept doubled, integers, and d = 2^(e - 128)
-// its E8M0 scale halved).
-struct DecIQ4_NL {
+// its E8M0 scale halved). (The Q4_K_M mix stores tensors whose rows are not a
+// multiple of 256 as Q5_0.)
+template <TensorType T, class B>
+struct Dec32 {
+  using Block = B;
+  static constexpr TensorType kType = T;
   static constexpr int kUnit = 32, kActBlock = 32;
-  static constexpr bool kMin = false;
+  static constexpr bool kMin = T == TensorType::Q4_1 || T == TensorType::Q5_1, kQ8_1 = kMin;
 };
-struct DecMXFP4 {
-  static constexpr int kUnit = 32, kActBlock = 32;
-  static constexpr bool kMin = false;
-};
+using DecQ4_0 = Dec32<TensorType::Q4_0, BlockQ4_0>;
+using DecQ4_1 = Dec32<TensorType::Q4_1, BlockQ4_1>;
+using DecQ5_0 = Dec32<TensorType::Q5_0, BlockQ5_0>;
+using DecQ5_1 = Dec32<TensorType::Q5_1, BlockQ5_1>;
+using DecQ8_0 = Dec32<TensorType::Q8_0, BlockQ8_0>;
+using DecIQ4_NL = Dec32<TensorType::IQ4_NL, BlockIQ4_NL>;
+using DecMXFP4 = Dec32<TensorType::MXFP4, BlockMXFP4>;
 
 // Q4_K: x = d * sc * q - dmin * mn per 32-element sub-block.
 struct DecQ4_K {
@@ -154,18 +144,6 @@ struct DecIQ4_XS {
 struct DecQ6_K {
   static constexpr int kUnit = 16, kActBlock = 256;
   static constexpr bool kMin = false;
-};
-
-// Q4_1: Q4_0's nibbles without the offset; x = d * q + m (activations Q8_1).
-struct DecQ4_1 {
-  static constexpr int kUnit = 32, kActBlock = 32;
-  static constexpr bool kMin = true, kQ8_1 = true;
-};
-
-// Q5_1: Q4_1 plus bit j of qh as bit 4 of element j; x = d * q + m.
-struct DecQ5_1 {
-  static constexpr int kUnit = 32, kActBlock = 32;
-  static constexpr bool kMin = true, kQ8_1 = true;
 };
 
 // 32-element run j (0..7) of a Q2_K/Q3_K block's 2-bit field: bits 2 * (j % 4)
@@ -350,45 +328,6 @@ struct PanelGather {
 
 inline __m512 f16_lanes(__m512i low16) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(low16)); }
 
-// The 32-element block types that pack_dwords packs: their block and type.
-template <class D>
-struct B32;
-template <>
-struct B32<DecQ4_0> {
-  using Block = BlockQ4_0;
-  static constexpr TensorType kType = TensorType::Q4_0;
-};
-template <>
-struct B32<DecQ4_1> {
-  using Block = BlockQ4_1;
-  static constexpr TensorType kType = TensorType::Q4_1;
-};
-template <>
-struct B32<DecQ5_0> {
-  using Block = BlockQ5_0;
-  static constexpr TensorType kType = TensorType::Q5_0;
-};
-template <>
-struct B32<DecQ5_1> {
-  using Block = BlockQ5_1;
-  static constexpr TensorType kType = TensorType::Q5_1;
-};
-template <>
-struct B32<DecQ8_0> {
-  using Block = BlockQ8_0;
-  static constexpr TensorType kType = TensorType::Q8_0;
-};
-template <>
-struct B32<DecIQ4_NL> {
-  using Block = BlockIQ4_NL;
-  static constexpr TensorType kType = TensorType::IQ4_NL;
-};
-template <>
-struct B32<DecMXFP4> {
-  using Block = BlockMXFP4;
-  static constexpr TensorType kType = TensorType::MXFP4;
-};
-
 // The file's fifth bits (qh, bit e: element e): 4 bits (one step's elements)
 // -> bit 4 of each of the step's 4 bytes, looked up in 16 int32 lanes.
 constexpr auto kFifthBits = [] {
@@ -459,7 +398,7 @@ struct GroupSource {
 
 template <class D, class Source>
 void pack_dwords(std::int64_t n, const Source& src, void* panel) {
-  constexpr TensorType T = B32<D>::kType;
+  constexpr TensorType T = D::kType;
   constexpr bool kQ8 = T == TensorType::Q8_0;
   constexpr bool kTable = T == TensorType::IQ4_NL || T == TensorType::MXFP4;
   constexpr bool kFifth = T == TensorType::Q5_0 || T == TensorType::Q5_1;
@@ -502,15 +441,15 @@ void pack_dwords(std::int64_t n, const Source& src, void* panel) {
 
 template <class D>
 void pack_gather(std::int64_t n, const void* w, std::size_t row_stride, int n_rows, void* panel) {
-  const RowsSource<typename B32<D>::Block> src{PanelGather(row_stride, n_rows, panel),
-                                               static_cast<const std::byte*>(w)};
+  const RowsSource<typename D::Block> src{PanelGather(row_stride, n_rows, panel),
+                                          static_cast<const std::byte*>(w)};
   pack_dwords<D>(n, src, panel);
 }
 
 // pack_gather's panel from a group of 16 interleaved rows.
 template <class D>
 void pack16(std::int64_t n, const void* group, void* panel) {
-  pack_dwords<D>(n, GroupSource<B32<D>::kType>{static_cast<const std::byte*>(group)}, panel);
+  pack_dwords<D>(n, GroupSource<D::kType>{static_cast<const std::byte*>(group)}, panel);
 }
 
 // One Q4_K super-block of a panel's 16 rows -> its 8 units: the nibbles of
