@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "python_tools.h"
+#include "seam/cpu.h"
 #include "test_model.h"
 
 namespace seam {
@@ -45,6 +46,21 @@ TEST_P(MoeForward, LogitsMatchEveryPositionAndMixedBatches) {
 
   // Each expert's rows come from both sequences.
   expect_mixed_batch_match(*model, a, b, ref_a, ref_b, 8, c.tol, c.name);
+}
+
+// gpt-oss's MXFP4 experts are interleaved at AVX2 and AVX-512 like the other
+// quantized types (compute/interleave.h), so a sequence's logits are the same
+// alone and beside 15 others, its experts' rows grouped with theirs, at the
+// machine's level (seam serve's promise, docs/server.md "Batch invariance").
+TEST(MoeBatchInvariance, GptOssMxfp4LogitsAloneAreThoseBesideOthers) {
+  const std::string path = generate_model("moe_gpt_oss_mxfp4", "--arch gpt-oss");
+  LoadOptions lo;
+  lo.n_threads = 2;
+  for (const char* level : {"scalar", "avx2", "avx512"})
+    EXPECT_TRUE(Model::batch_invariant(path, lo, level)) << level;
+  if (!Model::batch_invariant(path, lo, cpu_level()))
+    GTEST_SKIP() << "not batch-invariant at " << cpu_level() << " (amx)";
+  expect_alone_equals_beside_others(*Model::load(path, lo), 6);
 }
 
 INSTANTIATE_TEST_SUITE_P(
