@@ -45,8 +45,8 @@ bool interleave_pays(const WeightView& w, CpuLevel level);
 // need (docs/server.md, "Batch invariance"). True at the scalar level; at AVX2
 // for F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL and MXFP4 in any
 // layout and every type interleaved; at AVX-512 for F32, F16 and BF16, and for
-// the types interleaved there (Q4_0, Q8_0, Q4_K, Q6_K), interleaved. False
-// where that is not known (AMX).
+// the quantized types interleaved (every one has the layout). False where that
+// is not known (AMX).
 bool batch_invariant(const WeightView& w, CpuLevel level);
 
 // y[t][r] = sum_k W[r][k] * x[t][k]
