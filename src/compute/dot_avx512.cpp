@@ -73,7 +73,7 @@ struct Dec32 {
   using Block = B;
   static constexpr TensorType kType = T;
   static constexpr int kUnit = 32, kActBlock = 32;
-  static constexpr bool kMin = T == TensorType::Q4_1 || T == TensorType::Q5_1, kQ8_1 = kMin;
+  static constexpr bool kMin = interleave::b32_has_min(T), kQ8_1 = kMin;
 };
 using DecQ4_0 = Dec32<TensorType::Q4_0, BlockQ4_0>;
 using DecQ4_1 = Dec32<TensorType::Q4_1, BlockQ4_1>;
@@ -400,14 +400,17 @@ template <class D, class Source>
 void pack_dwords(std::int64_t n, const Source& src, void* panel) {
   constexpr TensorType T = D::kType;
   constexpr bool kQ8 = T == TensorType::Q8_0;
-  constexpr bool kTable = T == TensorType::IQ4_NL || T == TensorType::MXFP4;
-  constexpr bool kFifth = T == TensorType::Q5_0 || T == TensorType::Q5_1;
+  constexpr bool kTable = interleave::b32_codebook(T) != nullptr;
+  constexpr bool kFifth = interleave::b32_has_fifth(T);
   constexpr int kOff = T == TensorType::Q4_0 ? 8 : T == TensorType::Q5_0 ? 16 : 0;
   constexpr std::size_t ub = unit_bytes<D>();
   static_assert(D::kUnit == 32 && D::kActBlock == 32);
   const __m512i m4 = _mm512_set1_epi8(0x0F), off = _mm512_set1_epi8(kOff);
-  const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(
-      reinterpret_cast<const __m128i*>(T == TensorType::MXFP4 ? kMXFP4Values : kIQ4Values)));
+  __m512i table = _mm512_setzero_si512();
+  if constexpr (kTable) {
+    table = _mm512_broadcast_i32x4(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(interleave::b32_codebook(T))));
+  }
   // The values of one step's bytes as the panel holds them (dead rows 0).
   auto finish = [&](__m512i q) {
     if constexpr (kTable) return _mm512_maskz_shuffle_epi8(src.live_bytes(), table, q);
@@ -1016,6 +1019,18 @@ void float_run(std::int64_t n, const void* panel, const void* act, std::int64_t 
   }
 }
 
+// The int8 GEMM of decoder D with its panel packers.
+template <class D>
+constexpr GemmFns int_gemm(int min_tokens, decltype(GemmFns::pack) pack,
+                           decltype(GemmFns::pack16) pack16) {
+  return {min_tokens, act_bytes<D>, panel_bytes<D>, prepare<D>, pack, run<D>, 0, pack16};
+}
+// The 32-element types: panels by gathers from rows, or from groups.
+template <class D>
+constexpr GemmFns gemm32(int min_tokens) {
+  return int_gemm<D>(min_tokens, pack_gather<D>, pack16<D>);
+}
+
 }  // namespace
 
 // Below these token counts packing a panel costs more than the GEMM saves over
@@ -1033,110 +1048,24 @@ constexpr int kKGatherMinTokens = 8;
 constexpr int kFloatMinTokens = 12;
 
 // Constant-initialized: no start-up code runs in this unit.
-constinit const GemmFns gemm_q4_0 = {kGatherMinTokens,
-                                     act_bytes<DecQ4_0>,
-                                     panel_bytes<DecQ4_0>,
-                                     prepare<DecQ4_0>,
-                                     pack_gather<DecQ4_0>,
-                                     run<DecQ4_0>,
-                                     0,
-                                     pack16<DecQ4_0>};
-constinit const GemmFns gemm_q4_1 = {kIntMinTokens,
-                                     act_bytes<DecQ4_1>,
-                                     panel_bytes<DecQ4_1>,
-                                     prepare<DecQ4_1>,
-                                     pack_gather<DecQ4_1>,
-                                     run<DecQ4_1>,
-                                     0,
-                                     pack16<DecQ4_1>};
-constinit const GemmFns gemm_q5_1 = {kIntMinTokens,
-                                     act_bytes<DecQ5_1>,
-                                     panel_bytes<DecQ5_1>,
-                                     prepare<DecQ5_1>,
-                                     pack_gather<DecQ5_1>,
-                                     run<DecQ5_1>,
-                                     0,
-                                     pack16<DecQ5_1>};
-constinit const GemmFns gemm_q2_k = {kIntMinTokens,
-                                     act_bytes<DecQ2_K>,
-                                     panel_bytes<DecQ2_K>,
-                                     prepare<DecQ2_K>,
-                                     pack<DecQ2_K>,
-                                     run<DecQ2_K>,
-                                     0,
-                                     pack16_k16<TensorType::Q2_K>};
-constinit const GemmFns gemm_q3_k = {kIntMinTokens,
-                                     act_bytes<DecQ3_K>,
-                                     panel_bytes<DecQ3_K>,
-                                     prepare<DecQ3_K>,
-                                     pack<DecQ3_K>,
-                                     run<DecQ3_K>,
-                                     0,
-                                     pack16_k16<TensorType::Q3_K>};
-constinit const GemmFns gemm_q5_0 = {kKGatherMinTokens,
-                                     act_bytes<DecQ5_0>,
-                                     panel_bytes<DecQ5_0>,
-                                     prepare<DecQ5_0>,
-                                     pack_gather<DecQ5_0>,
-                                     run<DecQ5_0>,
-                                     0,
-                                     pack16<DecQ5_0>};
-constinit const GemmFns gemm_iq4_nl = {kIntMinTokens,
-                                       act_bytes<DecIQ4_NL>,
-                                       panel_bytes<DecIQ4_NL>,
-                                       prepare<DecIQ4_NL>,
-                                       pack_gather<DecIQ4_NL>,
-                                       run<DecIQ4_NL>,
-                                       0,
-                                       pack16<DecIQ4_NL>};
-constinit const GemmFns gemm_mxfp4 = {kIntMinTokens,
-                                      act_bytes<DecMXFP4>,
-                                      panel_bytes<DecMXFP4>,
-                                      prepare<DecMXFP4>,
-                                      pack_gather<DecMXFP4>,
-                                      run<DecMXFP4>,
-                                      0,
-                                      pack16<DecMXFP4>};
-constinit const GemmFns gemm_q8_0 = {kGatherMinTokens,
-                                     act_bytes<DecQ8_0>,
-                                     panel_bytes<DecQ8_0>,
-                                     prepare<DecQ8_0>,
-                                     pack_gather<DecQ8_0>,
-                                     run<DecQ8_0>,
-                                     0,
-                                     pack16<DecQ8_0>};
-constinit const GemmFns gemm_q4_k = {kKGatherMinTokens,
-                                     act_bytes<DecQ4_K>,
-                                     panel_bytes<DecQ4_K>,
-                                     prepare<DecQ4_K>,
-                                     pack_gather_q4_k,
-                                     run<DecQ4_K>,
-                                     0,
-                                     pack16_q4_k};
-constinit const GemmFns gemm_q5_k = {kIntMinTokens,
-                                     act_bytes<DecQ5_K>,
-                                     panel_bytes<DecQ5_K>,
-                                     prepare<DecQ5_K>,
-                                     pack<DecQ5_K>,
-                                     run<DecQ5_K>,
-                                     0,
-                                     pack16_q5_k};
-constinit const GemmFns gemm_iq4_xs = {kIntMinTokens,
-                                       act_bytes<DecIQ4_XS>,
-                                       panel_bytes<DecIQ4_XS>,
-                                       prepare<DecIQ4_XS>,
-                                       pack<DecIQ4_XS>,
-                                       run<DecIQ4_XS>,
-                                       0,
-                                       pack16_iq4_xs};
-constinit const GemmFns gemm_q6_k = {kKGatherMinTokens,
-                                     act_bytes<DecQ6_K>,
-                                     panel_bytes<DecQ6_K>,
-                                     prepare<DecQ6_K>,
-                                     pack_gather_q6_k,
-                                     run<DecQ6_K>,
-                                     0,
-                                     pack16_k16<TensorType::Q6_K>};
+constinit const GemmFns gemm_q4_0 = gemm32<DecQ4_0>(kGatherMinTokens);
+constinit const GemmFns gemm_q4_1 = gemm32<DecQ4_1>(kIntMinTokens);
+constinit const GemmFns gemm_q5_0 = gemm32<DecQ5_0>(kKGatherMinTokens);
+constinit const GemmFns gemm_q5_1 = gemm32<DecQ5_1>(kIntMinTokens);
+constinit const GemmFns gemm_q8_0 = gemm32<DecQ8_0>(kGatherMinTokens);
+constinit const GemmFns gemm_iq4_nl = gemm32<DecIQ4_NL>(kIntMinTokens);
+constinit const GemmFns gemm_mxfp4 = gemm32<DecMXFP4>(kIntMinTokens);
+constinit const GemmFns gemm_q2_k =
+    int_gemm<DecQ2_K>(kIntMinTokens, pack<DecQ2_K>, pack16_k16<TensorType::Q2_K>);
+constinit const GemmFns gemm_q3_k =
+    int_gemm<DecQ3_K>(kIntMinTokens, pack<DecQ3_K>, pack16_k16<TensorType::Q3_K>);
+constinit const GemmFns gemm_q4_k =
+    int_gemm<DecQ4_K>(kKGatherMinTokens, pack_gather_q4_k, pack16_q4_k);
+constinit const GemmFns gemm_q5_k = int_gemm<DecQ5_K>(kIntMinTokens, pack<DecQ5_K>, pack16_q5_k);
+constinit const GemmFns gemm_iq4_xs =
+    int_gemm<DecIQ4_XS>(kIntMinTokens, pack<DecIQ4_XS>, pack16_iq4_xs);
+constinit const GemmFns gemm_q6_k =
+    int_gemm<DecQ6_K>(kKGatherMinTokens, pack_gather_q6_k, pack16_k16<TensorType::Q6_K>);
 constinit const GemmFns gemm_f32 = {kFloatMinTokens, float_act_bytes,    float_panel_bytes,
                                     float_prepare,   float_pack<CvtF32>, float_run};
 constinit const GemmFns gemm_f16 = {kFloatMinTokens, float_act_bytes,    float_panel_bytes,

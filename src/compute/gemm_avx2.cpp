@@ -515,7 +515,7 @@ struct GroupSource {
       return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(values + 64 * k));
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(values + 64 * (k & 3)));
     __m256i q = _mm256_and_si256(k < 4 ? v : _mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0F));
-    if constexpr (T == TensorType::Q5_0 || T == TensorType::Q5_1) {
+    if constexpr (interleave::b32_has_fifth(T)) {
       // Byte i of a row's word holds element 4s + i's fifth bit at bit s (no
       // bit of the next byte reaches bit 4 in either shift).
       const __m256i word = _mm256_loadu_si256(
@@ -523,10 +523,10 @@ struct GroupSource {
       const __m256i at4 = k <= 4 ? _mm256_slli_epi16(word, 4 - k) : _mm256_srli_epi16(word, k - 4);
       q = _mm256_or_si256(q, _mm256_and_si256(at4, _mm256_set1_epi8(0x10)));
     }
-    if constexpr (T == TensorType::IQ4_NL || T == TensorType::MXFP4) {
-      const std::int8_t* codes = T == TensorType::MXFP4 ? kMXFP4Values : kIQ4Values;
-      q = _mm256_shuffle_epi8(
-          _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes))), q);
+    if constexpr (interleave::b32_codebook(T) != nullptr) {
+      q = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128(
+                                  reinterpret_cast<const __m128i*>(interleave::b32_codebook(T)))),
+                              q);
     }
     return q;
   }

@@ -66,9 +66,9 @@ inline __m512 gemm_block_step(__m512i isum, __m512 dw, float da, __m512 acc) {
 // kFifth: 5-bit values; kTable: IQ4_NL's or MXFP4's codebook.
 template <TensorType T>
 struct Nibbles {
-  static constexpr bool kMin = T == TensorType::Q4_1 || T == TensorType::Q5_1;
-  static constexpr bool kFifth = T == TensorType::Q5_0 || T == TensorType::Q5_1;
-  static constexpr bool kTable = T == TensorType::IQ4_NL || T == TensorType::MXFP4;
+  static constexpr bool kMin = interleave::b32_has_min(T);
+  static constexpr bool kFifth = interleave::b32_has_fifth(T);
+  static constexpr bool kTable = interleave::b32_codebook(T) != nullptr;
   static constexpr int kOff = T == TensorType::Q4_0   ? 8
                               : T == TensorType::Q5_0 ? 16
                               : kTable                ? 128
@@ -87,10 +87,9 @@ struct Nibbles {
     __m512i fifth = _mm512_setzero_si512(), table = _mm512_setzero_si512();
     if constexpr (kFifth) fifth = _mm512_loadu_si512(blk + interleave::b32_high(T));
     if constexpr (kTable) {
-      const std::int8_t* codes = T == TensorType::MXFP4 ? kMXFP4Values : kIQ4Values;
-      table = _mm512_xor_si512(
-          _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes))),
-          _mm512_set1_epi8(static_cast<char>(0x80)));
+      table = _mm512_xor_si512(_mm512_broadcast_i32x4(_mm_loadu_si128(
+                                   reinterpret_cast<const __m128i*>(interleave::b32_codebook(T)))),
+                               _mm512_set1_epi8(static_cast<char>(0x80)));
     }
     for (int m = 0; m < 4; ++m) {
       const __m512i v = _mm512_loadu_si512(blk + kValues + 64 * m);

@@ -24,19 +24,6 @@ std::size_t row_block(TensorType type) { return block_bytes(type) / kRows; }
 
 // The 32-element types (Block): d (MXFP4: e), Q4_1's and Q5_1's m, Q5_0's and Q5_1's
 // fifth bits, then the values in 4-byte steps.
-template <class Block>
-constexpr bool has_min = requires(Block b) {
-  b.m;
-};
-template <class Block>
-constexpr bool has_fifth = requires(Block b) {
-  b.qh;
-};
-// MXFP4's scale is its exponent byte e, the others' the fp16 d.
-template <class Block>
-constexpr bool has_e = requires(Block b) {
-  b.e;
-};
 
 // The file's qh (bit e: element e) <-> the group's word (byte i bit s: element
 // 4s + i): nibble s of qh is bit s of the word's four bytes. A 4x8 bit
@@ -68,12 +55,12 @@ void pack_b32(const std::byte* const* blk, std::byte* out) {
   constexpr std::size_t values = b32_values(type), steps = sizeof(Block::qs) / 4;
   for (int r = 0; r < kRows; ++r) {
     const auto* b = reinterpret_cast<const Block*>(blk[r]);
-    if constexpr (has_e<Block>)
+    if constexpr (type == TensorType::MXFP4)  // its scale: the exponent byte e
       std::memcpy(out + r, &b->e, 1);
     else
       std::memcpy(out + 2 * r, &b->d, 2);
-    if constexpr (has_min<Block>) std::memcpy(out + kB32Min + 2 * r, &b->m, 2);
-    if constexpr (has_fifth<Block>) {
+    if constexpr (b32_has_min(type)) std::memcpy(out + kB32Min + 2 * r, &b->m, 2);
+    if constexpr (b32_has_fifth(type)) {
       std::uint32_t qh;
       std::memcpy(&qh, b->qh, 4);
       const std::uint32_t w = fifth_to_steps(qh);
@@ -90,12 +77,12 @@ void unpack_b32(const std::byte* in, std::byte* const* blk) {
   for (int r = 0; r < kRows; ++r) {
     if (!blk[r]) continue;
     auto* b = reinterpret_cast<Block*>(blk[r]);
-    if constexpr (has_e<Block>)
+    if constexpr (type == TensorType::MXFP4)
       std::memcpy(&b->e, in + r, 1);
     else
       std::memcpy(&b->d, in + 2 * r, 2);
-    if constexpr (has_min<Block>) std::memcpy(&b->m, in + kB32Min + 2 * r, 2);
-    if constexpr (has_fifth<Block>) {
+    if constexpr (b32_has_min(type)) std::memcpy(&b->m, in + kB32Min + 2 * r, 2);
+    if constexpr (b32_has_fifth(type)) {
       std::uint32_t w;
       std::memcpy(&w, in + b32_high(type) + 4 * r, 4);
       const std::uint32_t qh = steps_to_fifth(w);

@@ -107,8 +107,23 @@ constexpr std::int64_t block_elements(TensorType type) {
 // Whether rows of `type` have this layout.
 constexpr bool has_layout(TensorType type) { return block_bytes(type) != 0; }
 
-// Byte offsets inside a 32-element group block: the mins (Q4_1, Q5_1), the
-// fifth bits (Q5_0, Q5_1) and the values.
+// What a 32-element type's group holds beyond its scales and values: mins
+// (Q4_1, Q5_1), fifth bits (Q5_0, Q5_1); and the codebook its 4-bit values
+// index (IQ4_NL, MXFP4), or null.
+constexpr bool b32_has_min(TensorType type) {
+  return type == TensorType::Q4_1 || type == TensorType::Q5_1;
+}
+constexpr bool b32_has_fifth(TensorType type) {
+  return type == TensorType::Q5_0 || type == TensorType::Q5_1;
+}
+constexpr const std::int8_t* b32_codebook(TensorType type) {
+  return type == TensorType::IQ4_NL  ? quant::kIQ4Values
+         : type == TensorType::MXFP4 ? quant::kMXFP4Values
+                                     : nullptr;
+}
+
+// Byte offsets inside a 32-element group block: the mins, the fifth bits and
+// the values.
 inline constexpr std::size_t kB32Min = 32;
 constexpr std::size_t b32_high(TensorType type) { return type == TensorType::Q5_1 ? 64 : 32; }
 constexpr std::size_t b32_values(TensorType type) {
