@@ -400,7 +400,7 @@ template <class D, class Source>
 void pack_dwords(std::int64_t n, const Source& src, void* panel) {
   constexpr TensorType T = D::kType;
   constexpr bool kQ8 = T == TensorType::Q8_0;
-  constexpr bool kTable = interleave::b32_codebook(T) != nullptr;
+  constexpr bool kTable = interleave::b32_has_codebook(T);
   constexpr bool kFifth = interleave::b32_has_fifth(T);
   constexpr int kOff = T == TensorType::Q4_0 ? 8 : T == TensorType::Q5_0 ? 16 : 0;
   constexpr std::size_t ub = unit_bytes<D>();

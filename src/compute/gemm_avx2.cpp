@@ -523,7 +523,7 @@ struct GroupSource {
       const __m256i at4 = k <= 4 ? _mm256_slli_epi16(word, 4 - k) : _mm256_srli_epi16(word, k - 4);
       q = _mm256_or_si256(q, _mm256_and_si256(at4, _mm256_set1_epi8(0x10)));
     }
-    if constexpr (interleave::b32_codebook(T) != nullptr) {
+    if constexpr (interleave::b32_has_codebook(T)) {
       q = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128(
                                   reinterpret_cast<const __m128i*>(interleave::b32_codebook(T)))),
                               q);

@@ -68,7 +68,7 @@ template <TensorType T>
 struct Nibbles {
   static constexpr bool kMin = interleave::b32_has_min(T);
   static constexpr bool kFifth = interleave::b32_has_fifth(T);
-  static constexpr bool kTable = interleave::b32_codebook(T) != nullptr;
+  static constexpr bool kTable = interleave::b32_has_codebook(T);
   static constexpr int kOff = T == TensorType::Q4_0   ? 8
                               : T == TensorType::Q5_0 ? 16
                               : kTable                ? 128

@@ -108,13 +108,17 @@ constexpr std::int64_t block_elements(TensorType type) {
 constexpr bool has_layout(TensorType type) { return block_bytes(type) != 0; }
 
 // What a 32-element type's group holds beyond its scales and values: mins
-// (Q4_1, Q5_1), fifth bits (Q5_0, Q5_1); and the codebook its 4-bit values
-// index (IQ4_NL, MXFP4), or null.
+// (Q4_1, Q5_1), fifth bits (Q5_0, Q5_1); whether its 4-bit values index a
+// codebook (IQ4_NL, MXFP4), and which (null for the others: a pointer that
+// GCC's sanitizers do not let constant expressions compare, hence the bool).
 constexpr bool b32_has_min(TensorType type) {
   return type == TensorType::Q4_1 || type == TensorType::Q5_1;
 }
 constexpr bool b32_has_fifth(TensorType type) {
   return type == TensorType::Q5_0 || type == TensorType::Q5_1;
+}
+constexpr bool b32_has_codebook(TensorType type) {
+  return type == TensorType::IQ4_NL || type == TensorType::MXFP4;
 }
 constexpr const std::int8_t* b32_codebook(TensorType type) {
   return type == TensorType::IQ4_NL  ? quant::kIQ4Values
