@@ -374,16 +374,8 @@ struct GroupSource {
   __m512i values(std::int64_t b, int m) const {
     return _mm512_loadu_si512(w + b * kBlock + interleave::b32_values(T) + 64 * m);
   }
-  __m512 scales(std::int64_t b) const {
-    if constexpr (T == TensorType::MXFP4) {
-      return group_k::mxfp4_scales(
-          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + b * kBlock))));
-    }
-    return group_k::half16(w + b * kBlock);
-  }
-  __m512 mins(std::int64_t b) const {
-    return group_k::half16(w + b * kBlock + interleave::kB32Min);
-  }
+  __m512 scales(std::int64_t b) const { return group_k::b32_scales<T>(w + b * kBlock); }
+  __m512 mins(std::int64_t b) const { return group_k::b32_mins(w + b * kBlock); }
   __m512i fifth_word(std::int64_t b) const {
     return _mm512_loadu_si512(w + b * kBlock + interleave::b32_high(T));
   }
@@ -407,10 +399,7 @@ void pack_dwords(std::int64_t n, const Source& src, void* panel) {
   static_assert(D::kUnit == 32 && D::kActBlock == 32);
   const __m512i m4 = _mm512_set1_epi8(0x0F), off = _mm512_set1_epi8(kOff);
   __m512i table = _mm512_setzero_si512();
-  if constexpr (kTable) {
-    table = _mm512_broadcast_i32x4(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(interleave::b32_codebook(T))));
-  }
+  if constexpr (kTable) table = group_k::b32_codebook_lanes<T>();
   // The values of one step's bytes as the panel holds them (dead rows 0).
   auto finish = [&](__m512i q) {
     if constexpr (kTable) return _mm512_maskz_shuffle_epi8(src.live_bytes(), table, q);

@@ -87,8 +87,7 @@ struct Nibbles {
     __m512i fifth = _mm512_setzero_si512(), table = _mm512_setzero_si512();
     if constexpr (kFifth) fifth = _mm512_loadu_si512(blk + interleave::b32_high(T));
     if constexpr (kTable) {
-      table = _mm512_xor_si512(_mm512_broadcast_i32x4(_mm_loadu_si128(
-                                   reinterpret_cast<const __m128i*>(interleave::b32_codebook(T)))),
+      table = _mm512_xor_si512(group_k::b32_codebook_lanes<T>(),
                                _mm512_set1_epi8(static_cast<char>(0x80)));
     }
     for (int m = 0; m < 4; ++m) {
@@ -111,14 +110,6 @@ struct Nibbles {
         hi[m] = _mm512_shuffle_epi8(table, hi[m]);
       }
     }
-  }
-  // The 16 rows' scales d of block `blk` (MXFP4: 2^(e - 128)).
-  static __m512 scales(const std::byte* blk) {
-    if constexpr (T == TensorType::MXFP4) {
-      return group_k::mxfp4_scales(
-          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk))));
-    }
-    return group_k::half16(blk);
   }
 };
 
@@ -167,9 +158,9 @@ void nibbles_tile(std::int64_t n, const std::byte* group, const void* act, std::
     prefetch_ahead(blk, P::kBlock);
     __m512i wl[4], wh[4];
     P::weights(blk, wl, wh);
-    const __m512 dw = P::scales(blk);
+    const __m512 dw = group_k::b32_scales<T>(blk);
     __m512 mw = _mm512_setzero_ps();
-    if constexpr (P::kMin) mw = group_k::half16(blk + interleave::kB32Min);
+    if constexpr (P::kMin) mw = group_k::b32_mins(blk);
     for (int t = 0; t < NT; ++t) {
       const std::int8_t* a = aq[t] + 32 * b;
       // Two chains each for the low and high nibbles: four multiply-adds in
@@ -233,7 +224,8 @@ void q8_0_tile(std::int64_t n, const std::byte* group, const void* act, std::siz
     const std::byte* blk = group + b * kBlock;
     prefetch_ahead(blk, kBlock);
     __m512i w[8];
-    for (int m = 0; m < 8; ++m) w[m] = _mm512_loadu_si512(blk + 32 + 64 * m);
+    for (int m = 0; m < 8; ++m)
+      w[m] = _mm512_loadu_si512(blk + interleave::b32_values(TensorType::Q8_0) + 64 * m);
     __m512i c0 = _mm512_setzero_si512(), c1 = _mm512_setzero_si512();
     for (int m = 0; m < 8; m += 2) {
       c0 = _mm512_dpbusd_epi32(c0, ones, w[m]);

@@ -1,6 +1,6 @@
 // Reading the groups (interleave.h) with AVX-512, row r of the 16
 // in 32-bit lane r (or in bytes 4r..4r+3): shared by the decode kernels
-// (group_k_avx512.cpp) and the GEMM's panels packed from groups
+// (group_k_avx512.cpp, group32_avx512.cpp) and the GEMM's panels packed from groups
 // (dot_avx512.cpp). Included only by units compiled with the AVX-512 flags;
 // `static` keeps each unit's copy its own (dot.h).
 #pragma once
@@ -28,6 +28,23 @@ static inline __m512 mxfp4_scales(__m512i e) {
   const __m512i tiny = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
   const __mmask16 below2 = _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2));
   return _mm512_castsi512_ps(_mm512_mask_blend_epi32(below2, normal, tiny));
+}
+
+// A 32-element type's group block (interleave.h) at blk: its 16 rows' scales
+// (MXFP4: 2^(e - 128) from the exponent bytes), mins (Q4_1, Q5_1), and the
+// 16-entry codebook its 4-bit values index (IQ4_NL, MXFP4) in every 128-bit lane.
+template <TensorType T>
+static inline __m512 b32_scales(const std::byte* blk) {
+  if constexpr (T == TensorType::MXFP4)
+    return mxfp4_scales(
+        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk))));
+  return half16(blk);
+}
+static inline __m512 b32_mins(const std::byte* blk) { return half16(blk + interleave::kB32Min); }
+template <TensorType T>
+static inline __m512i b32_codebook_lanes() {
+  return _mm512_broadcast_i32x4(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(interleave::b32_codebook(T))));
 }
 
 // 16 rows' 4-bit fields packed in 8 bytes at p (row r in byte r % 8, at bit
