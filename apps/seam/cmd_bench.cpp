@@ -321,10 +321,8 @@ void add_bench_command(CLI::App& app, CommandList& list) {
           for (int r = 0; r < o->reps; ++r)
             tps.push_back(tg ? bench.run_tg(*session, n) : bench.run_pp(*session, n));
           Result res{t, d, name, n, stats(tps)};
-          // Each decoded token streams every weight once (the token embedding table is
-          // counted whole, which is exact for tied output heads and overstates untied
-          // ones by one matrix).
-          if (tg) res.bw_pct = 100.0 * res.tps.mean * info.weight_bytes / (bw * 1e9);
+          // Each decoded token streams the weights it reads once (ModelInfo::decode_bytes).
+          if (tg) res.bw_pct = 100.0 * res.tps.mean * info.decode_bytes / (bw * 1e9);
           results.push_back(res);
         };
         measure("pp" + std::to_string(o->n_prompt), o->n_prompt, false);
@@ -343,6 +341,7 @@ void add_bench_command(CLI::App& app, CommandList& list) {
       j["name"] = info.name;
       j["architecture"] = info.architecture;
       j["size_bytes"] = info.weight_bytes;
+      j["decode_bytes"] = info.decode_bytes;
       j["n_params"] = info.n_params;
       j["type"] = main_type(info);
       j["quantization"] = info.quantization;

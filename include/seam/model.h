@@ -38,7 +38,11 @@ struct ModelInfo {
   std::uint32_t n_head_kv = 0;
   std::uint64_t n_params = 0;      // elements of all weights
   std::uint64_t weight_bytes = 0;  // bytes of all weights as stored
-  std::string quantization{};      // e.g. "Q4_K x25, Q6_K x5, F32 x9"
+  // Bytes of weights one decoded token reads: all of them but the experts a
+  // router did not choose and the other rows of an input embedding that is not
+  // also the output matrix. Decode speed is bounded by DRAM bandwidth / this.
+  std::uint64_t decode_bytes = 0;
+  std::string quantization{};  // e.g. "Q4_K x25, Q6_K x5, F32 x9"
   Capabilities capabilities{};
   std::optional<std::string> chat_template{};
 };

@@ -15,6 +15,7 @@
 // a rare input on a rounding boundary landing one Q8_0 step apart.
 #include <gtest/gtest.h>
 
+#include "format/gguf.h"
 #include "python_tools.h"
 #include "seam/cpu.h"
 #include "test_model.h"
@@ -61,6 +62,37 @@ TEST(MoeBatchInvariance, GptOssMxfp4LogitsAloneAreThoseBesideOthers) {
   if (!Model::batch_invariant(path, lo, cpu_level()))
     GTEST_SKIP() << "not batch-invariant at " << cpu_level() << " (amx)";
   expect_alone_equals_beside_others(*Model::load(path, lo), 6);
+}
+
+// seam bench's bandwidth bound divides by the bytes a decoded token reads:
+// 3 of a layer's 6 experts, one row of an untied embedding table (the output
+// matrix is read whole), every other weight once.
+TEST(MoeInfo, DecodeBytesCountTheChosenExpertsAndOneEmbeddingRow) {
+  const std::string path =
+      generate_model("moe_qwen3moe_top3_of_6", "--arch qwen3moe --experts 6 --experts-used 3");
+  const GgufFile file = GgufFile::open(path);
+  ASSERT_NE(file.find_tensor("output.weight"), nullptr);
+  const GgufTensor* embd = file.find_tensor("token_embd.weight");
+  ASSERT_NE(embd, nullptr);
+  std::uint64_t experts = 0;
+  int n_expert_tensors = 0;
+  for (const GgufTensor& t : file.tensors()) {
+    if (t.name.ends_with("_exps.weight")) {
+      ASSERT_EQ(t.ne.size(), 3u) << t.name;
+      ASSERT_EQ(t.ne[2], 6u) << t.name;
+      experts += t.nbytes;
+      ++n_expert_tensors;
+    }
+  }
+  ASSERT_GT(n_expert_tensors, 0);
+  const ModelInfo info = Model::load(path)->info();
+  const std::uint64_t embd_row = embd->nbytes / info.n_vocab;
+  EXPECT_EQ(info.decode_bytes, info.weight_bytes - experts / 2 - (embd->nbytes - embd_row));
+
+  // A dense model whose output is its embedding reads every weight.
+  const ModelInfo tied =
+      Model::load(generate_model("info_llama_tied", "--arch llama --tied --layers 2"))->info();
+  EXPECT_EQ(tied.decode_bytes, tied.weight_bytes);
 }
 
 INSTANTIATE_TEST_SUITE_P(
