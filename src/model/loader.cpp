@@ -105,7 +105,9 @@ InterleavePlan interleave_plan(ModelWeights& w, CpuLevel level) {
   for (LayerWeights& L : w.layers) {
     for (WeightView* v :
          {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down, &L.ple_gate, &L.ple_proj,
-          &L.ffn_gate_shexp, &L.ffn_up_shexp, &L.ffn_down_shexp})
+          &L.ffn_gate_shexp, &L.ffn_up_shexp, &L.ffn_down_shexp, &L.delta_net.qkv,
+          &L.delta_net.gate, &L.delta_net.beta, &L.delta_net.alpha, &L.delta_net.ba,
+          &L.delta_net.out})
       plan.views.push_back(v);
     for (ExpertsView* e : {&L.ffn_gate_exps, &L.ffn_up_exps, &L.ffn_down_exps})
       if (e->n_expert > 0 && interleave_pays(e->w, level)) plan.experts.push_back(e);

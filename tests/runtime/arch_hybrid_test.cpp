@@ -5,9 +5,15 @@
 // every position, prefilled in chunks and in a batch that mixes two sequences;
 // and against llama.cpp (greedy ids and every step's logits).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+
+#include "format/gguf.h"
 #include "llamacpp_compare.h"
 #include "python_tools.h"
+#include "seam/cpu.h"
+#include "seam/quantize.h"
 #include "test_model.h"
 
 namespace seam {
@@ -82,6 +88,46 @@ TEST(HybridMtp, TheAppendedBlockIsNotRun) {
   const auto without = load_two_threads(generate_model("hybrid_qwen35", "--arch qwen35"));
   const std::vector<Token> prompt = random_prompt(320, 10, 43);
   expect_same_logits_bitwise(*with, *without, prompt);
+}
+
+// seam serve shares decode calls between sequences; with its matrices in
+// K-quants a hybrid's logits stay the same alone and beside 15 others at
+// every level, the delta-net projections interleaved like the rest. Widths of
+// 256 so that every matrix takes Q4_K_M's types: 16 v-heads of 16 (ssm_beta
+// and ssm_alpha have 16 rows), 2 k-heads, attention heads of 64.
+TEST(HybridBatchInvariance, KQuantLogitsAloneAreThoseBesideOthers) {
+  const std::string tools = std::filesystem::path(reference_py()).parent_path().string();
+  const std::string src =
+      cached_file(scratch_dir() + "/hybrid_qwen35_256.gguf",
+                  std::string(SEAM_PYTHON) + " -c \"import sys; sys.path.insert(0, '" + tools +
+                      "'); import families; families.gen_family('TMP', 'qwen35', seed=3, dim=256, "
+                      "layers=4, heads=4, kv_heads=2, ffn=256, hybrid_head_dim=64, ssm_state=16, "
+                      "ssm_groups=2, ssm_heads=16)\"");
+  const std::string file =
+      scratch_dir() + "/hybrid_qwen35_q4_k_m." + std::to_string(::getpid()) + ".gguf";
+  QuantizeOptions qo;
+  qo.mix = "q4_k_m";
+  qo.n_threads = 2;
+  quantize_model(src, file, qo);
+  {
+    const GgufFile f = GgufFile::open(file);
+    for (const char* name :
+         {"blk.0.attn_qkv.weight", "blk.0.attn_gate.weight", "blk.0.ssm_alpha.weight",
+          "blk.0.ssm_beta.weight", "blk.0.ssm_out.weight"}) {
+      const GgufTensor* t = f.find_tensor(name);
+      ASSERT_NE(t, nullptr) << name;
+      EXPECT_TRUE(t->type == TensorType::Q4_K || t->type == TensorType::Q5_K ||
+                  t->type == TensorType::Q6_K)
+          << name;
+    }
+  }
+  LoadOptions lo;
+  lo.n_threads = 2;
+  for (const char* level : {"scalar", "avx2", "avx512"})
+    EXPECT_TRUE(Model::batch_invariant(file, lo, level)) << level;
+  if (Model::batch_invariant(file, lo, cpu_level()))  // not at amx
+    expect_alone_equals_beside_others(*Model::load(file, lo), 6);
+  std::filesystem::remove(file);
 }
 
 }  // namespace
