@@ -91,41 +91,48 @@ ModelSpec admit_model(const GgufFile& file) {
 
 namespace {
 
-// The matrices of interleave.h's types that only matmul reads (not the
-// embeddings it looks rows up in), experts' included, that the CPU level's
-// decode kernels read interleaved (compute/interleave.h).
-struct InterleavePlan {
+// The matrices the forward pass multiplies by, from the tensor table (fused
+// tensors' parts and experts' included), so none is left out: the embeddings
+// are only looked up, a tied output is multiplied by as well.
+struct Products {
   std::vector<WeightView*> views;
   std::vector<ExpertsView*> experts;
-  bool empty() const { return views.empty() && experts.empty(); }
 };
 
-InterleavePlan interleave_plan(ModelWeights& w, CpuLevel level) {
-  InterleavePlan plan;
-  for (LayerWeights& L : w.layers) {
-    for (WeightView* v :
-         {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down, &L.ple_gate, &L.ple_proj,
-          &L.ffn_gate_shexp, &L.ffn_up_shexp, &L.ffn_down_shexp, &L.delta_net.qkv,
-          &L.delta_net.gate, &L.delta_net.beta, &L.delta_net.alpha, &L.delta_net.ba,
-          &L.delta_net.out})
-      plan.views.push_back(v);
-    for (ExpertsView* e : {&L.ffn_gate_exps, &L.ffn_up_exps, &L.ffn_down_exps})
-      if (e->n_expert > 0 && interleave_pays(e->w, level)) plan.experts.push_back(e);
+Products products(const TensorTable& table, ModelWeights& w, bool tied_output) {
+  Products p;
+  for (const TensorRow& row : table.rows()) {
+    if (row.matrix && row.matrix != &w.token_embd && row.matrix != &w.ple_token_embd)
+      p.views.push_back(row.matrix);
+    for (const auto& [v, rows] : row.parts) p.views.push_back(v);
+    for (const auto& [e, rows] : row.expert_parts) p.experts.push_back(e);
   }
-  // A tied output is interleaved too: decode reads it through the same tiles
-  // (the file's layout took 34% of 135M Q8_0 decode at AVX2 for a fifth of
-  // its bytes), and an embedding lookup unpacks its one row (get_row).
-  plan.views.push_back(&w.output);
-  plan.views.push_back(&w.ple_model_proj);
-  std::erase_if(plan.views, [&](const WeightView* v) { return !interleave_pays(*v, level); });
+  if (tied_output) p.views.push_back(&w.output);
+  return p;
+}
+
+// Of those, the ones of interleave.h's types that the CPU level's kernels read
+// interleaved (compute/interleave.h). A tied output is interleaved too: decode
+// reads it through the same tiles (its file layout took 34% of 135M Q8_0
+// decode at AVX2 for a fifth of the bytes), and an embedding lookup unpacks
+// its one row (get_row).
+Products interleave_plan(const TensorTable& table, ModelWeights& w, bool tied_output,
+                         CpuLevel level) {
+  Products plan = products(table, w, tied_output);
+  std::erase_if(plan.views,
+                [&](const WeightView* v) { return !v->data || !interleave_pays(*v, level); });
+  std::erase_if(plan.experts, [&](const ExpertsView* e) {
+    return !e->w.data || e->n_expert <= 0 || !interleave_pays(e->w, level);
+  });
   return plan;
 }
 
 // Interleaves interleave_plan's matrices in place. Only a copy in memory is
 // rewritten: a mapped file's pages stay the file's.
-void interleave_matrices(const GgufFile& file, ModelWeights& w) {
-  const InterleavePlan plan = interleave_plan(w, active_cpu_level());
-  if (plan.empty() || !file.set_tensors_writable(true)) return;
+void interleave_matrices(const GgufFile& file, const TensorTable& table, ModelWeights& w,
+                         bool tied_output) {
+  const Products plan = interleave_plan(table, w, tied_output, active_cpu_level());
+  if ((plan.views.empty() && plan.experts.empty()) || !file.set_tensors_writable(true)) return;
   std::set<const std::byte*> done;  // a tensor bound to two views is rewritten once
   // The file's own anonymous copy, writable until the end of this function.
   auto pack = [&](const WeightView& v) {
@@ -150,8 +157,8 @@ void interleave_matrices(const GgufFile& file, ModelWeights& w) {
 
 ModelWeights bind_weights(const GgufFile& file, const ModelSpec& s) {
   ModelWeights w;
-  bind_views(file, s, w);
-  interleave_matrices(file, w);
+  const TensorTable table = bind_views(file, s, w);
+  interleave_matrices(file, table, w, s.tied_output);
   return w;
 }
 
@@ -159,20 +166,14 @@ bool batch_invariant(const GgufFile& file, const ModelSpec& s, CpuLevel level, b
   ModelWeights w;
   const TensorTable table = bind_views(file, s, w);
   if (in_memory) {
-    const InterleavePlan plan = interleave_plan(w, level);
+    const Products plan = interleave_plan(table, w, s.tied_output, level);
     for (WeightView* v : plan.views) v->interleaved16 = true;
     for (ExpertsView* e : plan.experts) e->w.interleaved16 = true;
   }
-  // Every matrix the forward pass multiplies by; the embeddings are only looked up.
-  std::vector<const WeightView*> products;
-  for (const TensorRow& row : table.rows()) {
-    if (row.matrix && row.matrix != &w.token_embd && row.matrix != &w.ple_token_embd)
-      products.push_back(row.matrix);
-    for (const auto& [v, rows] : row.parts) products.push_back(v);
-    for (const auto& [e, rows] : row.expert_parts) products.push_back(&e->w);
-  }
-  if (s.tied_output) products.push_back(&w.output);
-  return std::ranges::all_of(products, [&](const WeightView* v) {
+  const Products all = products(table, w, s.tied_output);
+  std::vector<const WeightView*> matrices(all.views.begin(), all.views.end());
+  for (const ExpertsView* e : all.experts) matrices.push_back(&e->w);
+  return std::ranges::all_of(matrices, [&](const WeightView* v) {
     return v->data == nullptr || batch_invariant(*v, level);
   });
 }
