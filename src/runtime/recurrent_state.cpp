@@ -26,6 +26,7 @@ RecurrentStore::RecurrentStore(std::uint32_t n_seq_max, const RecurrentShape& sh
                 (shape.conv_floats + shape.state_floats),
             0.0f),
       pos_(n_seq_max, 0),
+      at_boundary_(n_seq_max, false),
       snap_(n_seq_max),
       staged_(n_seq_max) {}
 
@@ -62,9 +63,11 @@ void RecurrentStore::save(std::uint32_t seq, std::int32_t pos, const float* data
   slot->data.assign(data, data + n);
 }
 
-void RecurrentStore::begin_update(std::uint32_t seq) {
+void RecurrentStore::begin_update(std::uint32_t seq, std::size_t n_tokens) {
   if (empty()) return;
-  if (pos_[seq] > 0 && !find(seq, pos_[seq])) save(seq, pos_[seq], live(seq));
+  const bool keep = at_boundary_[seq] || n_tokens > 1;
+  if (keep && pos_[seq] > 0 && !find(seq, pos_[seq])) save(seq, pos_[seq], live(seq));
+  at_boundary_[seq] = n_tokens > 1;
   staged_[seq].pos = -1;
 }
 
@@ -85,7 +88,7 @@ void RecurrentStore::commit(std::uint32_t seq, std::int32_t next_pos) {
 }
 
 void RecurrentStore::begin_batch(std::span<const SeqRun> runs) {
-  for (const SeqRun& r : runs) begin_update(r.seq);
+  for (const SeqRun& r : runs) begin_update(r.seq, r.rows.size());
 }
 
 void RecurrentStore::fold_layer(std::span<const SeqRun> runs, std::uint32_t layer,
@@ -111,6 +114,7 @@ void RecurrentStore::clear_seq(std::uint32_t seq) {
   if (empty()) return;
   std::fill_n(live(seq), shape_.n_layer * layer_floats(), 0.0f);
   pos_[seq] = 0;
+  at_boundary_[seq] = false;
   snap_[seq].clear();
   staged_[seq].pos = -1;
 }
@@ -119,6 +123,7 @@ void RecurrentStore::copy_seq(std::uint32_t src, std::uint32_t dst) {
   if (empty() || src == dst) return;
   std::memcpy(live(dst), live(src), shape_.n_layer * layer_floats() * sizeof(float));
   pos_[dst] = pos_[src];
+  at_boundary_[dst] = at_boundary_[src];
   snap_[dst] = snap_[src];
   staged_[dst].pos = -1;
 }
@@ -144,6 +149,7 @@ void RecurrentStore::rewind(std::uint32_t seq, std::int32_t p) {
   }
   if (empty()) return;
   pos_[seq] = p;
+  at_boundary_[seq] = true;
   std::erase_if(snap_[seq], [p](const Snapshot& s) { return s.pos > p; });
 }
 

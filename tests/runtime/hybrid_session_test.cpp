@@ -140,12 +140,22 @@ TEST(HybridSession, PrefixReuseEqualsColdPrefill) {
   check_reuse({p}, p, 9, "identical prompt");
   // An extension: the live state.
   check_reuse({p}, ext, 10, "extension");
-  // Decoded one token at a time: a snapshot at every call's end.
+  // Generated one token at a time after the prompt: the prompt's end is kept,
+  // not each token's (a copy of the whole state per token), so a prompt that
+  // diverges after 12 tokens restarts from 10.
   std::vector<std::vector<Token>> steps = {p};
   for (Token t : more) steps.push_back({t});
   std::vector<Token> div(ext.begin(), ext.begin() + 12);
   div.push_back(ext[12] == 100 ? 101 : 100);
-  check_reuse(steps, div, 12, "snapshot at the divergence");
+  check_reuse(steps, div, 10, "the prompt's end below the divergence");
+  // The next call of several tokens (a new turn) keeps where generation
+  // stopped, 14: a prompt that diverges inside that call restarts there.
+  const std::vector<Token> turn = {5, 6, 7};
+  steps.push_back(turn);
+  std::vector<Token> div_turn = ext;
+  div_turn.push_back(turn[0]);
+  div_turn.push_back(turn[1] == 100 ? 101 : 100);
+  check_reuse(steps, div_turn, 14, "the end of generation");
   // No snapshot at or below the divergence: a full prefill.
   std::vector<Token> early(p.begin(), p.begin() + 5);
   early.push_back(p[5] == 100 ? 101 : 100);

@@ -267,18 +267,33 @@ TEST(RecurrentSession, PrefixReuseEqualsColdPrefill) {
     expect_reuse_equals_cold(m, ext, 8, "extension");
   }
   {
-    // Token-by-token decoding keeps the end of each call; a prompt that
-    // diverges after 9 tokens falls back to the longest snapshot <= 9.
+    // Token-by-token decoding after a prompt keeps the prompt's end (8), not
+    // each token's; a prompt that diverges after 9 tokens falls back to it.
     FakeHybrid m(64, 1);
     m.decode_seq(0, p, 0);
     for (std::size_t i = 0; i < more.size(); ++i) {
       m.decode_seq(0, std::span(&more[i], 1), std::int32_t(8 + i));
     }
-    EXPECT_EQ(m.stores().rec().snapshot_positions(0), (std::vector<std::int32_t>{7, 8, 9, 10}));
+    EXPECT_EQ(m.stores().rec().snapshot_positions(0), (std::vector<std::int32_t>{7, 8}));
     std::vector<Token> diverge(ext.begin(), ext.begin() + 9);
     diverge.push_back((ext[9] + 1) % kVocab);
     diverge.push_back(3);
-    expect_reuse_equals_cold(m, diverge, 9, "snapshot at the divergence");
+    expect_reuse_equals_cold(m, diverge, 8, "the prompt's end below the divergence");
+  }
+  {
+    // A call of several tokens after token-by-token decoding keeps where the
+    // single tokens stopped (11), and its own last-but-one position (12).
+    FakeHybrid m(64, 1);
+    m.decode_seq(0, p, 0);
+    for (std::size_t i = 0; i < more.size(); ++i) {
+      m.decode_seq(0, std::span(&more[i], 1), std::int32_t(8 + i));
+    }
+    const std::vector<Token> turn = {1, 2};
+    m.decode_seq(0, turn, 11);
+    EXPECT_EQ(m.stores().rec().snapshot_positions(0), (std::vector<std::int32_t>{7, 8, 11, 12}));
+    std::vector<Token> diverge = ext;
+    diverge.push_back((turn[0] + 1) % kVocab);
+    expect_reuse_equals_cold(m, diverge, 11, "the end of the single tokens");
   }
   {
     // Diverging where no snapshot exists: the longest one below is used.
@@ -301,9 +316,11 @@ TEST(RecurrentSession, SnapshotRingKeepsTheLongestPrefixes) {
   std::mt19937 rng(5);
   const auto t = tokens(rng, 12);
   FakeHybrid m(64, 1);
-  for (std::size_t i = 0; i < t.size(); ++i) m.decode_seq(0, std::span(&t[i], 1), std::int32_t(i));
-  // Calls end at 1..12; a call's start is the previous end, so snapshots are
-  // the ends 1..11 (the live state is 12): the ring keeps the longest four.
+  for (std::size_t i = 0; i < t.size(); i += 2)
+    m.decode_seq(0, std::span(&t[i], 2), std::int32_t(i));
+  // Calls of two tokens end at 2, 4, .., 12; each keeps its start (the
+  // previous end) and its last-but-one position, so snapshots are 1..11 (the
+  // live state is 12): the ring keeps the longest four.
   EXPECT_EQ(m.stores().rec().snapshot_positions(0), (std::vector<std::int32_t>{8, 9, 10, 11}));
 }
 
