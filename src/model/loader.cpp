@@ -148,8 +148,7 @@ void interleave_matrices(const GgufFile& file, const TensorTable& table, ModelWe
     for (std::int32_t i = 0; i < e->n_expert; ++i) pack(e->expert(i));
     e->w.interleaved16 = true;
   }
-  if (w.output.data == w.token_embd.data && w.output.interleaved16)
-    w.token_embd.interleaved16 = true;
+  if (tied_output && w.output.interleaved16) w.token_embd.interleaved16 = true;
   file.set_tensors_writable(false);
 }
 
@@ -176,6 +175,26 @@ bool batch_invariant(const GgufFile& file, const ModelSpec& s, CpuLevel level, b
   return std::ranges::all_of(matrices, [&](const WeightView* v) {
     return v->data == nullptr || batch_invariant(*v, level);
   });
+}
+
+std::uint64_t decode_bytes(const GgufFile& file, const ModelSpec& s) {
+  ModelWeights w;  // the table's destinations; nothing is bound
+  const TensorTable table = model_table(s, w);
+  std::uint64_t bytes = 0;
+  for (const TensorRow& row : table.rows()) {
+    const GgufTensor* t = file.find_tensor(row.name);
+    if (!t) continue;  // an optional tensor the file does not have
+    const bool looked_up =
+        (row.matrix == &w.token_embd && !s.tied_output) || row.matrix == &w.ple_token_embd;
+    if (looked_up && t->n_rows() > 0) {
+      bytes += t->nbytes / t->n_rows();
+    } else if (!row.expert_parts.empty() && row.ne[2] > 0) {
+      bytes += t->nbytes / row.ne[2] * std::min<std::uint64_t>(s.hp.n_expert_used, row.ne[2]);
+    } else {
+      bytes += t->nbytes;
+    }
+  }
+  return bytes;
 }
 
 }  // namespace seam

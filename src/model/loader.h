@@ -2,6 +2,7 @@
 // (header only) and binding of typed weight views.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "compute/cpu_level.h"
@@ -25,5 +26,10 @@ ModelWeights bind_weights(const GgufFile& file, const ModelSpec& spec);
 // memory), gives a token's row the same bits whatever shares its call
 // (compute/matmul.h batch_invariant). Reads no matrix.
 bool batch_invariant(const GgufFile& file, const ModelSpec& spec, CpuLevel level, bool in_memory);
+
+// Bytes of weights one decoded token reads (ModelInfo::decode_bytes): every
+// tensor the model binds once, but one row of an embedding it only looks up
+// and n_expert_used of each expert tensor's experts.
+std::uint64_t decode_bytes(const GgufFile& file, const ModelSpec& spec);
 
 }  // namespace seam

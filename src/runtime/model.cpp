@@ -31,23 +31,6 @@ std::string quant_summary(const GgufFile& file) {
   return s;
 }
 
-// ModelInfo::decode_bytes: a token reads one row of an embedding table that is
-// not the output matrix, and n_expert_used of each expert tensor's experts
-// (3-D [n_in, n_out, n_expert]; fused gate+up experts are one such tensor).
-std::uint64_t decode_bytes(const GgufFile& file, const ModelSpec& spec) {
-  std::uint64_t bytes = 0;
-  for (const GgufTensor& t : file.tensors()) {
-    if (t.name == "token_embd.weight" && !spec.tied_output && t.n_rows() > 0) {
-      bytes += t.nbytes / t.n_rows();
-    } else if (t.ne.size() == 3 && t.name.find("_exps.") != std::string::npos && t.ne[2] > 0) {
-      bytes += t.nbytes / t.ne[2] * std::min<std::uint64_t>(spec.hp.n_expert_used, t.ne[2]);
-    } else {
-      bytes += t.nbytes;
-    }
-  }
-  return bytes;
-}
-
 // How the model stretches RoPE past its original context, for warnings.
 std::string rope_scaling_name(const Hparams& hp) {
   char factor[32];
