@@ -35,6 +35,7 @@ new architecture is a new dict (plus, if needed, a new option), never a copy of 
 """
 
 import argparse
+import inspect
 import json
 import math
 import os
@@ -1187,6 +1188,29 @@ def _family_names():
     return families.FAMILIES
 
 
+# gen's widths: None where not given, so that a per-layer family keeps its own
+# defaults (tools/families.py) and llama takes these.
+LLAMA_WIDTHS = {"dim": 48, "layers": 2, "heads": 3, "ffn": 100, "vocab": 300, "ctx": 256}
+
+
+def _widths_given(a):
+    return {k: getattr(a, k) for k in LLAMA_WIDTHS}
+
+
+def _family_widths(a, families):
+    """The widths given on the command line as keyword arguments of the family's
+    generator; one it does not take is an error, not silently dropped."""
+    given = dict(_widths_given(a), kv_heads=a.kv_heads, head_dim=a.head_dim)
+    given = {k: v for k, v in given.items() if v is not None}
+    gen = families._gen_gemma4 if a.arch == "gemma4" else families._gen_family
+    takes = inspect.signature(gen).parameters
+    refused = sorted(k for k in given if k not in takes)
+    if refused:
+        flags = ", ".join("--" + k.replace("_", "-") for k in refused)
+        raise RefError(f"{a.arch} files have fixed {flags} (tools/families.py); leave them out")
+    return given
+
+
 def cmd_gen(a):
     import families
     if a.arch in families.FAMILIES and (a.arch != "llama" or a.experts):
@@ -1199,14 +1223,16 @@ def cmd_gen(a):
             kw["mtp"] = a.mtp
         if a.split_experts:
             kw["split_experts"] = True
+        kw.update(_family_widths(a, families))
         info = families.gen_family(a.out, a.arch, experts=a.experts,
                                    experts_used=a.experts_used, seed=a.seed, **kw)
         print(json.dumps(info), file=sys.stderr)
         return
     if a.experts or a.experts_used:
         raise RefError(f"--experts applies to llama and the MoE families, not {a.arch}")
-    info = gen_model(a.out, dim=a.dim, layers=a.layers, heads=a.heads, kv_heads=a.kv_heads,
-                     ffn=a.ffn, vocab=a.vocab, ctx=a.ctx, tied=a.tied, dtype=a.dtype,
+    w = {k: v if v is not None else LLAMA_WIDTHS[k] for k, v in _widths_given(a).items()}
+    info = gen_model(a.out, dim=w["dim"], layers=w["layers"], heads=w["heads"],
+                     kv_heads=a.kv_heads if a.kv_heads is not None else w["heads"], ffn=w["ffn"], vocab=w["vocab"], ctx=w["ctx"], tied=a.tied, dtype=a.dtype,
                      seed=a.seed, rope_theta=a.rope_theta, rope_dim=a.rope_dim,
                      head_dim=a.head_dim, norm_eps=a.norm_eps,
                      llama3_rope_freqs=a.llama3_rope_freqs, std=a.std, name=a.name,
@@ -1259,13 +1285,13 @@ def main(argv=None):
     sub = ap.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("gen", help="write a random-weight GGUF of one architecture")
     g.add_argument("--out", required=True)
-    g.add_argument("--dim", type=int, default=48)
-    g.add_argument("--layers", type=int, default=2)
-    g.add_argument("--heads", type=int, default=3)
+    g.add_argument("--dim", type=int, default=None, help="default 48 (families: their own)")
+    g.add_argument("--layers", type=int, default=None, help="default 2 (families: their own)")
+    g.add_argument("--heads", type=int, default=None, help="default 3 (families: their own)")
     g.add_argument("--kv-heads", type=int, default=None, help="default: --heads")
-    g.add_argument("--ffn", type=int, default=100)
-    g.add_argument("--vocab", type=int, default=300)
-    g.add_argument("--ctx", type=int, default=256)
+    g.add_argument("--ffn", type=int, default=None, help="default 100 (families: their own)")
+    g.add_argument("--vocab", type=int, default=None, help="default 300 (families: their own)")
+    g.add_argument("--ctx", type=int, default=None, help="default 256 (families: their own)")
     t = g.add_mutually_exclusive_group()
     t.add_argument("--tied", dest="tied", action="store_true",
                    help="no output.weight: the LM head reuses token_embd")
@@ -1284,8 +1310,9 @@ def main(argv=None):
     g.add_argument("--name", default=None)
     g.add_argument("--arch", default="llama", choices=sorted(set(RECIPES) | set(_family_names())),
                    help="general.architecture: tensor names, keys and recipe (per-layer"
-                   " families: see tools/families.py; they take only --experts,"
-                   " --experts-used, --expert-type and --seed)")
+                   " families: see tools/families.py; they take --experts,"
+                   " --experts-used, --expert-type, --seed and the widths their"
+                   " generator has, e.g. --dim, --layers, --heads, --ffn)")
     g.add_argument("--experts", type=int, default=None,
                    help="expert_count (llama: Mixtral-style file; MoE families: default 8)")
     g.add_argument("--experts-used", type=int, default=None, help="expert_used_count")
@@ -1345,8 +1372,6 @@ def main(argv=None):
     st = sub.add_parser("selftest", help="internal checks")
     st.add_argument("--quick", action="store_true", help="skip the 512-dim model checks")
     a = ap.parse_args(argv)
-    if a.cmd == "gen" and a.kv_heads is None:
-        a.kv_heads = a.heads
     try:
         if a.cmd == "gen":
             cmd_gen(a)
