@@ -1147,6 +1147,18 @@ def _st_scaling(c, tmp):
             "attention temperature starts at the original context")
 
 
+def _st_gen_widths(c, tmp):
+    """gen passes the widths given to a per-layer family's generator, and refuses one it
+    has no parameter for, rather than dropping them."""
+    p = os.path.join(tmp, "widths.gguf")
+    code = main(["gen", "--out", p, "--arch", "qwen35", "--dim", "128", "--layers", "2"])
+    md = gguf.GGUFReader(p).metadata if code == 0 else {}
+    c.check(md.get("qwen35.embedding_length") == 128 and md.get("qwen35.block_count") == 2,
+            "gen --arch qwen35 --dim 128 --layers 2 writes that shape")
+    c.check(main(["gen", "--out", p, "--arch", "gemma4", "--layers", "3"]) == 1,
+            "gen --arch gemma4 --layers 3 is refused (gemma4's layer count is fixed)")
+
+
 def selftest(quick=False):
     c = _Checks()
     with tempfile.TemporaryDirectory() as tmp:
@@ -1156,6 +1168,7 @@ def selftest(quick=False):
         _st_dequant(c)
         _st_forward(c, tmp)
         _st_scaling(c, tmp)
+        _st_gen_widths(c, tmp)
         import families
         families.selftest_families(c, tmp, quick)
         _st_real(c, quick)
