@@ -1201,20 +1201,19 @@ def _family_names():
     return families.FAMILIES
 
 
-# gen's widths: None where not given, so that a per-layer family keeps its own
-# defaults (tools/families.py) and llama takes these.
-LLAMA_WIDTHS = {"dim": 48, "layers": 2, "heads": 3, "ffn": 100, "vocab": 300, "ctx": 256}
+# gen's width options: None where not given, so that each generator (gen_model,
+# or a per-layer family's in tools/families.py) keeps its own defaults.
+WIDTHS = ("dim", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab", "ctx")
 
 
 def _widths_given(a):
-    return {k: getattr(a, k) for k in LLAMA_WIDTHS}
+    return {k: getattr(a, k) for k in WIDTHS if getattr(a, k) is not None}
 
 
 def _family_widths(a, families):
     """The widths given on the command line as keyword arguments of the family's
     generator; one it does not take is an error, not silently dropped."""
-    given = dict(_widths_given(a), kv_heads=a.kv_heads, head_dim=a.head_dim)
-    given = {k: v for k, v in given.items() if v is not None}
+    given = _widths_given(a)
     gen = families._gen_gemma4 if a.arch == "gemma4" else families._gen_family
     takes = inspect.signature(gen).parameters
     refused = sorted(k for k in given if k not in takes)
@@ -1243,11 +1242,12 @@ def cmd_gen(a):
         return
     if a.experts or a.experts_used:
         raise RefError(f"--experts applies to llama and the MoE families, not {a.arch}")
-    w = {k: v if v is not None else LLAMA_WIDTHS[k] for k, v in _widths_given(a).items()}
-    info = gen_model(a.out, dim=w["dim"], layers=w["layers"], heads=w["heads"],
-                     kv_heads=a.kv_heads if a.kv_heads is not None else w["heads"], ffn=w["ffn"], vocab=w["vocab"], ctx=w["ctx"], tied=a.tied, dtype=a.dtype,
+    w = _widths_given(a)
+    if "kv_heads" not in w:  # the option's default: as many as --heads
+        w["kv_heads"] = w.get("heads", inspect.signature(gen_model).parameters["heads"].default)
+    info = gen_model(a.out, **w, tied=a.tied, dtype=a.dtype,
                      seed=a.seed, rope_theta=a.rope_theta, rope_dim=a.rope_dim,
-                     head_dim=a.head_dim, norm_eps=a.norm_eps,
+                     norm_eps=a.norm_eps,
                      llama3_rope_freqs=a.llama3_rope_freqs, std=a.std, name=a.name,
                      arch=a.arch, window=a.window, swa_pattern=a.swa_pattern,
                      attn_softcap=a.attn_softcap, final_softcap=a.final_softcap,
@@ -1298,13 +1298,11 @@ def main(argv=None):
     sub = ap.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("gen", help="write a random-weight GGUF of one architecture")
     g.add_argument("--out", required=True)
-    g.add_argument("--dim", type=int, default=None, help="default 48 (families: their own)")
-    g.add_argument("--layers", type=int, default=None, help="default 2 (families: their own)")
-    g.add_argument("--heads", type=int, default=None, help="default 3 (families: their own)")
-    g.add_argument("--kv-heads", type=int, default=None, help="default: --heads")
-    g.add_argument("--ffn", type=int, default=None, help="default 100 (families: their own)")
-    g.add_argument("--vocab", type=int, default=None, help="default 300 (families: their own)")
-    g.add_argument("--ctx", type=int, default=None, help="default 256 (families: their own)")
+    gen_defaults = inspect.signature(gen_model).parameters
+    for name in ("dim", "layers", "heads", "kv-heads", "ffn", "vocab", "ctx"):
+        default = "--heads" if name == "kv-heads" else gen_defaults[name].default
+        g.add_argument(f"--{name}", type=int, default=None,
+                       help=f"default {default} (per-layer families: their own)")
     t = g.add_mutually_exclusive_group()
     t.add_argument("--tied", dest="tied", action="store_true",
                    help="no output.weight: the LM head reuses token_embd")
