@@ -277,6 +277,11 @@ class CpuBackend : public ComputeBackend {
                        std::int64_t n_tokens, const std::int32_t* ids, std::int32_t k,
                        const float* weights) override;
 
+  // matmul_experts gathers the rows of a group of experts at a time, at most
+  // this many bytes of them (or one expert's, if more): 8 MiB unless set, e.g.
+  // by a test that wants several groups from small matrices.
+  void set_expert_group_bytes(std::int64_t bytes) { expert_group_bytes_ = bytes; }
+
  protected:
   ThreadPool& pool() { return pool_; }
 
@@ -300,6 +305,7 @@ class CpuBackend : public ComputeBackend {
   std::vector<std::int64_t> expert_slots_;              // (t * k + j), grouped by expert
   std::vector<std::int64_t> expert_first_;              // each job's first entry in expert_slots_
   std::vector<MatmulJob> expert_jobs_;                  // one matmul per used expert
+  std::int64_t expert_group_bytes_ = std::int64_t{8} << 20;
 };
 
 }  // namespace seam

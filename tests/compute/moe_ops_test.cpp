@@ -117,6 +117,44 @@ TEST(MatmulExperts, PerSlotAndWeightedSumMatchScalarReference) {
   EXPECT_THROW(be.matmul_experts(ev, x.data(), 1, T, ids.data(), k, nullptr, y.data()), Error);
 }
 
+// The experts' rows are gathered a group of experts at a time (at most
+// set_expert_group_bytes of them, each expert whole). Every expert's GEMM sees
+// the same tokens in any grouping, and each token's weighted sum adds its slots
+// in the same order, so this is one computation claimed to be independent of
+// the grouping, hence exact equality: groups of one expert each, of a few rows
+// (several experts per group) and all at once give the same bits.
+TEST(MatmulExperts, GroupsOfExpertsGiveTheSameBitsAsOneGroup) {
+  const std::int64_t n_in = 67, n_out = 29, T = 40;
+  const std::int32_t n_exp = 9, k = 3;
+  const std::vector<float> w = random_vec(static_cast<std::size_t>(n_exp * n_out * n_in), 5);
+  ExpertsView ev;
+  ev.w = f32_view(w, n_in, n_out);
+  ev.n_expert = n_exp;
+  ev.expert_stride = static_cast<std::size_t>(n_out * n_in) * sizeof(float);
+  std::mt19937 rng(6);
+  std::vector<std::int32_t> ids(T * k);
+  for (std::int64_t t = 0; t < T; ++t) {
+    std::vector<std::int32_t> e(n_exp);
+    std::iota(e.begin(), e.end(), 0);
+    std::shuffle(e.begin(), e.end(), rng);
+    std::copy(e.begin(), e.begin() + k, ids.begin() + t * k);
+  }
+  const std::vector<float> wts = random_vec(T * k, 7);
+  const std::vector<float> x = random_vec(static_cast<std::size_t>(T * n_in), 8);
+  const auto run = [&](std::int64_t group_bytes, const float* weights) {
+    CpuBackend be(2);
+    be.set_expert_group_bytes(group_bytes);
+    std::vector<float> y(weights ? T * n_out : T * k * n_out);
+    be.matmul_experts(ev, x.data(), 1, T, ids.data(), k, weights, y.data());
+    return y;
+  };
+  for (const float* weights : {static_cast<const float*>(nullptr), wts.data()}) {
+    const std::vector<float> one_group = run(std::int64_t{1} << 30, weights);
+    EXPECT_EQ(run(1, weights), one_group) << "one expert per group";
+    EXPECT_EQ(run(40 * n_in * 4, weights), one_group) << "groups of up to 40 rows";
+  }
+}
+
 // Decode reads only the chosen experts' bytes: the one expert no token chose
 // lies in pages with no access, so a single read of it (a row of the matmul,
 // a packing pass) ends the test with a fault. The results equal those from an
