@@ -68,15 +68,22 @@ WeightView f32_view(const std::vector<float>& data, std::int64_t n_in, std::int6
   return v;
 }
 
+// n_exp F32 experts of [n_out][n_in] each, one after another in w.
+ExpertsView f32_experts(const std::vector<float>& w, std::int64_t n_in, std::int64_t n_out,
+                        std::int32_t n_exp) {
+  ExpertsView ev;
+  ev.w = f32_view(w, n_in, n_out);
+  ev.n_expert = n_exp;
+  ev.expert_stride = static_cast<std::size_t>(n_out * n_in) * sizeof(float);
+  return ev;
+}
+
 TEST(MatmulExperts, PerSlotAndWeightedSumMatchScalarReference) {
   CpuBackend be(2);
   const std::int64_t n_in = 67, n_out = 29, T = 7;
   const std::int32_t n_exp = 5, k = 2;
   const std::vector<float> w = random_vec(static_cast<std::size_t>(n_exp * n_out * n_in), 1);
-  ExpertsView ev;
-  ev.w = f32_view(w, n_in, n_out);
-  ev.n_expert = n_exp;
-  ev.expert_stride = static_cast<std::size_t>(n_out * n_in) * sizeof(float);
+  const ExpertsView ev = f32_experts(w, n_in, n_out, n_exp);
   // Expert 4 is never chosen; expert 0 by every token (a full-batch group).
   std::vector<std::int32_t> ids(T * k);
   for (std::int64_t t = 0; t < T; ++t) {
@@ -127,10 +134,7 @@ TEST(MatmulExperts, GroupsOfExpertsGiveTheSameBitsAsOneGroup) {
   const std::int64_t n_in = 67, n_out = 29, T = 40;
   const std::int32_t n_exp = 9, k = 3;
   const std::vector<float> w = random_vec(static_cast<std::size_t>(n_exp * n_out * n_in), 5);
-  ExpertsView ev;
-  ev.w = f32_view(w, n_in, n_out);
-  ev.n_expert = n_exp;
-  ev.expert_stride = static_cast<std::size_t>(n_out * n_in) * sizeof(float);
+  const ExpertsView ev = f32_experts(w, n_in, n_out, n_exp);
   std::mt19937 rng(6);
   std::vector<std::int32_t> ids(T * k);
   for (std::int64_t t = 0; t < T; ++t) {
