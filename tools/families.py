@@ -13,6 +13,7 @@ reference.py dispatches here for these architectures (`open_model`, `gen`), and 
 runs `selftest_families`. Recipes are dicts, as in reference.py.
 """
 
+import inspect
 import json
 import math
 import os
@@ -534,6 +535,11 @@ GEN_DEFAULTS = {
 PROBE_IDS = [1, 17, 99, 42, 5, 200, 201, 77, 3, 150, 260, 31]
 PROBE_STEPS = 8
 MIN_ROUTER_GAP = 0.05
+
+
+def generator_params(arch):
+    """The keyword arguments gen_family passes on for `arch` (its generator's parameters)."""
+    return set(inspect.signature(_gen_gemma4 if arch == "gemma4" else _gen_family).parameters)
 
 
 def gen_family(path, arch, experts=None, experts_used=None, seed=0, **kw):

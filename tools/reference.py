@@ -1214,8 +1214,7 @@ def _family_widths(a, families):
     """The widths given on the command line as keyword arguments of the family's
     generator; one it does not take is an error, not silently dropped."""
     given = _widths_given(a)
-    gen = families._gen_gemma4 if a.arch == "gemma4" else families._gen_family
-    takes = inspect.signature(gen).parameters
+    takes = families.generator_params(a.arch)
     refused = sorted(k for k in given if k not in takes)
     if refused:
         flags = ", ".join("--" + k.replace("_", "-") for k in refused)

@@ -91,9 +91,14 @@ ModelSpec admit_model(const GgufFile& file) {
 
 namespace {
 
+// The embedding tables: the forward pass looks rows up in them (and, with a
+// tied output, multiplies by the input one under the name output).
+bool embedding(const TensorRow& row, const ModelWeights& w) {
+  return row.matrix == &w.token_embd || row.matrix == &w.ple_token_embd;
+}
+
 // The matrices the forward pass multiplies by, from the tensor table (fused
-// tensors' parts and experts' included), so none is left out: the embeddings
-// are only looked up, a tied output is multiplied by as well.
+// tensors' parts and experts' included), so none is left out.
 struct Products {
   std::vector<WeightView*> views;
   std::vector<ExpertsView*> experts;
@@ -102,8 +107,7 @@ struct Products {
 Products products(const TensorTable& table, ModelWeights& w, bool tied_output) {
   Products p;
   for (const TensorRow& row : table.rows()) {
-    if (row.matrix && row.matrix != &w.token_embd && row.matrix != &w.ple_token_embd)
-      p.views.push_back(row.matrix);
+    if (row.matrix && !embedding(row, w)) p.views.push_back(row.matrix);
     for (const auto& [v, rows] : row.parts) p.views.push_back(v);
     for (const auto& [e, rows] : row.expert_parts) p.experts.push_back(e);
   }
@@ -184,9 +188,8 @@ std::uint64_t decode_bytes(const GgufFile& file, const ModelSpec& s) {
   for (const TensorRow& row : table.rows()) {
     const GgufTensor* t = file.find_tensor(row.name);
     if (!t) continue;  // an optional tensor the file does not have
-    const bool looked_up =
-        (row.matrix == &w.token_embd && !s.tied_output) || row.matrix == &w.ple_token_embd;
-    if (looked_up && t->n_rows() > 0) {
+    const bool read_whole = s.tied_output && row.matrix == &w.token_embd;  // the output
+    if (embedding(row, w) && !read_whole && t->n_rows() > 0) {
       bytes += t->nbytes / t->n_rows();
     } else if (!row.expert_parts.empty() && row.ne[2] > 0) {
       bytes += t->nbytes / row.ne[2] * std::min<std::uint64_t>(s.hp.n_expert_used, row.ne[2]);
