@@ -46,6 +46,17 @@ struct ExpertsView {
   }
 };
 
+// A MoE layer's routed experts (backend experts_ffn): gate and up [n] -> [n_ff],
+// down [n_ff] -> [n], and gpt-oss's per-expert biases ([n_expert][n_ff] for
+// gate and up, [n_expert][n] for down; null where the model has none).
+struct ExpertsFfn {
+  ExpertsView gate, up, down;
+  const float* gate_b = nullptr;
+  const float* up_b = nullptr;
+  const float* down_b = nullptr;
+  Activation act = Activation::Silu;
+};
+
 struct RopeParams {
   std::int32_t n_rot = 0;  // rotated dims per head (<= head_dim), even
   float freq_base = 10000.0f;
@@ -204,24 +215,18 @@ class ComputeBackend {
   // and their weights as `mode` says; ids, weights [n_tokens][k].
   virtual void route(const float* logits, std::int64_t n_tokens, std::int32_t n_expert,
                      std::int32_t k, Routing mode, std::int32_t* ids, float* weights) = 0;
-  // Expert matmuls, rows grouped by expert across the whole batch so each used
-  // expert's weights are read once and unused experts not at all. For token t
-  // and slot j < k, with e = ids[t * k + j] and input row x[t][j % x_slots]
-  // (x: [n_tokens][x_slots][w.n_in], x_slots 1 or k):
-  //   weights == null: y[t][j] = W_e x  (y: [n_tokens][k][w.n_out]);
-  //   else:            y[t] = sum_j weights[t * k + j] * W_e x  (y: [n_tokens][w.n_out]).
-  // Throws Error(InvalidArgument) for an id outside [0, n_expert).
-  virtual void matmul_experts(const ExpertsView& w, const float* x, std::int32_t x_slots,
-                              std::int64_t n_tokens, const std::int32_t* ids, std::int32_t k,
-                              const float* weights, float* y) = 0;
-  // Per-expert biases (gpt-oss) with matmul_experts' slots: bias [n_expert][n];
-  // for token t and slot j < k with e = ids[t * k + j]:
-  //   weights == null: y[t][j] += bias[e]  (y: [n_tokens][k][n]);
-  //   else:            y[t] += sum_j weights[t * k + j] * bias[e]  (y: [n_tokens][n]).
-  // Throws Error(InvalidArgument) for an id outside [0, n_expert).
-  virtual void add_expert_bias(float* y, const float* bias, std::int32_t n_expert, std::int64_t n,
-                               std::int64_t n_tokens, const std::int32_t* ids, std::int32_t k,
-                               const float* weights) = 0;
+  // The routed experts of a mixture-of-experts FFN, f.gate's n_in = n, n_out
+  // = n_ff (f.up's alike, f.down's the reverse). For token t of x ([n_tokens][n])
+  // and slot j < k with e = ids[t * k + j] and w = weights[t * k + j]:
+  //   y[t] = sum_j w (down_e act(gate_e x[t] + gate_b[e], up_e x[t] + up_b[e]) + down_b[e])
+  // (y: [n_tokens][n], not overlapping x; an absent bias counts as zero). Rows
+  // are grouped by expert across the whole batch, so each used expert's
+  // weights are read once and an unused expert's not at all. Throws
+  // Error(InvalidArgument) for an id outside [0, n_expert) or experts whose
+  // shapes do not chain.
+  virtual void experts_ffn(const ExpertsFfn& f, const float* x, std::int64_t n_tokens,
+                           const std::int32_t* ids, std::int32_t k, const float* weights,
+                           float* y) = 0;
 };
 
 class CpuBackend : public ComputeBackend {
@@ -270,16 +275,13 @@ class CpuBackend : public ComputeBackend {
                   std::int32_t delta) override;
   void route(const float* logits, std::int64_t n_tokens, std::int32_t n_expert, std::int32_t k,
              Routing mode, std::int32_t* ids, float* weights) override;
-  void matmul_experts(const ExpertsView& w, const float* x, std::int32_t x_slots,
-                      std::int64_t n_tokens, const std::int32_t* ids, std::int32_t k,
-                      const float* weights, float* y) override;
-  void add_expert_bias(float* y, const float* bias, std::int32_t n_expert, std::int64_t n,
-                       std::int64_t n_tokens, const std::int32_t* ids, std::int32_t k,
-                       const float* weights) override;
+  void experts_ffn(const ExpertsFfn& f, const float* x, std::int64_t n_tokens,
+                   const std::int32_t* ids, std::int32_t k, const float* weights,
+                   float* y) override;
 
-  // matmul_experts gathers the rows of a group of experts at a time, at most
-  // this many bytes of them (or one expert's, if more): 8 MiB unless set, e.g.
-  // by a test that wants several groups from small matrices.
+  // experts_ffn runs a group of experts at a time, their rows' inputs and
+  // intermediates at most this many bytes (or one expert's, if more): 8 MiB
+  // unless set, e.g. by a test that wants several groups from small matrices.
   void set_expert_group_bytes(std::int64_t bytes) { expert_group_bytes_ = bytes; }
 
  protected:
@@ -301,10 +303,13 @@ class CpuBackend : public ComputeBackend {
   std::vector<RopeTable> rope_tables_;
   std::size_t rope_next_ = 0;  // the table to replace next
   const float* rope_angles(std::span<const std::int32_t> pos, const RopeParams& p);
-  std::vector<float> expert_x_, expert_y_, route_row_;  // matmul_experts / route buffers
-  std::vector<std::int64_t> expert_slots_;              // (t * k + j), grouped by expert
-  std::vector<std::int64_t> expert_first_;              // each job's first entry in expert_slots_
-  std::vector<MatmulJob> expert_jobs_;                  // one matmul per used expert
+  std::vector<float> route_row_;
+  // experts_ffn: a group's gathered inputs (then its down outputs), gate and up rows.
+  std::vector<float> expert_io_, expert_gate_, expert_up_;
+  std::vector<std::int64_t> expert_slots_;  // (t * k + j), grouped by expert
+  std::vector<std::int64_t> expert_first_;  // each used expert's first entry in expert_slots_
+  std::vector<std::int32_t> expert_used_;   // the experts some slot chose, ascending
+  std::vector<MatmulJob> expert_jobs_;      // a group's matmuls
   std::int64_t expert_group_bytes_ = std::int64_t{8} << 20;
 };
 

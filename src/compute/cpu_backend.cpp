@@ -208,99 +208,107 @@ void CpuBackend::route(const float* logits, std::int64_t n_tokens, std::int32_t 
   }
 }
 
-void CpuBackend::matmul_experts(const ExpertsView& w, const float* x, std::int32_t x_slots,
-                                std::int64_t n_tokens, const std::int32_t* ids, std::int32_t k,
-                                const float* weights, float* y) {
-  const std::int64_t n_in = w.w.n_in, n_out = w.w.n_out;
+void CpuBackend::experts_ffn(const ExpertsFfn& f, const float* x, std::int64_t n_tokens,
+                             const std::int32_t* ids, std::int32_t k, const float* weights,
+                             float* y) {
+  const std::int64_t n = f.gate.w.n_in, n_ff = f.gate.w.n_out;
+  const std::int32_t n_expert = f.gate.n_expert;
+  if (f.up.w.n_in != n || f.up.w.n_out != n_ff || f.down.w.n_in != n_ff || f.down.w.n_out != n ||
+      f.up.n_expert != n_expert || f.down.n_expert != n_expert) {
+    throw Error(Errc::InvalidArgument,
+                "experts_ffn: the gate, up and down experts do not chain (gate " +
+                    std::to_string(n) + " -> " + std::to_string(n_ff) + ", up " +
+                    std::to_string(f.up.w.n_in) + " -> " + std::to_string(f.up.w.n_out) +
+                    ", down " + std::to_string(f.down.w.n_in) + " -> " +
+                    std::to_string(f.down.w.n_out) + ")");
+  }
   const std::int64_t n_slots = n_tokens * k;
   for (std::int64_t i = 0; i < n_slots; ++i) {
-    if (ids[i] < 0 || ids[i] >= w.n_expert) {
-      throw Error(Errc::InvalidArgument, "expert id " + std::to_string(ids[i]) +
-                                             " is outside the " + std::to_string(w.n_expert) +
-                                             " experts of this layer");
-    }
-  }
-  // Slots grouped by expert (expert_slots_), each used expert's rows gathered
-  // into expert_x_ at its offset, then every expert's matmul in one dispatch.
-  expert_slots_.clear();
-  expert_jobs_.clear();
-  std::vector<std::int64_t>& first = expert_first_;  // [job] its first entry in expert_slots_
-  first.clear();
-  for (std::int32_t e = 0; e < w.n_expert; ++e) {
-    const std::size_t begin = expert_slots_.size();
-    for (std::int64_t i = 0; i < n_slots; ++i) {
-      if (ids[i] == e) expert_slots_.push_back(i);
-    }
-    if (expert_slots_.size() == begin) continue;  // never read: decode touches only the chosen
-    MatmulJob job;
-    job.w = w.expert(e);
-    job.n_tokens = static_cast<std::int64_t>(expert_slots_.size() - begin);
-    job.ldy = n_out;
-    expert_jobs_.push_back(job);
-    first.push_back(static_cast<std::int64_t>(begin));
-  }
-  const auto total = static_cast<std::int64_t>(expert_slots_.size());
-  if (weights) std::fill(y, y + n_tokens * n_out, 0.0f);
-  // Experts in groups whose gathered rows (inputs, then outputs) stay under
-  // expert_group_bytes_, each expert whole so its GEMM sees all its tokens: a
-  // 512-token prefill through 8 of 32 experts of width 2048 gathered 32 MiB of
-  // inputs and 32 MiB of outputs at once. Outputs are added in the same slot
-  // order whatever the grouping.
-  const std::int64_t group_rows = std::max<std::int64_t>(
-      1, expert_group_bytes_ / (std::max(n_in, n_out) * static_cast<std::int64_t>(sizeof(float))));
-  const std::size_t n_jobs = expert_jobs_.size();
-  for (std::size_t j0 = 0; j0 < n_jobs;) {
-    const std::int64_t r0 = first[j0];
-    std::size_t j1 = j0 + 1;
-    while (j1 < n_jobs && first[j1] + expert_jobs_[j1].n_tokens - r0 <= group_rows) ++j1;
-    const std::int64_t r1 = j1 < n_jobs ? first[j1] : total;
-    const auto rows = static_cast<std::size_t>(r1 - r0);
-    if (expert_x_.size() < rows * n_in) expert_x_.resize(rows * n_in);    // [slot][n_in] inputs
-    if (expert_y_.size() < rows * n_out) expert_y_.resize(rows * n_out);  // [slot][n_out] outputs
-    for (std::int64_t r = r0; r < r1; ++r) {
-      const std::int64_t i = expert_slots_[r], t = i / k, j = i % k;
-      const float* src = x + (t * x_slots + j % x_slots) * n_in;
-      std::copy(src, src + n_in, expert_x_.data() + (r - r0) * n_in);
-    }
-    for (std::size_t jb = j0; jb < j1; ++jb) {
-      expert_jobs_[jb].x = expert_x_.data() + (first[jb] - r0) * n_in;
-      expert_jobs_[jb].y = expert_y_.data() + (first[jb] - r0) * n_out;
-    }
-    seam::matmul_many(std::span<const MatmulJob>(expert_jobs_.data() + j0, j1 - j0), pool_,
-                      scratch_);
-    for (std::int64_t r = r0; r < r1; ++r) {
-      const std::int64_t i = expert_slots_[r];
-      const float* src = expert_y_.data() + (r - r0) * n_out;
-      if (weights) {
-        float* dst = y + (i / k) * n_out;
-        const float wt = weights[i];
-        for (std::int64_t o = 0; o < n_out; ++o) dst[o] += wt * src[o];
-      } else {
-        std::copy(src, src + n_out, y + i * n_out);
-      }
-    }
-    j0 = j1;
-  }
-}
-
-void CpuBackend::add_expert_bias(float* y, const float* bias, std::int32_t n_expert, std::int64_t n,
-                                 std::int64_t n_tokens, const std::int32_t* ids, std::int32_t k,
-                                 const float* weights) {
-  for (std::int64_t i = 0; i < n_tokens * k; ++i) {
     if (ids[i] < 0 || ids[i] >= n_expert) {
       throw Error(Errc::InvalidArgument, "expert id " + std::to_string(ids[i]) +
                                              " is outside the " + std::to_string(n_expert) +
                                              " experts of this layer");
     }
   }
-  for (std::int64_t t = 0; t < n_tokens; ++t) {
-    for (std::int32_t j = 0; j < k; ++j) {
-      const std::int64_t slot = t * k + j;
-      const float* b = bias + static_cast<std::int64_t>(ids[slot]) * n;
-      float* row = weights ? y + t * n : y + slot * n;
-      const float wt = weights ? weights[slot] : 1.0f;
-      for (std::int64_t c = 0; c < n; ++c) row[c] += wt * b[c];
+  // Slots grouped by expert: expert_used_[u]'s are expert_slots_[first[u] ..
+  // first[u + 1]), in slot order.
+  expert_slots_.clear();
+  expert_used_.clear();
+  std::vector<std::int64_t>& first = expert_first_;
+  first.clear();
+  for (std::int32_t e = 0; e < n_expert; ++e) {
+    const std::size_t begin = expert_slots_.size();
+    for (std::int64_t i = 0; i < n_slots; ++i) {
+      if (ids[i] == e) expert_slots_.push_back(i);
     }
+    if (expert_slots_.size() == begin) continue;  // never read: decode touches only the chosen
+    expert_used_.push_back(e);
+    first.push_back(static_cast<std::int64_t>(begin));
+  }
+  const std::size_t n_used = expert_used_.size();
+  first.push_back(static_cast<std::int64_t>(expert_slots_.size()));
+  std::fill(y, y + n_tokens * n, 0.0f);
+
+  // A group of whole experts at a time (each expert's GEMMs see all its
+  // tokens), its rows' inputs, gate and up under expert_group_bytes_: the
+  // whole batch's would be [n_tokens][k] rows of each, 12 MiB of gate alone
+  // for a 512-token prefill through 8 experts of 768. The down outputs reuse
+  // the inputs' rows. Each token's sum adds its slots in expert order
+  // whatever the grouping.
+  const std::int64_t row_bytes = (n + 2 * n_ff) * static_cast<std::int64_t>(sizeof(float));
+  const std::int64_t group_rows = std::max<std::int64_t>(1, expert_group_bytes_ / row_bytes);
+  for (std::size_t u0 = 0; u0 < n_used;) {
+    const std::int64_t r0 = first[u0];
+    std::size_t u1 = u0 + 1;
+    while (u1 < n_used && first[u1 + 1] - r0 <= group_rows) ++u1;
+    const std::int64_t rows = first[u1] - r0;
+    const auto grow = [](std::vector<float>& v, std::int64_t size) {
+      if (v.size() < static_cast<std::size_t>(size)) v.resize(static_cast<std::size_t>(size));
+    };
+    grow(expert_io_, rows * n);
+    grow(expert_gate_, rows * n_ff);
+    grow(expert_up_, rows * n_ff);
+    for (std::int64_t r = r0; r < first[u1]; ++r) {
+      const float* src = x + expert_slots_[r] / k * n;
+      std::copy(src, src + n, expert_io_.data() + (r - r0) * n);
+    }
+    // Each expert's rows: gate and up in one dispatch (sharing the quantized
+    // input), their biases, the activation over the group, then down.
+    const auto each_expert = [&](auto&& fn) {
+      for (std::size_t u = u0; u < u1; ++u) fn(expert_used_[u], first[u] - r0, first[u + 1] - first[u]);
+    };
+    expert_jobs_.clear();
+    each_expert([&](std::int32_t e, std::int64_t at, std::int64_t m) {
+      const float* in = expert_io_.data() + at * n;
+      expert_jobs_.push_back({f.gate.expert(e), in, m, expert_gate_.data() + at * n_ff, n_ff});
+      expert_jobs_.push_back({f.up.expert(e), in, m, expert_up_.data() + at * n_ff, n_ff});
+    });
+    seam::matmul_many(expert_jobs_, pool_, scratch_);
+    each_expert([&](std::int32_t e, std::int64_t at, std::int64_t m) {
+      if (f.gate_b) CpuBackend::add_bias(expert_gate_.data() + at * n_ff, f.gate_b + e * n_ff, m, n_ff);
+      if (f.up_b) CpuBackend::add_bias(expert_up_.data() + at * n_ff, f.up_b + e * n_ff, m, n_ff);
+    });
+    ops::gated_activation(expert_gate_.data(), expert_up_.data(), rows * n_ff, f.act,
+                          expert_gate_.data());
+    expert_jobs_.clear();
+    each_expert([&](std::int32_t e, std::int64_t at, std::int64_t m) {
+      expert_jobs_.push_back(
+          {f.down.expert(e), expert_gate_.data() + at * n_ff, m, expert_io_.data() + at * n, n});
+    });
+    seam::matmul_many(expert_jobs_, pool_, scratch_);
+    if (f.down_b) {
+      each_expert([&](std::int32_t e, std::int64_t at, std::int64_t m) {
+        CpuBackend::add_bias(expert_io_.data() + at * n, f.down_b + e * n, m, n);
+      });
+    }
+    for (std::int64_t r = r0; r < first[u1]; ++r) {
+      const std::int64_t i = expert_slots_[r];
+      const float* src = expert_io_.data() + (r - r0) * n;
+      float* dst = y + i / k * n;
+      const float wt = weights[i];
+      for (std::int64_t o = 0; o < n; ++o) dst[o] += wt * src[o];
+    }
+    u0 = u1;
   }
 }
 

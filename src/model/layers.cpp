@@ -115,8 +115,8 @@ LayerMaxima layer_maxima(const std::vector<LayerSpec>& layers) {
   for (const LayerSpec& L : layers) {
     m.q_width = std::max(m.q_width, L.q_width());
     m.kv_width = std::max(m.kv_width, L.kv_width());
-    const std::uint32_t slots = L.ffn == FfnKind::Moe ? L.n_expert_used : 1;
-    m.ff_width = std::max({m.ff_width, slots * L.n_ff, L.n_ff_shexp, L.n_ff_dense});
+    const std::uint32_t dense_ff = L.ffn == FfnKind::Moe ? 0 : L.n_ff;
+    m.ff_width = std::max({m.ff_width, dense_ff, L.n_ff_shexp, L.n_ff_dense});
     m.n_expert = std::max(m.n_expert, L.n_expert);
     m.n_expert_used = std::max(m.n_expert_used, L.n_expert_used);
   }

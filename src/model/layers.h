@@ -25,7 +25,8 @@ void check_layers(const ModelSpec& spec);
 struct LayerMaxima {
   std::uint32_t q_width = 0;
   std::uint32_t kv_width = 0;
-  // dense n_ff, or n_expert_used * n_ff for MoE (one row per slot), or n_ff_shexp / n_ff_dense
+  // the widest dense FFN: a dense layer's n_ff, n_ff_shexp or n_ff_dense (the
+  // routed experts keep their rows in the backend's experts_ffn)
   std::uint32_t ff_width = 0;
   std::uint32_t n_expert = 0;
   std::uint32_t n_expert_used = 0;

@@ -67,6 +67,7 @@ ForwardScratch::ForwardScratch(const ModelSpec& spec, std::uint32_t n_batch) : p
     shexp.resize(f * spec.hp.n_embd);
     shexp_gate.resize(f);
   }
+  if (m.n_expert > 0) experts_out.resize(f * spec.hp.n_embd);
   if (std::any_of(spec.layers.begin(), spec.layers.end(),
                   [](const LayerSpec& L) { return L.n_ff_dense > 0; })) {
     router_in.resize(f * spec.hp.n_embd);
@@ -86,33 +87,26 @@ ForwardScratch::ForwardScratch(const ModelSpec& spec, std::uint32_t n_batch) : p
 namespace {
 
 // The routed experts of a MoE layer on h ([T][E]), weighted by the router
-// (whose logits are in s.router), summed into out ([T][E]).
+// (whose logits are in s.router), summed into out ([T][E], apart from h).
 void routed_experts(const ModelSpec& spec, const LayerSpec& ls, const LayerWeights& L,
                     ComputeBackend& be, ForwardScratch& s, std::int64_t T, const float* h,
                     float* out) {
   const Recipe& r = spec.recipe;
-  const std::int64_t E = spec.hp.n_embd, FF = ls.n_ff;
   const std::int32_t n_exp = static_cast<std::int32_t>(ls.n_expert);
   const std::int32_t k = static_cast<std::int32_t>(ls.n_expert_used);
   be.route(s.router.data(), T, n_exp, k, r.routing, s.expert_ids.data(), s.expert_w.data());
   if (L.ffn_down_exps_scale) {
     be.scale_by_expert(s.expert_w.data(), s.expert_ids.data(), T * k, L.ffn_down_exps_scale);
   }
-  // gate, up: [T][k][FF], one row per (token, chosen expert).
-  be.matmul_experts(L.ffn_gate_exps, h, 1, T, s.expert_ids.data(), k, nullptr, s.gate.data());
-  be.matmul_experts(L.ffn_up_exps, h, 1, T, s.expert_ids.data(), k, nullptr, s.up.data());
-  if (L.ffn_gate_exps_b) {  // gpt-oss: every expert matmul has a bias
-    be.add_expert_bias(s.gate.data(), L.ffn_gate_exps_b, n_exp, FF, T, s.expert_ids.data(), k,
-                       nullptr);
-    be.add_expert_bias(s.up.data(), L.ffn_up_exps_b, n_exp, FF, T, s.expert_ids.data(), k, nullptr);
-  }
-  be.gated_activation(s.gate.data(), s.up.data(), T * k * FF, r.ffn_act, s.gate.data());
-  be.matmul_experts(L.ffn_down_exps, s.gate.data(), k, T, s.expert_ids.data(), k, s.expert_w.data(),
-                    out);
-  if (L.ffn_down_exps_b) {
-    be.add_expert_bias(out, L.ffn_down_exps_b, n_exp, E, T, s.expert_ids.data(), k,
-                       s.expert_w.data());
-  }
+  ExpertsFfn f;
+  f.gate = L.ffn_gate_exps;
+  f.up = L.ffn_up_exps;
+  f.down = L.ffn_down_exps;
+  f.gate_b = L.ffn_gate_exps_b;  // gpt-oss: every expert matmul has a bias
+  f.up_b = L.ffn_up_exps_b;
+  f.down_b = L.ffn_down_exps_b;
+  f.act = r.ffn_act;
+  be.experts_ffn(f, h, T, s.expert_ids.data(), k, s.expert_w.data(), out);
 }
 
 // Gemma 4 26B-A4B: x += post_ffw_norm(post_ffw_norm_1(MLP(ffn_norm(x))) +
@@ -138,8 +132,8 @@ void dense_and_experts_block(const ModelSpec& spec, const LayerSpec& ls, const L
   be.mul_rows(s.router_in.data(), T, E, L.ffn_gate_inp_scale);
   be.matmul(L.ffn_gate_inp, s.router_in.data(), T, s.router.data(), ls.n_expert);
   be.rms_norm(x, L.pre_ffn_norm_2, T, E, eps, h);
-  routed_experts(spec, ls, L, be, s, T, h, h);
-  be.rms_norm(h, L.post_ffn_norm_2, T, E, eps, h);
+  routed_experts(spec, ls, L, be, s, T, h, s.experts_out.data());
+  be.rms_norm(s.experts_out.data(), L.post_ffn_norm_2, T, E, eps, h);
   be.add(h, s.shexp.data(), T * E);
   be.rms_norm(h, L.post_ffn_norm, T, E, eps, h);
   be.add(x, h, T * E);
@@ -176,11 +170,13 @@ void ffn_rows(const ModelSpec& spec, const LayerSpec& ls, const LayerWeights& L,
     be.sigmoid(s.shexp_gate.data(), T, s.shexp_gate.data());
     be.scale_rows(s.shexp.data(), T, E, s.shexp_gate.data());
   }
+  float* y = h;  // the FFN's output rows
   if (ls.ffn == FfnKind::Moe) {
     const std::int32_t n_exp = static_cast<std::int32_t>(ls.n_expert);
     be.matmul(L.ffn_gate_inp, h, T, s.router.data(), n_exp);
     if (L.ffn_gate_inp_b) be.add_bias(s.router.data(), L.ffn_gate_inp_b, T, n_exp);
-    routed_experts(spec, ls, L, be, s, T, h, h);
+    y = s.experts_out.data();
+    routed_experts(spec, ls, L, be, s, T, h, y);
   } else {
     const MatmulJob gate_up[2] = {{L.ffn_gate, h, T, s.gate.data(), FF},
                                   {L.ffn_up, h, T, s.up.data(), FF}};
@@ -188,9 +184,9 @@ void ffn_rows(const ModelSpec& spec, const LayerSpec& ls, const LayerWeights& L,
     be.gated_activation(s.gate.data(), s.up.data(), T * FF, r.ffn_act, s.gate.data());
     be.matmul(L.ffn_down, s.gate.data(), T, h, E);
   }
-  if (ls.n_ff_shexp > 0) be.add(h, s.shexp.data(), T * E);
-  if (r.post_norms) be.rms_norm(h, L.post_ffn_norm, T, E, hp.norm_eps, h);
-  be.add(x, h, T * E);
+  if (ls.n_ff_shexp > 0) be.add(y, s.shexp.data(), T * E);
+  if (r.post_norms) be.rms_norm(y, L.post_ffn_norm, T, E, hp.norm_eps, y);
+  be.add(x, y, T * E);
 }
 
 // The FFN of all T rows, ffn_rows_per_pass at a time: each row's FFN is its

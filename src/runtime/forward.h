@@ -40,7 +40,7 @@ struct ForwardScratch {
   ZeroedVector<float> k;                   // [n_batch][max kv width]
   ZeroedVector<float> v;                   // [n_batch][max kv width]
   ZeroedVector<float> attn;                // [n_batch][max q width]
-  ZeroedVector<float> gate;                // [FFN rows][max ff width] (MoE: [n_used][n_ff] per row)
+  ZeroedVector<float> gate;                // [FFN rows][max ff width]
   ZeroedVector<float> up;                  // [FFN rows][max ff width]
   ZeroedVector<float> router;              // [FFN rows][max n_expert] router logits
   ZeroedVector<std::int32_t> expert_ids;   // [FFN rows][max n_expert_used]
@@ -49,6 +49,7 @@ struct ForwardScratch {
   ZeroedVector<float> q_raw;               // [n_batch][n_head][2 head_dim] (gated_q: [q | gate])
   ZeroedVector<float> shexp;               // [FFN rows][n_embd] shared expert output
   ZeroedVector<float> shexp_gate;          // [FFN rows] its gate
+  ZeroedVector<float> experts_out;         // [FFN rows][n_embd] routed experts' sum
   ZeroedVector<float> router_in;           // [FFN rows][n_embd] (n_ff_dense: the router's input)
   ZeroedVector<float> rows;                // [n_out][n_embd] rows that want logits
   std::optional<DeltaNetScratch> delta;    // gated-delta-net layers

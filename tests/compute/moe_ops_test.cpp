@@ -1,8 +1,7 @@
-// The backend's mixture-of-experts ops (route, matmul_experts) and host ops
+// The backend's mixture-of-experts ops (route, experts_ffn) and host ops
 // (add_bias, scale, softcap, store_kv) against plain scalar references.
-// matmul_experts runs on the active CPU level (SEAM_CPU); its float32 sums are
-// compared with float64 ones within n_in * 2^-22 * sum |w x|, a few times the
-// worst-case rounding of a length-n_in float32 dot product.
+// experts_ffn runs on the active CPU level (SEAM_CPU); its float32 results are
+// compared with float64 ones within a bound carried through each of its steps.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -78,12 +77,70 @@ ExpertsView f32_experts(const std::vector<float>& w, std::int64_t n_in, std::int
   return ev;
 }
 
-TEST(MatmulExperts, PerSlotAndWeightedSumMatchScalarReference) {
-  CpuBackend be(2);
-  const std::int64_t n_in = 67, n_out = 29, T = 7;
+// Random experts for experts_ffn: gate and up [n_ff][n], down [n][n_ff], all
+// F32, with biases when `biases` (gpt-oss) — the tensors and the view on them.
+struct Experts {
+  std::vector<float> gate, up, down, gate_b, up_b, down_b;
+  ExpertsFfn f;
+  Experts(std::int64_t n, std::int64_t n_ff, std::int32_t n_exp, Activation act, bool biases,
+          unsigned seed)
+      : gate(random_vec(static_cast<std::size_t>(n_exp * n_ff * n), seed, 0.3f)),
+        up(random_vec(gate.size(), seed + 1, 0.3f)),
+        down(random_vec(gate.size(), seed + 2, 0.3f)) {
+    f.gate = f32_experts(gate, n, n_ff, n_exp);
+    f.up = f32_experts(up, n, n_ff, n_exp);
+    f.down = f32_experts(down, n_ff, n, n_exp);
+    f.act = act;
+    if (biases) {
+      gate_b = random_vec(static_cast<std::size_t>(n_exp * n_ff), seed + 3);
+      up_b = random_vec(gate_b.size(), seed + 4);
+      down_b = random_vec(static_cast<std::size_t>(n_exp * n), seed + 5);
+      f.gate_b = gate_b.data();
+      f.up_b = up_b.data();
+      f.down_b = down_b.data();
+    }
+  }
+};
+
+// ids [T][k]: k distinct experts per token out of n_exp, shuffled.
+std::vector<std::int32_t> random_ids(std::int64_t T, std::int32_t k, std::int32_t n_exp,
+                                     unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::int32_t> ids(T * k), e(n_exp);
+  for (std::int64_t t = 0; t < T; ++t) {
+    std::iota(e.begin(), e.end(), 0);
+    std::shuffle(e.begin(), e.end(), rng);
+    std::copy(e.begin(), e.begin() + k, ids.begin() + t * k);
+  }
+  return ids;
+}
+
+double activation(Activation act, double g, double u) {
+  switch (act) {
+    case Activation::Silu:
+      return g / (1.0 + std::exp(-g)) * u;
+    case Activation::SwigluOai: {
+      const double gc = std::min(g, 7.0), uc = std::clamp(u, -7.0, 7.0);
+      return gc / (1.0 + std::exp(-1.702 * gc)) * (uc + 1.0);
+    }
+    case Activation::GeluTanh:
+      return 0.5 * g * (1.0 + std::tanh(0.7978845608028654 * (g + 0.044715 * g * g * g))) * u;
+  }
+  return 0.0;
+}
+
+// y[t] = sum_j w (down_e act(gate_e x + gate_b, up_e x + up_b) + down_b), in
+// float64, against experts_ffn's float32 within a bound carried through each
+// step. A length-m float32 dot product with a bias is within
+// e(m) = m 2^-22 sum|w x| + 2^-23 |result| of the exact value (a few times the
+// worst case). act(g, u) = phi(g) u' (u' = u, or clamp(u) + 1 for SwigluOai,
+// |u'| <= |u| + 1), |phi'| <= 1.13 and |phi(g)| = |d act / du|, so it moves by
+// at most 1.13 dg (|u'| + du) + |phi(g)| du, plus its own rounding: a few ulp
+// of its exp and four roundings, 2^-20 |act|, and 2^-22 |g u'| where GELU's
+// 1 + tanh cancels. down carries that as sum |W_d| da on top of its own e(n_ff).
+TEST(ExpertsFfn, MatchesFloat64ReferenceForEachActivationWithAndWithoutBiases) {
+  const std::int64_t n = 67, n_ff = 29, T = 7;
   const std::int32_t n_exp = 5, k = 2;
-  const std::vector<float> w = random_vec(static_cast<std::size_t>(n_exp * n_out * n_in), 1);
-  const ExpertsView ev = f32_experts(w, n_in, n_out, n_exp);
   // Expert 4 is never chosen; expert 0 by every token (a full-batch group).
   std::vector<std::int32_t> ids(T * k);
   for (std::int64_t t = 0; t < T; ++t) {
@@ -91,138 +148,157 @@ TEST(MatmulExperts, PerSlotAndWeightedSumMatchScalarReference) {
     ids[t * k + 1] = 1 + static_cast<std::int32_t>(t % 3);
   }
   const std::vector<float> wts = random_vec(T * k, 2);
-  for (std::int32_t x_slots : {1, k}) {
-    const std::vector<float> x = random_vec(static_cast<std::size_t>(T * x_slots * n_in), 3);
-    std::vector<float> per_slot(T * k * n_out), summed(T * n_out, 123.0f);
-    be.matmul_experts(ev, x.data(), x_slots, T, ids.data(), k, nullptr, per_slot.data());
-    be.matmul_experts(ev, x.data(), x_slots, T, ids.data(), k, wts.data(), summed.data());
-    for (std::int64_t t = 0; t < T; ++t) {
-      std::vector<double> want_sum(n_out, 0.0), bound_sum(n_out, 0.0);
-      for (std::int32_t j = 0; j < k; ++j) {
-        const float* xr = x.data() + (t * x_slots + j % x_slots) * n_in;
-        const float* we = w.data() + static_cast<std::size_t>(ids[t * k + j]) * n_out * n_in;
-        for (std::int64_t o = 0; o < n_out; ++o) {
-          double dot = 0, mag = 0;
-          for (std::int64_t i = 0; i < n_in; ++i) {
-            dot += static_cast<double>(we[o * n_in + i]) * xr[i];
-            mag += std::abs(static_cast<double>(we[o * n_in + i]) * xr[i]);
+  const std::vector<float> x = random_vec(static_cast<std::size_t>(T * n), 3);
+  for (Activation act : {Activation::Silu, Activation::SwigluOai, Activation::GeluTanh}) {
+    for (bool biases : {false, true}) {
+      const Experts ex(n, n_ff, n_exp, act, biases, 10);
+      CpuBackend be(2);
+      std::vector<float> y(T * n, 123.0f);
+      be.experts_ffn(ex.f, x.data(), T, ids.data(), k, wts.data(), y.data());
+      double worst = 0;
+      for (std::int64_t t = 0; t < T; ++t) {
+        const float* xr = x.data() + t * n;
+        std::vector<double> want(n, 0.0), bound(n, 0.0);
+        for (std::int32_t j = 0; j < k; ++j) {
+          const std::int32_t e = ids[t * k + j];
+          std::vector<double> a(n_ff), da(n_ff);
+          for (std::int64_t i = 0; i < n_ff; ++i) {
+            double g = biases ? ex.gate_b[e * n_ff + i] : 0.0, u = biases ? ex.up_b[e * n_ff + i] : 0.0;
+            double mg = 0, mu = 0;
+            for (std::int64_t c = 0; c < n; ++c) {
+              const double wg = ex.gate[(e * n_ff + i) * n + c], wu = ex.up[(e * n_ff + i) * n + c];
+              g += wg * xr[c];
+              u += wu * xr[c];
+              mg += std::abs(wg * xr[c]);
+              mu += std::abs(wu * xr[c]);
+            }
+            const double dg = n * std::ldexp(mg, -22) + std::ldexp(std::abs(g), -23);
+            const double du = n * std::ldexp(mu, -22) + std::ldexp(std::abs(u), -23);
+            a[i] = activation(act, g, u);
+            const bool oai = act == Activation::SwigluOai;
+            const double u_factor = std::abs(u) + (oai ? 1.0 : 0.0);
+            const double phi = std::abs(activation(act, g, oai ? 0.0 : 1.0));  // |d act / du|
+            da[i] = 1.13 * dg * (u_factor + du) + phi * du + std::ldexp(std::abs(a[i]), -20) +
+                    std::ldexp(std::abs(g) * u_factor, -22);
           }
-          const double bound = n_in * std::ldexp(1.0, -22) * mag;
-          EXPECT_NEAR(per_slot[(t * k + j) * n_out + o], dot, bound) << t << " " << j << " " << o;
-          want_sum[o] += wts[t * k + j] * dot;
-          bound_sum[o] += std::abs(wts[t * k + j]) * (bound + mag * std::ldexp(1.0, -23));
+          for (std::int64_t o = 0; o < n; ++o) {
+            double d = biases ? ex.down_b[e * n + o] : 0.0, md = 0, carried = 0;
+            for (std::int64_t i = 0; i < n_ff; ++i) {
+              const double w = ex.down[(e * n + o) * n_ff + i];
+              d += w * a[i];
+              md += std::abs(w) * (std::abs(a[i]) + da[i]);
+              carried += std::abs(w) * da[i];
+            }
+            const double dd = carried + n_ff * std::ldexp(md, -22) + std::ldexp(std::abs(d), -23);
+            want[o] += wts[t * k + j] * d;
+            bound[o] += std::abs(wts[t * k + j]) * (dd + std::ldexp(std::abs(d) + dd, -23));
+          }
+        }
+        for (std::int64_t o = 0; o < n; ++o) {
+          const double b = bound[o] + k * std::ldexp(std::abs(want[o]) + bound[o], -23);
+          EXPECT_NEAR(y[t * n + o], want[o], b)
+              << static_cast<int>(act) << " biases " << biases << " t " << t << " o " << o;
+          worst = std::max(worst, std::abs(y[t * n + o] - want[o]) / b);
         }
       }
-      for (std::int64_t o = 0; o < n_out; ++o) {
-        EXPECT_NEAR(summed[t * n_out + o], want_sum[o], bound_sum[o] + 1e-6) << t << " " << o;
-      }
+      std::printf("[ activation %d biases %d ] worst error / bound %.3g\n", static_cast<int>(act),
+                  biases, worst);
     }
   }
-  ids[3] = n_exp;  // out of range: refused, not read past the tensor
-  std::vector<float> y(T * k * n_out);
-  const std::vector<float> x = random_vec(static_cast<std::size_t>(T * n_in), 4);
-  EXPECT_THROW(be.matmul_experts(ev, x.data(), 1, T, ids.data(), k, nullptr, y.data()), Error);
 }
 
-// The experts' rows are gathered a group of experts at a time (at most
-// set_expert_group_bytes of them, each expert whole). Every expert's GEMM sees
-// the same tokens in any grouping, and each token's weighted sum adds its slots
-// in the same order, so this is one computation claimed to be independent of
-// the grouping, hence exact equality: groups of one expert each, of a few rows
+TEST(ExpertsFfn, RefusesIdsOutOfRangeAndExpertsThatDoNotChain) {
+  CpuBackend be(1);
+  const std::int64_t n = 16, n_ff = 8, T = 3;
+  const std::int32_t n_exp = 4, k = 2;
+  Experts ex(n, n_ff, n_exp, Activation::Silu, false, 20);
+  std::vector<std::int32_t> ids = random_ids(T, k, n_exp, 21);
+  const std::vector<float> x = random_vec(static_cast<std::size_t>(T * n), 22);
+  const std::vector<float> wts(T * k, 0.5f);
+  std::vector<float> y(T * n);
+  ids[3] = n_exp;  // out of range: refused, not read past the tensor
+  EXPECT_THROW(be.experts_ffn(ex.f, x.data(), T, ids.data(), k, wts.data(), y.data()), Error);
+  ids[3] = -1;
+  EXPECT_THROW(be.experts_ffn(ex.f, x.data(), T, ids.data(), k, wts.data(), y.data()), Error);
+  ids[3] = 0;
+  ExpertsFfn wrong = ex.f;
+  wrong.down = ex.f.up;  // [n] -> [n_ff] where [n_ff] -> [n] belongs
+  EXPECT_THROW(be.experts_ffn(wrong, x.data(), T, ids.data(), k, wts.data(), y.data()), Error);
+  wrong = ex.f;
+  wrong.up.n_expert = n_exp - 1;
+  EXPECT_THROW(be.experts_ffn(wrong, x.data(), T, ids.data(), k, wts.data(), y.data()), Error);
+}
+
+// The experts run a group at a time (at most set_expert_group_bytes of their
+// rows' inputs and intermediates, each expert whole). Every expert's GEMMs see
+// the same tokens in any grouping, and each token adds its slots in the same
+// order, so this is one computation claimed to be independent of the
+// grouping, hence exact equality: groups of one expert each, of a few rows
 // (several experts per group) and all at once give the same bits.
-TEST(MatmulExperts, GroupsOfExpertsGiveTheSameBitsAsOneGroup) {
-  const std::int64_t n_in = 67, n_out = 29, T = 40;
+TEST(ExpertsFfn, GroupsOfExpertsGiveTheSameBitsAsOneGroup) {
+  const std::int64_t n = 67, n_ff = 29, T = 40;
   const std::int32_t n_exp = 9, k = 3;
-  const std::vector<float> w = random_vec(static_cast<std::size_t>(n_exp * n_out * n_in), 5);
-  const ExpertsView ev = f32_experts(w, n_in, n_out, n_exp);
-  std::mt19937 rng(6);
-  std::vector<std::int32_t> ids(T * k);
-  for (std::int64_t t = 0; t < T; ++t) {
-    std::vector<std::int32_t> e(n_exp);
-    std::iota(e.begin(), e.end(), 0);
-    std::shuffle(e.begin(), e.end(), rng);
-    std::copy(e.begin(), e.begin() + k, ids.begin() + t * k);
-  }
+  const Experts ex(n, n_ff, n_exp, Activation::SwigluOai, true, 5);
+  const std::vector<std::int32_t> ids = random_ids(T, k, n_exp, 6);
   const std::vector<float> wts = random_vec(T * k, 7);
-  const std::vector<float> x = random_vec(static_cast<std::size_t>(T * n_in), 8);
-  const auto run = [&](std::int64_t group_bytes, const float* weights) {
+  const std::vector<float> x = random_vec(static_cast<std::size_t>(T * n), 8);
+  const auto run = [&](std::int64_t group_bytes) {
     CpuBackend be(2);
     be.set_expert_group_bytes(group_bytes);
-    std::vector<float> y(weights ? T * n_out : T * k * n_out);
-    be.matmul_experts(ev, x.data(), 1, T, ids.data(), k, weights, y.data());
+    std::vector<float> y(T * n);
+    be.experts_ffn(ex.f, x.data(), T, ids.data(), k, wts.data(), y.data());
     return y;
   };
-  for (const float* weights : {static_cast<const float*>(nullptr), wts.data()}) {
-    const std::vector<float> one_group = run(std::int64_t{1} << 30, weights);
-    EXPECT_EQ(run(1, weights), one_group) << "one expert per group";
-    EXPECT_EQ(run(40 * n_in * 4, weights), one_group) << "groups of up to 40 rows";
-  }
+  const std::vector<float> one_group = run(std::int64_t{1} << 30);
+  EXPECT_EQ(run(1), one_group) << "one expert per group";
+  EXPECT_EQ(run(40 * (n + 2 * n_ff) * 4), one_group) << "groups of up to 40 rows";
 }
 
 // Decode reads only the chosen experts' bytes: the one expert no token chose
-// lies in pages with no access, so a single read of it (a row of the matmul,
-// a packing pass) ends the test with a fault. The results equal those from an
+// lies in pages with no access (in gate, up and down alike: square experts
+// share one guarded tensor), so a single read of it (a row of a matmul, a
+// packing pass) ends the test with a fault. The results equal those from an
 // ordinary buffer holding the same weights.
-TEST(MatmulExperts, NeverReadsAnExpertNoTokenChose) {
+TEST(ExpertsFfn, NeverReadsAnExpertNoTokenChose) {
   CpuBackend be(2);
-  const std::int64_t n_in = 64, n_out = 48, T = 5;
+  const std::int64_t n = 64, T = 5;
   const std::int32_t n_exp = 4, k = 2, unchosen = 2;
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  const std::size_t bytes = static_cast<std::size_t>(n_out * n_in) * sizeof(float);
+  const std::size_t bytes = static_cast<std::size_t>(n * n) * sizeof(float);
   const std::size_t stride = (bytes + page - 1) / page * page;
   void* region =
       ::mmap(nullptr, stride * n_exp, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(region, MAP_FAILED);
   auto* base = static_cast<std::byte*>(region);
-  const std::vector<float> w = random_vec(static_cast<std::size_t>(n_exp * n_out * n_in), 5);
+  const std::vector<float> w = random_vec(static_cast<std::size_t>(n_exp * n * n), 5, 0.3f);
   for (std::int32_t e = 0; e < n_exp; ++e)
-    std::memcpy(base + e * stride, w.data() + e * n_out * n_in, bytes);
+    std::memcpy(base + e * stride, w.data() + e * n * n, bytes);
   ASSERT_EQ(::mprotect(base + unchosen * stride, stride, PROT_NONE), 0);
 
-  ExpertsView guarded;
-  guarded.w = f32_view(w, n_in, n_out);
-  guarded.w.data = base;
-  guarded.n_expert = n_exp;
-  guarded.expert_stride = stride;
-  ExpertsView plain = guarded;
-  plain.w.data = reinterpret_cast<const std::byte*>(w.data());
-  plain.expert_stride = bytes;
+  ExpertsFfn guarded;
+  guarded.gate.w = f32_view(w, n, n);
+  guarded.gate.w.data = base;
+  guarded.gate.n_expert = n_exp;
+  guarded.gate.expert_stride = stride;
+  guarded.up = guarded.down = guarded.gate;
+  ExpertsFfn plain = guarded;
+  plain.gate = f32_experts(w, n, n, n_exp);
+  plain.up = plain.down = plain.gate;
 
   std::vector<std::int32_t> ids(T * k);
   for (std::int64_t t = 0; t < T; ++t) {
     ids[t * k] = 3;
     ids[t * k + 1] = t % 2 == 0 ? 0 : 1;
   }
-  const std::vector<float> x = random_vec(static_cast<std::size_t>(T * n_in), 6);
+  const std::vector<float> x = random_vec(static_cast<std::size_t>(T * n), 6);
   const std::vector<float> wts = random_vec(T * k, 7);
   for (std::int64_t n_tokens : {std::int64_t{1}, T}) {
-    std::vector<float> got(n_tokens * n_out), want(n_tokens * n_out);
-    be.matmul_experts(guarded, x.data(), 1, n_tokens, ids.data(), k, wts.data(), got.data());
-    be.matmul_experts(plain, x.data(), 1, n_tokens, ids.data(), k, wts.data(), want.data());
+    std::vector<float> got(n_tokens * n), want(n_tokens * n);
+    be.experts_ffn(guarded, x.data(), n_tokens, ids.data(), k, wts.data(), got.data());
+    be.experts_ffn(plain, x.data(), n_tokens, ids.data(), k, wts.data(), want.data());
     EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << n_tokens;
   }
   ::munmap(region, stride * n_exp);
-}
-
-// gpt-oss's expert biases: per slot, and weighted into the token's sum, with
-// hand-picked values whose sums are exact in float.
-TEST(AddExpertBias, PerSlotAndWeighted) {
-  CpuBackend be(1);
-  const std::int32_t n_exp = 3, k = 2;
-  const std::int64_t n = 2, T = 2;
-  const std::vector<float> bias = {1, 2, 10, 20, 100, 200};  // [n_exp][n]
-  const std::vector<std::int32_t> ids = {2, 0, 1, 2};
-  const std::vector<float> wts = {0.5f, 0.25f, 2.0f, -1.0f};
-  std::vector<float> per_slot(T * k * n, 1.0f);
-  be.add_expert_bias(per_slot.data(), bias.data(), n_exp, n, T, ids.data(), k, nullptr);
-  EXPECT_EQ(per_slot, (std::vector<float>{101, 201, 2, 3, 11, 21, 101, 201}));
-  std::vector<float> summed(T * n, 0.5f);
-  be.add_expert_bias(summed.data(), bias.data(), n_exp, n, T, ids.data(), k, wts.data());
-  // t0: 0.5 * [100, 200] + 0.25 * [1, 2]; t1: 2 * [10, 20] - [100, 200]
-  EXPECT_EQ(summed, (std::vector<float>{50.75f, 101.0f, -79.5f, -159.5f}));
-  const std::vector<std::int32_t> bad = {0, 3, 1, 1};
-  EXPECT_THROW(be.add_expert_bias(summed.data(), bias.data(), n_exp, n, T, bad.data(), k, nullptr),
-               Error);
 }
 
 TEST(HostOps, BiasScaleSoftcapAndKvStore) {
