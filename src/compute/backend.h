@@ -93,7 +93,9 @@ struct AttentionArgs {
   const void* k = nullptr;   // cache: [n_cells][n_head_kv * head_dim] of kv_type
   const void* v = nullptr;   // cache: [n_cells][n_head_kv * head_dim] of kv_type
   KvType kv_type = KvType::F32;
-  float* out = nullptr;  // [n_tokens][n_head * head_dim]
+  // [n_tokens][n_head * head_dim]; may be q itself: a query's output is
+  // written only after the query's last read (no [n_tokens] buffer of its own).
+  float* out = nullptr;
   std::int64_t n_tokens = 0;
   std::int32_t n_head = 0;
   std::int32_t n_head_kv = 0;

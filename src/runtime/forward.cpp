@@ -48,7 +48,6 @@ ForwardScratch::ForwardScratch(const ModelSpec& spec, std::uint32_t n_batch) : p
   q.resize(b * m.q_width);
   k.resize(b * m.kv_width);
   v.resize(b * m.kv_width);
-  attn.resize(b * m.q_width);
   std::size_t f = 0;  // the FFN's rows per pass
   for (const LayerSpec& L : spec.layers)
     f = std::max(f, static_cast<std::size_t>(ffn_rows_per_pass(L, n_batch)));
@@ -267,7 +266,7 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
 
     AttentionArgs att;
     att.q = s.q.data();
-    att.out = s.attn.data();
+    att.out = s.q.data();  // in place: q is dead once its row's attention is done
     att.n_tokens = T;
     att.n_head = static_cast<std::int32_t>(ls.n_head);
     att.n_head_kv = static_cast<std::int32_t>(ls.n_head_kv);
@@ -330,9 +329,9 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
     be.attention(att);
     if (r.gated_q) {
       be.sigmoid(s.q_gate.data(), T * QW, s.q_gate.data());
-      be.mul(s.attn.data(), s.q_gate.data(), T * QW);
+      be.mul(s.q.data(), s.q_gate.data(), T * QW);
     }
-    be.matmul(L.wo, s.attn.data(), T, s.h.data(), E);
+    be.matmul(L.wo, s.q.data(), T, s.h.data(), E);
     if (L.bo) be.add_bias(s.h.data(), L.bo, T, E);
     if (r.post_norms) be.rms_norm(s.h.data(), L.post_attn_norm, T, E, hp.norm_eps, s.h.data());
     be.add(s.x.data(), s.h.data(), T * E);

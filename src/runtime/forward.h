@@ -36,10 +36,9 @@ struct ForwardScratch {
   ForwardScratch(const ModelSpec& spec, std::uint32_t n_batch);
   ZeroedVector<float> x;                   // [n_batch][n_embd] residual stream
   ZeroedVector<float> h;                   // [n_batch][n_embd] normed input / block output
-  ZeroedVector<float> q;                   // [n_batch][max q width]
+  ZeroedVector<float> q;                   // [n_batch][max q width] queries, then attention out
   ZeroedVector<float> k;                   // [n_batch][max kv width]
   ZeroedVector<float> v;                   // [n_batch][max kv width]
-  ZeroedVector<float> attn;                // [n_batch][max q width]
   ZeroedVector<float> gate;                // [FFN rows][max ff width]
   ZeroedVector<float> up;                  // [FFN rows][max ff width]
   ZeroedVector<float> router;              // [FFN rows][max n_expert] router logits

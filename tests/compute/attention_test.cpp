@@ -101,12 +101,15 @@ std::vector<float> reference(const Problem& p, const Data& d, KvType type) {
   return out;
 }
 
+// in_place: out is the queries' own buffer (AttentionArgs allows out == q).
 std::vector<float> tiled(const Problem& p, const Data& d, KvType type, int threads,
-                         CpuLevel level) {
-  std::vector<float> out(p.rows.size() * p.n_head * p.head_dim, 123.0f);
+                         CpuLevel level, bool in_place = false) {
+  std::vector<float> out = in_place ? d.q : std::vector<float>(d.q.size(), 123.0f);
+  AttentionArgs a = args(p, d, type, out.data());
+  if (in_place) a.q = out.data();
   ThreadPool pool(threads);
   AttentionScratch scratch;
-  attention_tiled(args(p, d, type, out.data()), pool, scratch, level);
+  attention_tiled(a, pool, scratch, level);
   return out;
 }
 
@@ -204,6 +207,10 @@ void check(const Problem& p, const std::string& name) {
       for (KvType type : types) {
         const auto& ref = type == KvType::F32 ? ref32 : type == KvType::F16 ? ref16 : ref8;
         const auto got = tiled(p, d, type, threads, level);
+        // The same computation with its output over its queries: every query
+        // is read in full before its output is written, so the same bits.
+        EXPECT_EQ(tiled(p, d, type, threads, level, true), got)
+            << name << " in place, " << cpu_level_name(level) << " threads " << threads;
         const double diff = max_abs_diff(got, ref);
         EXPECT_LE(diff, bound) << name << " " << cpu_level_name(level) << " threads " << threads
                                << " type " << static_cast<int>(type);
