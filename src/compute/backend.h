@@ -123,6 +123,10 @@ struct GatedDeltaArgs {
   float* out = nullptr;         // [n_tokens][n_head_v][dv]
   std::int64_t n_tokens = 0;    // tokens of ONE sequence, in order
   std::int32_t n_head_k = 0, n_head_v = 0, dk = 0, dv = 0;
+  // Floats from one token's q to the next's, k's and v's alike, when the three
+  // are slices of one [n_tokens][stride] buffer (the conv's [q | k | v] rows);
+  // 0: each packed as laid out above.
+  std::int64_t qkv_stride = 0;
   float scale = 1.0f;  // applied to q
   KHeadMap map = KHeadMap::Tiled;
 };
@@ -181,7 +185,7 @@ class ComputeBackend {
                               std::int64_t n, float eps, float* y) = 0;
   // Causal depthwise convolution of width `width` over the tokens of one
   // sequence with its window `state` [width-1][n_ch] (updated);
-  // x, y [n_tokens][n_ch], w [n_ch][width].
+  // x, y [n_tokens][n_ch] (y may be x), w [n_ch][width].
   virtual void ssm_conv(const float* x, std::int64_t n_tokens, std::int64_t n_ch, const float* w,
                         std::int32_t width, float* state, float* y) = 0;
   // The gated delta rule over the tokens of one sequence (GatedDeltaArgs).

@@ -68,32 +68,33 @@ void ssm_conv_channels(const float* x, std::int64_t n_tokens, std::int64_t n_ch,
   // Token by token over a block of channels, so every access runs along a
   // row (x and y are [T][n_ch]) and the channel loop vectorizes; the taps
   // are transposed per block to [width][block] for the same reason. Each
-  // output sums its taps in order from 0, as ssm_conv_ref does.
+  // output sums its taps in order from 0, as ssm_conv_ref does. The window's
+  // rows live in a ring of `width` rows (row r of [state; x] in slot r %
+  // width), so an input row is read once, before its output is written: y may
+  // be x.
   constexpr std::int64_t kBlock = 64;
   const std::int64_t hist = width - 1;
-  float wt[64 * kBlock];  // width <= 64 (the recipe's bound)
+  float wt[64 * kBlock];    // width <= 64 (the recipe's bound)
+  float ring[64 * kBlock];  // [width][block]
+  const auto slot = [&](std::int64_t r) { return ring + r % width * kBlock; };
   for (std::int64_t cb = c0; cb < c1; cb += kBlock) {
     const std::int64_t nb = std::min(kBlock, c1 - cb);
     for (std::int64_t i = 0; i < nb; ++i)
       for (std::int32_t j = 0; j < width; ++j) wt[j * kBlock + i] = w[(cb + i) * width + j];
-    const auto row = [&](std::int64_t r) {  // row r of [state; x], from channel cb
-      return (r < hist ? state + r * n_ch : x + (r - hist) * n_ch) + cb;
-    };
+    for (std::int64_t r = 0; r < hist; ++r) std::copy_n(state + r * n_ch + cb, nb, slot(r));
     for (std::int64_t t = 0; t < n_tokens; ++t) {
+      std::copy_n(x + t * n_ch + cb, nb, slot(t + hist));
       float* yt = y + t * n_ch + cb;
       for (std::int64_t i = 0; i < nb; ++i) yt[i] = 0.0f;
       for (std::int32_t j = 0; j < width; ++j) {
-        const float* r = row(t + j);
+        const float* r = slot(t + j);
         const float* wj = wt + j * kBlock;
         for (std::int64_t i = 0; i < nb; ++i) yt[i] += wj[i] * r[i];
       }
     }
-    // The new window: the last hist rows of [state; x], upward (row r reads
-    // row r + T >= r, so it is read before it is overwritten).
-    for (std::int64_t r = 0; r < hist; ++r) {
-      const float* src = row(n_tokens + r);
-      std::copy(src, src + nb, state + r * n_ch + cb);
-    }
+    // The new window: the last hist rows of [state; x], all in the ring.
+    for (std::int64_t r = 0; r < hist; ++r)
+      std::copy_n(slot(n_tokens + r), nb, state + r * n_ch + cb);
   }
 }
 
@@ -103,16 +104,23 @@ std::int32_t k_head(const GatedDeltaArgs& a, std::int32_t h) {
   return a.map == KHeadMap::Tiled ? h % a.n_head_k : h / (a.n_head_v / a.n_head_k);
 }
 
+// Token t's q, k (of k-head kh) and v (of v-head h), packed or qkv_stride apart.
+struct TokenHead {
+  const float *q, *k, *v;
+};
+TokenHead token_head(const GatedDeltaArgs& a, std::int64_t t, std::int64_t kh, std::int64_t h) {
+  const std::int64_t qk = a.qkv_stride ? a.qkv_stride : std::int64_t{a.n_head_k} * a.dk;
+  const std::int64_t v = a.qkv_stride ? a.qkv_stride : std::int64_t{a.n_head_v} * a.dv;
+  return {a.q + t * qk + kh * a.dk, a.k + t * qk + kh * a.dk, a.v + t * v + h * a.dv};
+}
+
 }  // namespace
 
 void gated_delta_rule_ref(const GatedDeltaArgs& a) {
   const std::int64_t dk = a.dk, dv = a.dv;
   for (std::int64_t t = 0; t < a.n_tokens; ++t) {
     for (std::int32_t h = 0; h < a.n_head_v; ++h) {
-      const std::int64_t kh = k_head(a, h);
-      const float* q = a.q + (t * a.n_head_k + kh) * dk;
-      const float* k = a.k + (t * a.n_head_k + kh) * dk;
-      const float* v = a.v + (t * a.n_head_v + h) * dv;
+      const auto [q, k, v] = token_head(a, t, k_head(a, h), h);
       const float decay = std::exp(a.g[t * a.n_head_v + h]);
       const float beta = a.beta[t * a.n_head_v + h];
       float* S = a.state + h * dv * dk;
@@ -139,10 +147,7 @@ void gated_delta_rule_heads(const GatedDeltaArgs& a, std::int32_t h0, std::int32
   const std::int64_t dk = a.dk, dv = a.dv;
   for (std::int64_t t = 0; t < a.n_tokens; ++t) {
     for (std::int32_t h = h0; h < h1; ++h) {
-      const std::int64_t kh = k_head(a, h);
-      const float* q = a.q + (t * a.n_head_k + kh) * dk;
-      const float* k = a.k + (t * a.n_head_k + kh) * dk;
-      const float* v = a.v + (t * a.n_head_v + h) * dv;
+      const auto [q, k, v] = token_head(a, t, k_head(a, h), h);
       const float decay = std::exp(a.g[t * a.n_head_v + h]);
       const float beta = a.beta[t * a.n_head_v + h];
       float* S = a.state + h * dv * dk;

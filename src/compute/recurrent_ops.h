@@ -35,6 +35,7 @@ void ssm_conv_ref(const float* x, std::int64_t n_tokens, std::int64_t n_ch, cons
 
 // Channels [c0, c1) of ssm_conv_ref, computed token by token over blocks of
 // channels (the threaded kernel splits channels); the same sums, in order.
+// Unlike ssm_conv_ref, y may be x (each block's window is kept apart).
 void ssm_conv_channels(const float* x, std::int64_t n_tokens, std::int64_t n_ch, const float* w,
                        std::int32_t width, float* state, float* y, std::int64_t c0,
                        std::int64_t c1);

@@ -41,10 +41,6 @@ DeltaNetScratch::DeltaNetScratch(const DeltaNetParams& p, std::uint32_t n_batch)
   b.resize(n * 2 * p.n_head_v);
   a.resize(n * p.n_head_v);
   x.resize(n * p.conv_channels());
-  u.resize(n * p.conv_channels());
-  q.resize(n * p.qk_width());
-  k.resize(n * p.qk_width());
-  v.resize(n * p.v_width());
   o.resize(n * p.v_width());
   gb.resize(n * 2 * p.n_head_v);
   y.resize(n * p.v_width());
@@ -81,29 +77,40 @@ void delta_net_layer(const DeltaNetParams& p, const DeltaNetWeights& w, float ep
   be.softplus(s.a.data(), T * Hv, s.a.data());
   be.mul_rows(s.a.data(), T, Hv, w.a);
 
-  // The sequential part, one sequence's consecutive rows at a time.
+  // The sequential part, one sequence's consecutive rows at a time. Rows
+  // that lie together in the batch (a prompt's) are read and written where
+  // they are; others are gathered first and scattered after.
   store.fold_layer(runs, rl, [&](const SeqRun& run, std::size_t first, std::size_t n_rows) {
     const auto n = static_cast<std::int64_t>(n_rows);
     const std::span<const std::uint32_t> rows(run.rows.data() + first, n_rows);
-    gather_rows(be, s.m.data(), rows, C, s.x.data());
-    gather_rows(be, s.a.data(), rows, Hv, s.gb.data());
-    gather_rows(be, s.b.data(), rows, Hv, s.gb.data() + n * Hv);
-    be.ssm_conv(s.x.data(), n, C, w.conv1d, static_cast<std::int32_t>(p.d_conv),
-                store.conv(rl, run.seq), s.u.data());
-    be.silu(s.u.data(), n * C, s.u.data());
-    be.copy_rows(s.u.data(), C, n, QK, s.q.data(), QK);
-    be.copy_rows(s.u.data() + QK, C, n, QK, s.k.data(), QK);
-    be.copy_rows(s.u.data() + 2 * QK, C, n, V, s.v.data(), V);
-    be.l2_norm(s.q.data(), n * p.n_head_k, S, eps, s.q.data());
-    be.l2_norm(s.k.data(), n * p.n_head_k, S, eps, s.k.data());
+    const std::int64_t row0 = rows[0];
+    const bool together = rows.back() - rows.front() + 1 == n_rows;  // rows ascend
+    float* conv = s.m.data() + row0 * C;  // the conv's input, then (in place) its output
+    const float *g_rows = s.a.data() + row0 * Hv, *beta_rows = s.b.data() + row0 * Hv;
+    float* out_rows = s.y.data() + row0 * V;
+    if (!together) {
+      gather_rows(be, s.m.data(), rows, C, s.x.data());
+      gather_rows(be, s.a.data(), rows, Hv, s.gb.data());
+      gather_rows(be, s.b.data(), rows, Hv, s.gb.data() + n * Hv);
+      conv = s.x.data();
+      g_rows = s.gb.data();
+      beta_rows = s.gb.data() + n * Hv;
+      out_rows = s.o.data();
+    }
+    be.ssm_conv(conv, n, C, w.conv1d, static_cast<std::int32_t>(p.d_conv),
+                store.conv(rl, run.seq), conv);
+    be.silu(conv, n * C, conv);
+    // The conv's rows are [q | k | v]: the rule reads them there (qkv_stride).
+    for (std::int64_t t = 0; t < n; ++t) be.l2_norm(conv + t * C, 2 * p.n_head_k, S, eps, conv + t * C);
     GatedDeltaArgs g;
-    g.q = s.q.data();
-    g.k = s.k.data();
-    g.v = s.v.data();
-    g.g = s.gb.data();              // [n][Hv]
-    g.beta = s.gb.data() + n * Hv;  // [n][Hv]
+    g.q = conv;
+    g.k = conv + QK;
+    g.v = conv + 2 * QK;
+    g.qkv_stride = C;
+    g.g = g_rows;        // [n][Hv]
+    g.beta = beta_rows;  // [n][Hv]
     g.state = store.state(rl, run.seq);
-    g.out = s.o.data();
+    g.out = out_rows;
     g.n_tokens = n;
     g.n_head_k = static_cast<std::int32_t>(p.n_head_k);
     g.n_head_v = static_cast<std::int32_t>(Hv);
@@ -111,7 +118,7 @@ void delta_net_layer(const DeltaNetParams& p, const DeltaNetWeights& w, float ep
     g.scale = 1.0f / std::sqrt(static_cast<float>(S));
     g.map = p.k_head_map;
     be.gated_delta_rule(g);
-    scatter_rows(be, s.o.data(), rows, V, s.y.data());
+    if (!together) scatter_rows(be, s.o.data(), rows, V, s.y.data());
   });
 
   // Per head: rms_norm(o) * norm * silu(z), then the output projection.

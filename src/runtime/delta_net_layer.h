@@ -21,13 +21,12 @@ namespace seam {
 // Buffers for up to n_batch tokens, allocated once per session.
 struct DeltaNetScratch {
   DeltaNetScratch(const DeltaNetParams& p, std::uint32_t n_batch);
-  ZeroedVector<float> m;     // [n_batch][conv_channels] projections, then conv outputs
+  ZeroedVector<float> m;     // [n_batch][conv_channels] projections, then conv outputs [q|k|v]
   ZeroedVector<float> z;     // [n_batch][v_width]
   ZeroedVector<float> b, a;  // [n_batch][n_head_v] beta, g (ba: [n_batch][2 n_head_v] first)
-  ZeroedVector<float> x, u;  // [n_batch][conv_channels] one sequence's rows, gathered
-  ZeroedVector<float> q, k;  // [n_batch][qk_width]
-  ZeroedVector<float> v, o;  // [n_batch][v_width]
-  ZeroedVector<float> gb;    // [n_batch][2][n_head_v] one sequence's g and beta
+  ZeroedVector<float> x;     // [n_batch][conv_channels] one sequence's rows, gathered
+  ZeroedVector<float> o;     // [n_batch][v_width] their rule outputs, before the scatter
+  ZeroedVector<float> gb;    // [n_batch][2][n_head_v] their g and beta, gathered
   ZeroedVector<float> y;     // [n_batch][v_width] every row's rule output
 };
 

@@ -152,7 +152,7 @@ Conv64 conv64(const std::vector<float>& x, std::int64_t T, std::int64_t C,
   return r;
 }
 
-TEST(RecurrentOps, SsmConvMatchesFloat64InOneCallOrTokenByToken) {
+TEST(RecurrentOps, SsmConvMatchesFloat64InOneCallOrTokenByTokenAndInPlace) {
   std::mt19937 rng(5);
   const int K = 4;
   for (std::int64_t C : {1, 7, 300, 600}) {
@@ -172,6 +172,15 @@ TEST(RecurrentOps, SsmConvMatchesFloat64InOneCallOrTokenByToken) {
               << "C=" << C << " threads=" << threads << " step=" << step << " i=" << i;
         }
         for (std::size_t i = 0; i < st.size(); ++i) ASSERT_EQ(st[i], ref.state[i]);  // raw copies
+        // In place (y = x): every input is read before its output is written,
+        // so the same arithmetic and the same bits.
+        std::vector<float> st_in_place = st0, xy = x;
+        for (std::int64_t t = 0; t < T; t += step) {
+          const std::int64_t n = std::min(step, T - t);
+          be.ssm_conv(xy.data() + t * C, n, C, w.data(), K, st_in_place.data(), xy.data() + t * C);
+        }
+        EXPECT_EQ(xy, y) << "in place, C=" << C << " threads=" << threads << " step=" << step;
+        EXPECT_EQ(st_in_place, st) << "in place, C=" << C;
       }
     }
     std::vector<float> st = st0, y(T * C);
@@ -309,6 +318,27 @@ TEST_P(GatedDelta, EveryCpuLevelAndTheThreadedBackendMatchFloat64) {
     a.out = o.data();
     ops::gated_delta_rule_heads(a, 0, c.hv, level);
     check(o, st, cpu_level_name(level));
+    // q, k and v as slices of one [T][q | k | v | pad] buffer (qkv_stride):
+    // the same arithmetic on the same values, so the same bits.
+    const std::int64_t qk = std::int64_t{c.hk} * c.dk, vw = std::int64_t{c.hv} * c.dv;
+    const std::int64_t stride = 2 * qk + vw + 3;
+    std::vector<float> rows(static_cast<std::size_t>(c.T * stride), -7.0f);
+    for (std::int64_t t = 0; t < c.T; ++t) {
+      std::copy(a.q + t * qk, a.q + (t + 1) * qk, rows.begin() + t * stride);
+      std::copy(a.k + t * qk, a.k + (t + 1) * qk, rows.begin() + t * stride + qk);
+      std::copy(a.v + t * vw, a.v + (t + 1) * vw, rows.begin() + t * stride + 2 * qk);
+    }
+    std::vector<float> st_strided = in.state, o_strided(ref.o.size());
+    GatedDeltaArgs b = in.args(c);
+    b.q = rows.data();
+    b.k = rows.data() + qk;
+    b.v = rows.data() + 2 * qk;
+    b.qkv_stride = stride;
+    b.state = st_strided.data();
+    b.out = o_strided.data();
+    ops::gated_delta_rule_heads(b, 0, c.hv, level);
+    EXPECT_EQ(o_strided, o) << cpu_level_name(level) << " qkv_stride";
+    EXPECT_EQ(st_strided, st) << cpu_level_name(level) << " qkv_stride";
   }
   // The backend (active level, SEAM_CPU), threaded over heads.
   {
