@@ -166,7 +166,9 @@ class ComputeBackend {
   virtual void mul(float* x, const float* y, std::int64_t n) = 0;
   // Row i of dst = row i of src, `width` floats each, for n_rows rows whose
   // starts are src_stride / dst_stride floats apart (splitting interleaved
-  // heads, gathering rows, re-laying a [T][L][P] block as [L][T][P]).
+  // heads, gathering rows, re-laying a [T][L][P] block as [L][T][P]). Rows
+  // are copied in order, each as by memmove, so dst may compact src in place
+  // (dst <= src, dst_stride <= src_stride).
   virtual void copy_rows(const float* src, std::int64_t src_stride, std::int64_t n_rows,
                          std::int64_t width, float* dst, std::int64_t dst_stride) = 0;
 

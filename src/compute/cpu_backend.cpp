@@ -78,7 +78,7 @@ void CpuBackend::copy_rows(const float* src, std::int64_t src_stride, std::int64
                            std::int64_t width, float* dst, std::int64_t dst_stride) {
   const auto bytes = static_cast<std::size_t>(width) * sizeof(float);
   for (std::int64_t r = 0; r < n_rows; ++r)
-    std::memcpy(dst + r * dst_stride, src + r * src_stride, bytes);
+    std::memmove(dst + r * dst_stride, src + r * src_stride, bytes);
 }
 
 void CpuBackend::softplus(const float* x, std::int64_t n, float* y) { ops::softplus(x, n, y); }
@@ -275,7 +275,8 @@ void CpuBackend::experts_ffn(const ExpertsFfn& f, const float* x, std::int64_t n
     // Each expert's rows: gate and up in one dispatch (sharing the quantized
     // input), their biases, the activation over the group, then down.
     const auto each_expert = [&](auto&& fn) {
-      for (std::size_t u = u0; u < u1; ++u) fn(expert_used_[u], first[u] - r0, first[u + 1] - first[u]);
+      for (std::size_t u = u0; u < u1; ++u)
+        fn(expert_used_[u], first[u] - r0, first[u + 1] - first[u]);
     };
     expert_jobs_.clear();
     each_expert([&](std::int32_t e, std::int64_t at, std::int64_t m) {
@@ -285,7 +286,8 @@ void CpuBackend::experts_ffn(const ExpertsFfn& f, const float* x, std::int64_t n
     });
     seam::matmul_many(expert_jobs_, pool_, scratch_);
     each_expert([&](std::int32_t e, std::int64_t at, std::int64_t m) {
-      if (f.gate_b) CpuBackend::add_bias(expert_gate_.data() + at * n_ff, f.gate_b + e * n_ff, m, n_ff);
+      if (f.gate_b)
+        CpuBackend::add_bias(expert_gate_.data() + at * n_ff, f.gate_b + e * n_ff, m, n_ff);
       if (f.up_b) CpuBackend::add_bias(expert_up_.data() + at * n_ff, f.up_b + e * n_ff, m, n_ff);
     });
     ops::gated_activation(expert_gate_.data(), expert_up_.data(), rows * n_ff, f.act,

@@ -97,11 +97,12 @@ void delta_net_layer(const DeltaNetParams& p, const DeltaNetWeights& w, float ep
       beta_rows = s.gb.data() + n * Hv;
       out_rows = s.o.data();
     }
-    be.ssm_conv(conv, n, C, w.conv1d, static_cast<std::int32_t>(p.d_conv),
-                store.conv(rl, run.seq), conv);
+    be.ssm_conv(conv, n, C, w.conv1d, static_cast<std::int32_t>(p.d_conv), store.conv(rl, run.seq),
+                conv);
     be.silu(conv, n * C, conv);
     // The conv's rows are [q | k | v]: the rule reads them there (qkv_stride).
-    for (std::int64_t t = 0; t < n; ++t) be.l2_norm(conv + t * C, 2 * p.n_head_k, S, eps, conv + t * C);
+    for (std::int64_t t = 0; t < n; ++t)
+      be.l2_norm(conv + t * C, 2 * p.n_head_k, S, eps, conv + t * C);
     GatedDeltaArgs g;
     g.q = conv;
     g.k = conv + QK;

@@ -45,7 +45,7 @@ ForwardScratch::ForwardScratch(const ModelSpec& spec, std::uint32_t n_batch) : p
   const LayerMaxima m = layer_maxima(spec.layers);
   x.resize(b * spec.hp.n_embd);
   h.resize(b * spec.hp.n_embd);
-  q.resize(b * m.q_width);
+  if (!spec.recipe.gated_q) q.resize(b * m.q_width);  // gated_q: q lives in q_raw
   k.resize(b * m.kv_width);
   v.resize(b * m.kv_width);
   std::size_t f = 0;  // the FFN's rows per pass
@@ -264,9 +264,11 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
     RopeParams rope = ls.rope;
     if (ls.rope_factors) rope.freq_factors = freq_factors;
 
+    // The queries: gated_q compacts them within q_raw, after its gates.
+    float* q = r.gated_q ? s.q_raw.data() : s.q.data();
     AttentionArgs att;
-    att.q = s.q.data();
-    att.out = s.q.data();  // in place: q is dead once its row's attention is done
+    att.q = q;
+    att.out = q;  // in place: q is dead once its row's attention is done
     att.n_tokens = T;
     att.n_head = static_cast<std::int32_t>(ls.n_head);
     att.n_head_kv = static_cast<std::int32_t>(ls.n_head_kv);
@@ -290,21 +292,22 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
     // projection, computed again rather than copied on the host so every step
     // stays a backend op.
     const MatmulJob qkv[3] = {r.gated_q ? MatmulJob{L.wq, s.h.data(), T, s.q_raw.data(), 2 * QW}
-                                        : MatmulJob{L.wq, s.h.data(), T, s.q.data(), QW},
+                                        : MatmulJob{L.wq, s.h.data(), T, q, QW},
                               {L.wk, s.h.data(), T, s.k.data(), KW},
                               {L.wv.data ? L.wv : L.wk, s.h.data(), T, s.v.data(), KW}};
     be.matmul_many(std::span(qkv, owns_kv ? 3 : 1));
     if (r.gated_q) {
-      // Per head [q | gate]: q_raw [T][H][2 D] -> q, q_gate [T][H][D].
+      // Per head [q | gate]: q_raw [T][H][2 D] -> q_gate [T][H][D], then the
+      // queries compacted in place to q_raw's first [T][H][D].
       const std::int64_t D = ls.head_dim;
-      be.copy_rows(s.q_raw.data(), 2 * D, T * ls.n_head, D, s.q.data(), D);
       be.copy_rows(s.q_raw.data() + D, 2 * D, T * ls.n_head, D, s.q_gate.data(), D);
+      be.copy_rows(s.q_raw.data(), 2 * D, T * ls.n_head, D, q, D);
     }
-    if (r.qkv_bias) be.add_bias(s.q.data(), L.bq, T, QW);
+    if (r.qkv_bias) be.add_bias(q, L.bq, T, QW);
     if (r.qk_norm) {
-      be.rms_norm(s.q.data(), L.q_norm, T * ls.n_head, ls.head_dim, hp.norm_eps, s.q.data());
+      be.rms_norm(q, L.q_norm, T * ls.n_head, ls.head_dim, hp.norm_eps, q);
     }
-    be.rope(s.q.data(), T, att.n_head, att.head_dim, pos, rope);
+    be.rope(q, T, att.n_head, att.head_dim, pos, rope);
     if (owns_kv) {
       if (r.qkv_bias) {
         be.add_bias(s.k.data(), L.bk, T, KW);
@@ -318,7 +321,7 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
       }
       be.rope(s.k.data(), T, att.n_head_kv, att.head_dim, pos, rope);
     }
-    if (hp.attn_temp_scale > 0.0f) be.scale_rows(s.q.data(), T, QW, s.q_temp.data());
+    if (hp.attn_temp_scale > 0.0f) be.scale_rows(q, T, QW, s.q_temp.data());
 
     if (owns_kv) {
       be.store_kv(kv.k_data(l), kv.v_data(l), kv.type(), KW, cells, s.k.data(), s.v.data());
@@ -329,9 +332,9 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
     be.attention(att);
     if (r.gated_q) {
       be.sigmoid(s.q_gate.data(), T * QW, s.q_gate.data());
-      be.mul(s.q.data(), s.q_gate.data(), T * QW);
+      be.mul(q, s.q_gate.data(), T * QW);
     }
-    be.matmul(L.wo, s.q.data(), T, s.h.data(), E);
+    be.matmul(L.wo, q, T, s.h.data(), E);
     if (L.bo) be.add_bias(s.h.data(), L.bo, T, E);
     if (r.post_norms) be.rms_norm(s.h.data(), L.post_attn_norm, T, E, hp.norm_eps, s.h.data());
     be.add(s.x.data(), s.h.data(), T * E);

@@ -36,7 +36,7 @@ struct ForwardScratch {
   ForwardScratch(const ModelSpec& spec, std::uint32_t n_batch);
   ZeroedVector<float> x;                   // [n_batch][n_embd] residual stream
   ZeroedVector<float> h;                   // [n_batch][n_embd] normed input / block output
-  ZeroedVector<float> q;                   // [n_batch][max q width] queries, then attention out
+  ZeroedVector<float> q;                   // [n_batch][max q width] queries, then out (not gated_q)
   ZeroedVector<float> k;                   // [n_batch][max kv width]
   ZeroedVector<float> v;                   // [n_batch][max kv width]
   ZeroedVector<float> gate;                // [FFN rows][max ff width]
@@ -45,7 +45,7 @@ struct ForwardScratch {
   ZeroedVector<std::int32_t> expert_ids;   // [FFN rows][max n_expert_used]
   ZeroedVector<float> expert_w;            // [FFN rows][max n_expert_used]
   ZeroedVector<float> q_gate;              // [n_batch][max q width] (gated_q)
-  ZeroedVector<float> q_raw;               // [n_batch][n_head][2 head_dim] (gated_q: [q | gate])
+  ZeroedVector<float> q_raw;               // [n_batch][n_head][2 hd] gated_q [q | gate], then q
   ZeroedVector<float> shexp;               // [FFN rows][n_embd] shared expert output
   ZeroedVector<float> shexp_gate;          // [FFN rows] its gate
   ZeroedVector<float> experts_out;         // [FFN rows][n_embd] routed experts' sum

@@ -102,8 +102,8 @@ std::vector<float> reference(const Problem& p, const Data& d, KvType type) {
 }
 
 // in_place: out is the queries' own buffer (AttentionArgs allows out == q).
-std::vector<float> tiled(const Problem& p, const Data& d, KvType type, int threads,
-                         CpuLevel level, bool in_place = false) {
+std::vector<float> tiled(const Problem& p, const Data& d, KvType type, int threads, CpuLevel level,
+                         bool in_place = false) {
   std::vector<float> out = in_place ? d.q : std::vector<float>(d.q.size(), 123.0f);
   AttentionArgs a = args(p, d, type, out.data());
   if (in_place) a.q = out.data();

@@ -163,7 +163,8 @@ TEST(ExpertsFfn, MatchesFloat64ReferenceForEachActivationWithAndWithoutBiases) {
           const std::int32_t e = ids[t * k + j];
           std::vector<double> a(n_ff), da(n_ff);
           for (std::int64_t i = 0; i < n_ff; ++i) {
-            double g = biases ? ex.gate_b[e * n_ff + i] : 0.0, u = biases ? ex.up_b[e * n_ff + i] : 0.0;
+            double g = biases ? ex.gate_b[e * n_ff + i] : 0.0,
+                   u = biases ? ex.up_b[e * n_ff + i] : 0.0;
             double mg = 0, mu = 0;
             for (std::int64_t c = 0; c < n; ++c) {
               const double wg = ex.gate[(e * n_ff + i) * n + c], wu = ex.up[(e * n_ff + i) * n + c];
