@@ -208,7 +208,8 @@ TEST(Ops, SoftmaxIsStableForLargeLogits) {
   EXPECT_EQ(x[3], 0.0f);
 }
 
-// copy_rows moves whole rows between strided layouts and touches nothing else.
+// copy_rows moves whole rows between strided layouts and touches nothing else,
+// in place too when it compacts rows toward the front.
 TEST(Ops, CopyRowsHonoursBothStrides) {
   CpuBackend be(1);
   std::vector<float> src(5 * 7), dst(5 * 4, -1.0f);
@@ -218,6 +219,15 @@ TEST(Ops, CopyRowsHonoursBothStrides) {
     EXPECT_EQ(dst[r * 4], -1.0f) << r;
     for (int c = 0; c < 3; ++c) EXPECT_EQ(dst[r * 4 + 1 + c], src[r * 7 + 2 + c]) << r << "," << c;
   }
+  // In place: the first 3 of every 5 floats compacted to the front (the
+  // gated queries of [q | gate] heads), rows overlapping their sources.
+  std::vector<float> heads(6 * 5);
+  for (std::size_t i = 0; i < heads.size(); ++i) heads[i] = static_cast<float>(i);
+  const std::vector<float> before = heads;
+  be.copy_rows(heads.data(), 5, 6, 3, heads.data(), 3);
+  for (int r = 0; r < 6; ++r)
+    for (int c = 0; c < 3; ++c) EXPECT_EQ(heads[r * 3 + c], before[r * 5 + c]) << r << "," << c;
+  for (std::size_t i = 18; i < heads.size(); ++i) EXPECT_EQ(heads[i], before[i]) << i;
 }
 
 // scale_rows multiplies each row by its own factor: the same float product as
