@@ -120,13 +120,13 @@ struct GatedDeltaArgs {
   const float* g = nullptr;     // [n_tokens][n_head_v] log decay (<= 0 in the models)
   const float* beta = nullptr;  // [n_tokens][n_head_v] write strength
   float* state = nullptr;       // [n_head_v][dv][dk], updated in place
-  float* out = nullptr;         // [n_tokens][n_head_v][dv]
+  float* out = nullptr;         // [n_tokens][n_head_v][dv]; may be v (read first)
   std::int64_t n_tokens = 0;    // tokens of ONE sequence, in order
   std::int32_t n_head_k = 0, n_head_v = 0, dk = 0, dv = 0;
-  // Floats from one token's q to the next's, k's and v's alike, when the three
-  // are slices of one [n_tokens][stride] buffer (the conv's [q | k | v] rows);
-  // 0: each packed as laid out above.
-  std::int64_t qkv_stride = 0;
+  // Floats from one token's q to the next's, and alike for k, v and out, when
+  // they are slices of one [n_tokens][stride] buffer (the conv's [q | k | v]
+  // rows, out over v); 0: each packed as laid out above.
+  std::int64_t row_stride = 0;
   float scale = 1.0f;  // applied to q
   KHeadMap map = KHeadMap::Tiled;
 };

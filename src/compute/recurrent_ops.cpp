@@ -104,14 +104,17 @@ std::int32_t k_head(const GatedDeltaArgs& a, std::int32_t h) {
   return a.map == KHeadMap::Tiled ? h % a.n_head_k : h / (a.n_head_v / a.n_head_k);
 }
 
-// Token t's q, k (of k-head kh) and v (of v-head h), packed or qkv_stride apart.
+// Token t's q, k (of k-head kh), v and out (of v-head h), packed or
+// row_stride apart.
 struct TokenHead {
   const float *q, *k, *v;
+  float* o;
 };
 TokenHead token_head(const GatedDeltaArgs& a, std::int64_t t, std::int64_t kh, std::int64_t h) {
-  const std::int64_t qk = a.qkv_stride ? a.qkv_stride : std::int64_t{a.n_head_k} * a.dk;
-  const std::int64_t v = a.qkv_stride ? a.qkv_stride : std::int64_t{a.n_head_v} * a.dv;
-  return {a.q + t * qk + kh * a.dk, a.k + t * qk + kh * a.dk, a.v + t * v + h * a.dv};
+  const std::int64_t qk = a.row_stride ? a.row_stride : std::int64_t{a.n_head_k} * a.dk;
+  const std::int64_t v = a.row_stride ? a.row_stride : std::int64_t{a.n_head_v} * a.dv;
+  return {a.q + t * qk + kh * a.dk, a.k + t * qk + kh * a.dk, a.v + t * v + h * a.dv,
+          a.out + t * v + h * a.dv};
 }
 
 }  // namespace
@@ -120,11 +123,10 @@ void gated_delta_rule_ref(const GatedDeltaArgs& a) {
   const std::int64_t dk = a.dk, dv = a.dv;
   for (std::int64_t t = 0; t < a.n_tokens; ++t) {
     for (std::int32_t h = 0; h < a.n_head_v; ++h) {
-      const auto [q, k, v] = token_head(a, t, k_head(a, h), h);
+      const auto [q, k, v, o] = token_head(a, t, k_head(a, h), h);
       const float decay = std::exp(a.g[t * a.n_head_v + h]);
       const float beta = a.beta[t * a.n_head_v + h];
       float* S = a.state + h * dv * dk;
-      float* o = a.out + (t * a.n_head_v + h) * dv;
       for (std::int64_t i = 0; i < dv * dk; ++i) S[i] *= decay;
       for (std::int64_t i = 0; i < dv; ++i) {
         float sk = 0.0f;
@@ -147,11 +149,10 @@ void gated_delta_rule_heads(const GatedDeltaArgs& a, std::int32_t h0, std::int32
   const std::int64_t dk = a.dk, dv = a.dv;
   for (std::int64_t t = 0; t < a.n_tokens; ++t) {
     for (std::int32_t h = h0; h < h1; ++h) {
-      const auto [q, k, v] = token_head(a, t, k_head(a, h), h);
+      const auto [q, k, v, o] = token_head(a, t, k_head(a, h), h);
       const float decay = std::exp(a.g[t * a.n_head_v + h]);
       const float beta = a.beta[t * a.n_head_v + h];
       float* S = a.state + h * dv * dk;
-      float* o = a.out + (t * a.n_head_v + h) * dv;
       // One read of each state row: with s = S_i (before decay),
       //   S_i k = e^g (s.k),  S_i' = e^g s + d k,  S_i' q = e^g (s.q) + d (k.q).
       const float kq = fns.dot_f32(k, q, dk);

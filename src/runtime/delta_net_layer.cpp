@@ -41,9 +41,7 @@ DeltaNetScratch::DeltaNetScratch(const DeltaNetParams& p, std::uint32_t n_batch)
   b.resize(n * 2 * p.n_head_v);
   a.resize(n * p.n_head_v);
   x.resize(n * p.conv_channels());
-  o.resize(n * p.v_width());
   gb.resize(n * 2 * p.n_head_v);
-  y.resize(n * p.v_width());
 }
 
 void delta_net_layer(const DeltaNetParams& p, const DeltaNetWeights& w, float eps,
@@ -87,7 +85,6 @@ void delta_net_layer(const DeltaNetParams& p, const DeltaNetWeights& w, float ep
     const bool together = rows.back() - rows.front() + 1 == n_rows;  // rows ascend
     float* conv = s.m.data() + row0 * C;  // the conv's input, then (in place) its output
     const float *g_rows = s.a.data() + row0 * Hv, *beta_rows = s.b.data() + row0 * Hv;
-    float* out_rows = s.y.data() + row0 * V;
     if (!together) {
       gather_rows(be, s.m.data(), rows, C, s.x.data());
       gather_rows(be, s.a.data(), rows, Hv, s.gb.data());
@@ -95,23 +92,23 @@ void delta_net_layer(const DeltaNetParams& p, const DeltaNetWeights& w, float ep
       conv = s.x.data();
       g_rows = s.gb.data();
       beta_rows = s.gb.data() + n * Hv;
-      out_rows = s.o.data();
     }
     be.ssm_conv(conv, n, C, w.conv1d, static_cast<std::int32_t>(p.d_conv), store.conv(rl, run.seq),
                 conv);
     be.silu(conv, n * C, conv);
-    // The conv's rows are [q | k | v]: the rule reads them there (qkv_stride).
+    // The conv's rows are [q | k | v]: the rule reads them there and writes
+    // its outputs over v (row_stride).
     for (std::int64_t t = 0; t < n; ++t)
       be.l2_norm(conv + t * C, 2 * p.n_head_k, S, eps, conv + t * C);
     GatedDeltaArgs g;
     g.q = conv;
     g.k = conv + QK;
     g.v = conv + 2 * QK;
-    g.qkv_stride = C;
+    g.out = conv + 2 * QK;
+    g.row_stride = C;
     g.g = g_rows;        // [n][Hv]
     g.beta = beta_rows;  // [n][Hv]
     g.state = store.state(rl, run.seq);
-    g.out = out_rows;
     g.n_tokens = n;
     g.n_head_k = static_cast<std::int32_t>(p.n_head_k);
     g.n_head_v = static_cast<std::int32_t>(Hv);
@@ -119,12 +116,14 @@ void delta_net_layer(const DeltaNetParams& p, const DeltaNetWeights& w, float ep
     g.scale = 1.0f / std::sqrt(static_cast<float>(S));
     g.map = p.k_head_map;
     be.gated_delta_rule(g);
-    if (!together) scatter_rows(be, s.o.data(), rows, V, s.y.data());
+    if (!together) scatter_rows(be, s.x.data(), rows, C, s.m.data());
   });
 
-  // Per head: rms_norm(o) * norm * silu(z), then the output projection.
-  be.rms_norm_gated(s.y.data(), w.norm, s.z.data(), T * Hv, S, eps, s.y.data());
-  be.matmul(w.out, s.y.data(), T, out, static_cast<std::int64_t>(w.out.n_out));
+  // Every row's rule output now lies over its v in m: compacted to m's first
+  // [T][V], then per head rms_norm(o) * norm * silu(z), and the output projection.
+  be.copy_rows(s.m.data() + 2 * QK, C, T, V, s.m.data(), V);
+  be.rms_norm_gated(s.m.data(), w.norm, s.z.data(), T * Hv, S, eps, s.m.data());
+  be.matmul(w.out, s.m.data(), T, out, static_cast<std::int64_t>(w.out.n_out));
 }
 
 }  // namespace seam

@@ -21,13 +21,13 @@ namespace seam {
 // Buffers for up to n_batch tokens, allocated once per session.
 struct DeltaNetScratch {
   DeltaNetScratch(const DeltaNetParams& p, std::uint32_t n_batch);
-  ZeroedVector<float> m;     // [n_batch][conv_channels] projections, then conv outputs [q|k|v]
-  ZeroedVector<float> z;     // [n_batch][v_width]
+  // [n_batch][conv_channels]: the projections, the conv's outputs [q | k | v]
+  // (in place), the rule's outputs over v, and those compacted to [n_batch][v_width]
+  ZeroedVector<float> m;
+  ZeroedVector<float> z;     // [n_batch][v_width] the output gate
   ZeroedVector<float> b, a;  // [n_batch][n_head_v] beta, g (ba: [n_batch][2 n_head_v] first)
   ZeroedVector<float> x;     // [n_batch][conv_channels] one sequence's rows, gathered
-  ZeroedVector<float> o;     // [n_batch][v_width] their rule outputs, before the scatter
   ZeroedVector<float> gb;    // [n_batch][2][n_head_v] their g and beta, gathered
-  ZeroedVector<float> y;     // [n_batch][v_width] every row's rule output
 };
 
 // out [T][n_embd] = the mixer of h [T][n_embd] for the rows of `batch`

@@ -318,8 +318,9 @@ TEST_P(GatedDelta, EveryCpuLevelAndTheThreadedBackendMatchFloat64) {
     a.out = o.data();
     ops::gated_delta_rule_heads(a, 0, c.hv, level);
     check(o, st, cpu_level_name(level));
-    // q, k and v as slices of one [T][q | k | v | pad] buffer (qkv_stride):
-    // the same arithmetic on the same values, so the same bits.
+    // q, k and v as slices of one [T][q | k | v | pad] buffer (row_stride),
+    // the outputs written over v: the same arithmetic on the same values, so
+    // the same bits.
     const std::int64_t qk = std::int64_t{c.hk} * c.dk, vw = std::int64_t{c.hv} * c.dv;
     const std::int64_t stride = 2 * qk + vw + 3;
     std::vector<float> rows(static_cast<std::size_t>(c.T * stride), -7.0f);
@@ -328,17 +329,21 @@ TEST_P(GatedDelta, EveryCpuLevelAndTheThreadedBackendMatchFloat64) {
       std::copy(a.k + t * qk, a.k + (t + 1) * qk, rows.begin() + t * stride + qk);
       std::copy(a.v + t * vw, a.v + (t + 1) * vw, rows.begin() + t * stride + 2 * qk);
     }
-    std::vector<float> st_strided = in.state, o_strided(ref.o.size());
+    std::vector<float> st_strided = in.state;
     GatedDeltaArgs b = in.args(c);
     b.q = rows.data();
     b.k = rows.data() + qk;
-    b.v = rows.data() + 2 * qk;
-    b.qkv_stride = stride;
+    b.v = b.out = rows.data() + 2 * qk;
+    b.row_stride = stride;
     b.state = st_strided.data();
-    b.out = o_strided.data();
     ops::gated_delta_rule_heads(b, 0, c.hv, level);
-    EXPECT_EQ(o_strided, o) << cpu_level_name(level) << " qkv_stride";
-    EXPECT_EQ(st_strided, st) << cpu_level_name(level) << " qkv_stride";
+    for (std::int64_t t = 0; t < c.T; ++t) {
+      const std::vector<float> got(rows.begin() + t * stride + 2 * qk,
+                                   rows.begin() + t * stride + 2 * qk + vw);
+      const std::vector<float> want(o.begin() + t * vw, o.begin() + (t + 1) * vw);
+      EXPECT_EQ(got, want) << cpu_level_name(level) << " row_stride, token " << t;
+    }
+    EXPECT_EQ(st_strided, st) << cpu_level_name(level) << " row_stride";
   }
   // The backend (active level, SEAM_CPU), threaded over heads.
   {
