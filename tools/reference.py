@@ -1149,12 +1149,16 @@ def _st_scaling(c, tmp):
 
 def _st_gen_widths(c, tmp):
     """gen passes the widths given to a per-layer family's generator, and refuses one it
-    has no parameter for, rather than dropping them."""
+    has no parameter for (or a family-only one for llama), rather than dropping them."""
     p = os.path.join(tmp, "widths.gguf")
-    code = main(["gen", "--out", p, "--arch", "qwen35", "--dim", "128", "--layers", "2"])
+    code = main(["gen", "--out", p, "--arch", "qwen35", "--dim", "128", "--layers", "2",
+                 "--ssm-heads", "8", "--ssm-state", "8"])
     md = gguf.GGUFReader(p).metadata if code == 0 else {}
-    c.check(md.get("qwen35.embedding_length") == 128 and md.get("qwen35.block_count") == 2,
-            "gen --arch qwen35 --dim 128 --layers 2 writes that shape")
+    c.check(md.get("qwen35.embedding_length") == 128 and md.get("qwen35.block_count") == 2
+            and md.get("qwen35.ssm.time_step_rank") == 8 and md.get("qwen35.ssm.state_size") == 8,
+            "gen --arch qwen35 --dim 128 --layers 2 --ssm-heads 8 --ssm-state 8 writes that shape")
+    c.check(main(["gen", "--out", p, "--ssm-heads", "8"]) == 1,
+            "gen --ssm-heads without a hybrid family is refused")
     c.check(main(["gen", "--out", p, "--arch", "gemma4", "--layers", "3"]) == 1,
             "gen --arch gemma4 --layers 3 is refused (gemma4's layer count is fixed)")
 
@@ -1204,16 +1208,19 @@ def _family_names():
 # gen's width options: None where not given, so that each generator (gen_model,
 # or a per-layer family's in tools/families.py) keeps its own defaults.
 WIDTHS = ("dim", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab", "ctx")
+# Shapes only a per-layer family's generator has: its experts' width, and a
+# hybrid's delta net (state size, k-heads, v-heads) and attention head size.
+FAMILY_WIDTHS = ("ffn_exp", "ssm_state", "ssm_groups", "ssm_heads", "hybrid_head_dim")
 
 
-def _widths_given(a):
-    return {k: getattr(a, k) for k in WIDTHS if getattr(a, k) is not None}
+def _widths_given(a, names=WIDTHS):
+    return {k: getattr(a, k) for k in names if getattr(a, k) is not None}
 
 
 def _family_widths(a, families):
     """The widths given on the command line as keyword arguments of the family's
     generator; one it does not take is an error, not silently dropped."""
-    given = _widths_given(a)
+    given = _widths_given(a, WIDTHS + FAMILY_WIDTHS)
     takes = families.generator_params(a.arch)
     refused = sorted(k for k in given if k not in takes)
     if refused:
@@ -1241,6 +1248,10 @@ def cmd_gen(a):
         return
     if a.experts or a.experts_used:
         raise RefError(f"--experts applies to llama and the MoE families, not {a.arch}")
+    family_only = _widths_given(a, FAMILY_WIDTHS)
+    if family_only:
+        flags = ", ".join("--" + k.replace("_", "-") for k in sorted(family_only))
+        raise RefError(f"{flags} shape the per-layer families (tools/families.py), not {a.arch}")
     w = _widths_given(a)
     if "kv_heads" not in w:  # the option's default: as many as --heads
         w["kv_heads"] = w.get("heads", inspect.signature(gen_model).parameters["heads"].default)
@@ -1302,6 +1313,9 @@ def main(argv=None):
         default = "--heads" if name == "kv-heads" else gen_defaults[name].default
         g.add_argument(f"--{name}", type=int, default=None,
                        help=f"default {default} (per-layer families: their own)")
+    for name in FAMILY_WIDTHS:
+        g.add_argument("--" + name.replace("_", "-"), type=int, default=None,
+                       help="per-layer families only (default: the family's own)")
     t = g.add_mutually_exclusive_group()
     t.add_argument("--tied", dest="tied", action="store_true",
                    help="no output.weight: the LM head reuses token_embd")
