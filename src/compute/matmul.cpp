@@ -70,17 +70,21 @@ const std::byte* unpacked_group(const WeightView& w, std::int64_t first_row) {
 
 // Prefill: every thread packs panels of kPanelRows weight rows (a few KiB to a
 // few hundred KiB, kept in its L2) and runs all tokens against each.
+// `prepared`: scratch.gemm_act already holds these activations in g's layout
+// (the previous job's input, prepared by the same function).
 void gemm_matmul(const dot::GemmFns& g, const WeightView& w, const std::byte* act,
                  std::size_t act_stride, std::int64_t n_tokens, float* y, std::int64_t ldy,
-                 ThreadPool& pool, MatmulScratch& scratch) {
+                 ThreadPool& pool, MatmulScratch& scratch, bool prepared = false) {
   const std::int64_t n = w.n_in;
   const std::size_t tok_bytes = g.act_bytes(n);
   const std::size_t need = tok_bytes * static_cast<std::size_t>(n_tokens);
   if (scratch.gemm_act.size() < need) scratch.gemm_act.resize(need);
   std::byte* ga = scratch.gemm_act.data();
-  pool.parallel_for(static_cast<std::size_t>(n_tokens), 1, [&](std::size_t b, std::size_t e) {
-    for (std::size_t t = b; t < e; ++t) g.prepare(n, act + t * act_stride, ga + t * tok_bytes);
-  });
+  if (!prepared) {
+    pool.parallel_for(static_cast<std::size_t>(n_tokens), 1, [&](std::size_t b, std::size_t e) {
+      for (std::size_t t = b; t < e; ++t) g.prepare(n, act + t * act_stride, ga + t * tok_bytes);
+    });
+  }
   const std::size_t n_panels =
       static_cast<std::size_t>((w.n_out + dot::kPanelRows - 1) / dot::kPanelRows);
   pool.parallel_for(n_panels, 1, [&](std::size_t b, std::size_t e) {
@@ -304,6 +308,26 @@ void check_output(const WeightView& w, std::int64_t n_tokens, std::int64_t ldy) 
 
 }  // namespace
 
+namespace {
+
+// x's activations in the weight's dot type, quantized once for all output
+// rows into scratch.act ([n_tokens][act_row_bytes]); x itself for f32.
+const std::byte* quantized_act(const quant::TypeTraits& tr, CpuLevel level, const float* x,
+                               std::int64_t n_in, std::int64_t n_tokens, ThreadPool& pool,
+                               MatmulScratch& scratch) {
+  if (tr.dot_type == TensorType::F32) return reinterpret_cast<const std::byte*>(x);
+  const std::size_t stride = act_row_bytes(tr, n_in);
+  const std::size_t need = stride * static_cast<std::size_t>(n_tokens);
+  if (scratch.act.size() < need) scratch.act.resize(need);
+  std::byte* q = scratch.act.data();
+  pool.parallel_for(static_cast<std::size_t>(n_tokens), 1, [&](std::size_t b, std::size_t e) {
+    quantize_tokens(tr, level, x, n_in, b, e, q, stride);
+  });
+  return q;
+}
+
+}  // namespace
+
 void matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y, std::int64_t ldy,
             ThreadPool& pool, MatmulScratch& scratch) {
   matmul(w, x, n_tokens, y, ldy, pool, scratch, active_cpu_level());
@@ -315,20 +339,8 @@ void matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y
   check_output(w, n_tokens, ldy);
   if (n_tokens == 0 || w.n_out == 0) return;
 
-  // Activations in the weight's dot type, quantized once for all output rows:
-  // act: [n_tokens][act_stride bytes].
-  const std::byte* act = reinterpret_cast<const std::byte*>(x);
   const std::size_t act_stride = act_row_bytes(tr, w.n_in);
-  if (tr.dot_type != TensorType::F32) {
-    const std::size_t need = act_stride * static_cast<std::size_t>(n_tokens);
-    if (scratch.act.size() < need) scratch.act.resize(need);
-    std::byte* q = scratch.act.data();
-    pool.parallel_for(static_cast<std::size_t>(n_tokens), 1, [&](std::size_t b, std::size_t e) {
-      quantize_tokens(tr, level, x, w.n_in, b, e, q, act_stride);
-    });
-    act = q;
-  }
-
+  const std::byte* act = quantized_act(tr, level, x, w.n_in, n_tokens, pool, scratch);
   const dot::GemmFns* gemm = tr.dot.gemm_at(level);
   if (gemm && n_tokens >= gemm->min_tokens) {
     gemm_matmul(*gemm, w, act, act_stride, n_tokens, y, ldy, pool, scratch);
@@ -370,12 +382,29 @@ void matmul_many(std::span<const MatmulJob> jobs, ThreadPool& pool, MatmulScratc
     checked_traits(j.w, "[matmul]");
     check_output(j.w, j.n_tokens, j.ldy);
   }
+  // The GEMM jobs one after another; one that reads the same input as the GEMM
+  // job before it (Q, K and V; an expert's gate and up) reuses its quantized
+  // activations, and its prepared layout where the same function made it.
+  struct GemmInput {
+    const float* x = nullptr;
+    std::int64_t n_tokens = 0, n_in = 0;
+    TensorType dot_type = TensorType::F32;
+    const std::byte* act = nullptr;
+    void (*prepare)(std::int64_t, const void*, void*) = nullptr;
+  } last;
   for (const MatmulJob& j : jobs) {
     const quant::TypeTraits& tr = *quant::traits(j.w.type);
     if (j.n_tokens == 0 || j.w.n_out == 0) continue;
     const dot::GemmFns* gemm = tr.dot.gemm_at(level);
     if (gemm && j.n_tokens >= gemm->min_tokens) {
-      matmul(j.w, j.x, j.n_tokens, j.y, j.ldy, pool, scratch, level);
+      const bool same_input = last.x == j.x && last.n_tokens == j.n_tokens &&
+                              last.n_in == j.w.n_in && last.dot_type == tr.dot_type;
+      const std::byte* act =
+          same_input ? last.act
+                     : quantized_act(tr, level, j.x, j.w.n_in, j.n_tokens, pool, scratch);
+      gemm_matmul(*gemm, j.w, act, act_row_bytes(tr, j.w.n_in), j.n_tokens, j.y, j.ldy, pool,
+                  scratch, same_input && last.prepare == gemm->prepare);
+      last = {j.x, j.n_tokens, j.w.n_in, tr.dot_type, act, gemm->prepare};
       continue;
     }
     Pending p{&j, &tr, row_fns(tr, level, j.w), act_total, act_row_bytes(tr, j.w.n_in), prep_total};

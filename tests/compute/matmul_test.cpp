@@ -364,6 +364,32 @@ TEST(Matmul, ManyJobsEqualEachAlone) {
                        quant::row_size(sh.type, sh.n_in)};
     jobs.push_back({w, xs[i].data(), sh.n_tok, ys[i].data(), sh.ldy});
   }
+  // GEMM jobs reading one input (a layer's Q, K and V): the later ones reuse
+  // the first's quantized and prepared activations where the types allow, a
+  // job of another dot type in between included; the last job has the same
+  // shape and another input, which it must not take for the one before.
+  const std::int64_t shared_tok = 40, shared_in = 256;
+  std::vector<float> shared_x(static_cast<std::size_t>(shared_tok * shared_in));
+  for (float& v : shared_x) v = normal(rng);
+  const Shape shared[] = {{TensorType::Q4_K, shared_in, 40, shared_tok, 40},
+                          {TensorType::Q4_K, shared_in, 24, shared_tok, 24},
+                          {TensorType::Q6_K, shared_in, 17, shared_tok, 17},
+                          {TensorType::Q8_0, shared_in, 33, shared_tok, 33},
+                          {TensorType::Q8_0, shared_in, 16, shared_tok, 16}};
+  std::vector<TensorType> types;
+  for (const Shape& sh : shapes) types.push_back(sh.type);
+  std::vector<float> other_x(shared_x.size());
+  for (float& v : other_x) v = normal(rng);
+  for (const Shape& sh : shared) {
+    const std::size_t stride = quant::row_size(sh.type, sh.n_in);
+    weights.push_back(testutil::random_weights(sh.type, sh.n_out, sh.n_in, stride, rng));
+    ys.emplace_back(static_cast<std::size_t>(sh.n_tok * sh.ldy), -7.0f);
+    const WeightView w{sh.type, sh.n_in, sh.n_out, weights.back().data(), stride};
+    const bool last = &sh == &shared[std::size(shared) - 1];
+    jobs.push_back(
+        {w, last ? other_x.data() : shared_x.data(), sh.n_tok, ys.back().data(), sh.ldy});
+    types.push_back(sh.type);
+  }
   for (int threads : {1, 2, 3}) {
     ThreadPool pool(threads);
     MatmulScratch scratch;
@@ -372,7 +398,7 @@ TEST(Matmul, ManyJobsEqualEachAlone) {
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       std::vector<float> alone(ys[i].size(), -7.0f);
       matmul(jobs[i].w, jobs[i].x, jobs[i].n_tokens, alone.data(), jobs[i].ldy, pool, scratch);
-      EXPECT_EQ(ys[i], alone) << quant::type_name(shapes[i].type) << " job " << i << ", " << threads
+      EXPECT_EQ(ys[i], alone) << quant::type_name(types[i]) << " job " << i << ", " << threads
                               << " threads";
     }
   }
