@@ -112,7 +112,7 @@ void float_block(std::int64_t n, const void* w, std::size_t row_stride, const vo
   std::int64_t k = 0;
   for (; k + 16 <= n; k += 16) {
     for (int r = 0; r < R; ++r) {
-      prefetch_ahead(rows[r] + k * L::kBytes, 16 * L::kBytes);
+      prefetch_ahead<kPrefetchAheadAvx2>(rows[r] + k * L::kBytes, 16 * L::kBytes);
       const __m256 w0 = L::load(rows[r], k), w1 = L::load(rows[r], k + 8);
       for (int t = 0; t < NT; ++t) {
         acc0[r][t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(a[t] + k), acc0[r][t]);
@@ -177,7 +177,7 @@ void q_x_q8_0(std::int64_t n, const void* w, const void* act, std::size_t as, fl
   for (int t = 0; t < 4; ++t) y[t] = act_row<BlockQ8_0>(act, as, t < NT ? t : 0);
   __m128 acc = _mm_setzero_ps();
   for (std::int64_t i = 0; i < nb; ++i) {
-    if ((i & 3) == 0) prefetch_ahead(x + i, 4 * sizeof(*x));
+    if ((i & 3) == 0) prefetch_ahead<kPrefetchAheadAvx2>(x + i, 4 * sizeof(*x));
     const __m256i q = Unpack(x[i]);
     __m256i p[4];
     for (int t = 0; t < NT; ++t)
@@ -210,8 +210,8 @@ void q_x_q8_0_rows(std::int64_t n, const void* w, std::size_t row_stride, const 
     // The rows are read side by side: "ahead" is the same blocks R rows on.
     if ((i & 3) == 0)
       for (int r = 0; r < R; ++r)
-        prefetch_ahead(
-            reinterpret_cast<const char*>(x[r] + i) + R * row_stride - kPrefetchAhead / 2,
+        prefetch_ahead<kPrefetchAheadAvx2>(
+            reinterpret_cast<const char*>(x[r] + i) + R * row_stride - kPrefetchAheadAvx2 / 2,
             4 * sizeof(WBlock));
     const __m256i yq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
     __m256i p[R];
@@ -269,7 +269,7 @@ void q_x_q8_1(std::int64_t n, const void* w, const void* act, std::size_t as, fl
   const __m256i ones = _mm256_set1_epi16(1);
   __m128 acc = _mm_setzero_ps();
   for (std::int64_t i = 0; i < nb; ++i) {
-    if ((i & 3) == 0) prefetch_ahead(x + i, 4 * sizeof(*x));
+    if ((i & 3) == 0) prefetch_ahead<kPrefetchAheadAvx2>(x + i, 4 * sizeof(*x));
     const __m256i q = Unpack(x[i]);
     __m256i p[4];
     for (int t = 0; t < NT; ++t) {
@@ -307,7 +307,7 @@ void k4(std::int64_t n, const void* w, const void* act, std::size_t as, float* o
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i one = _mm256_set1_epi8(1);
   for (std::int64_t i = 0; i < nb; ++i) {
-    prefetch_ahead(x + i, sizeof(Block));
+    prefetch_ahead<kPrefetchAheadAvx2>(x + i, sizeof(Block));
     // Unpack the 12-byte field into bytes 0..7 = scales, 8..15 = mins (scale_min_k4's
     // layout, done on 32-bit words instead of per sub-block).
     std::uint32_t u[4];
@@ -385,7 +385,7 @@ void k23(std::int64_t n, const void* w, const void* act, std::size_t as, float* 
   const __m256i one = _mm256_set1_epi8(1);
   const __m256i k4 = _mm256_set1_epi8(4);
   for (std::int64_t i = 0; i < nb; ++i) {
-    prefetch_ahead(x + i, sizeof(Block));
+    prefetch_ahead<kPrefetchAheadAvx2>(x + i, sizeof(Block));
     std::int16_t sc[16];
     __m256i mins16 = _mm256_setzero_si256();
     __m256i hmask = _mm256_setzero_si256();
@@ -449,7 +449,7 @@ void q6_k(std::int64_t n, const void* w, const void* act, std::size_t as, float*
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i m2 = _mm256_set1_epi8(0x03);
   for (std::int64_t i = 0; i < nb; ++i) {
-    prefetch_ahead(x + i, sizeof(BlockQ6_K));
+    prefetch_ahead<kPrefetchAheadAvx2>(x + i, sizeof(BlockQ6_K));
     // The 16 sub-block scales as 16-bit words, and each half's 8 in both lanes.
     const __m256i scales =
         _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales)));
@@ -535,7 +535,7 @@ void iq4_xs(std::int64_t n, const void* w, const void* act, std::size_t as, floa
     acc[t] = _mm256_setzero_ps();
   }
   for (std::int64_t i = 0; i < nb; ++i) {
-    prefetch_ahead(x + i, sizeof(BlockIQ4_XS));
+    prefetch_ahead<kPrefetchAheadAvx2>(x + i, sizeof(BlockIQ4_XS));
     __m256i sumi[NT];
     for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
     for (int ib = 0; ib < kQK_K / 32; ++ib) {

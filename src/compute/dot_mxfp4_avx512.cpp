@@ -59,7 +59,7 @@ void run(std::int64_t n, const void* w, const void* act, std::size_t as, float* 
   }
   const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
   for (std::int64_t i = 0; i < nb; i += 2) {
-    if ((i & 3) == 0) prefetch_ahead(x + i, 4 * sizeof(*x));
+    if ((i & 3) == 0) prefetch_ahead<kPrefetchAheadAvx512>(x + i, 4 * sizeof(*x));
     const bool pair = i + 1 < nb;
     const std::int64_t i1 = pair ? i + 1 : i;
     const __m512i q = unpack2(x[i], x[i1]);

@@ -177,7 +177,7 @@ void q32(std::int64_t n, const void* w, const void* act, std::size_t as, float* 
   for (std::int64_t g = 0; g < nb; g += 16) {
     const int rem = nb - g < 16 ? static_cast<int>(nb - g) : 16;
     const __mmask16 m = static_cast<__mmask16>((1u << rem) - 1);
-    prefetch_ahead(x + g, 16 * sizeof(Block));
+    prefetch_ahead<kPrefetchAheadAvx512>(x + g, 16 * sizeof(Block));
     const __m512 dw = gather_f16(x + g, w_off, m);
     __m512 s[NT];  // dw * da per block of the group
     for (int t = 0; t < NT; ++t) s[t] = _mm512_mul_ps(dw, gather_f16(y[t] + g, a_off, m));
@@ -309,7 +309,7 @@ void q32_rows(std::int64_t n, const void* w, const void* act, std::size_t as, fl
   for (std::int64_t g = 0; g < nb; g += 16) {
     const int rem = nb - g < 16 ? static_cast<int>(nb - g) : 16;
     const __mmask16 m = static_cast<__mmask16>((1u << rem) - 1);
-    prefetch_ahead(x + g, 16 * sizeof(Block));
+    prefetch_ahead<kPrefetchAheadAvx512>(x + g, 16 * sizeof(Block));
     const __m512 dw = gather_f16(x + g, w_off, m);
     __m512 s[NT], s16[NT];  // dw * da per block of the group; / 16 (kHigh16)
     for (int t = 0; t < NT; ++t) {
@@ -383,8 +383,8 @@ void q32_rows_multi(std::int64_t n, const void* w, std::size_t row_stride, const
     for (int r = 0; r < R; ++r) {
       // The rows are read side by side, so "ahead" is the next R rows: the
       // same blocks of row r + R, which the caller reads next.
-      prefetch_ahead(
-          reinterpret_cast<const std::byte*>(x[r] + g) + R * row_stride - kPrefetchAhead / 2,
+      prefetch_ahead<kPrefetchAheadAvx512>(
+          reinterpret_cast<const std::byte*>(x[r] + g) + R * row_stride - kPrefetchAheadAvx512 / 2,
           16 * sizeof(Block));
       s[r] = _mm512_mul_ps(gather_f16(x[r] + g, w_off, m), da);
       s16[r] = P::kHigh16 ? _mm512_mul_ps(s[r], _mm512_set1_ps(1.0f / 16)) : s[r];
@@ -446,7 +446,7 @@ void k4(std::int64_t n, const void* w, const void* act, std::size_t as, float* o
     hbit[p] = _mm512_sllv_epi16(_mm512_set1_epi16(static_cast<short>(0x0101 << (2 * p))), half);
   }
   for (std::int64_t i = 0; i < nb; ++i) {
-    prefetch_ahead(x + i, sizeof(Block));
+    prefetch_ahead<kPrefetchAheadAvx512>(x + i, sizeof(Block));
     // The 12-byte field -> bytes 0..7 = scales, 8..15 = mins (see the AVX2 kernel).
     std::uint32_t u[4];
     std::memcpy(u, x[i].scales, 12);
@@ -522,7 +522,7 @@ void q6_k(std::int64_t n, const void* w, const void* act, std::size_t as, float*
   const __m512i sh01 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
   const __m512i sh23 = _mm512_add_epi16(sh01, _mm512_set1_epi16(4));
   for (std::int64_t i = 0; i < nb; ++i) {
-    prefetch_ahead(x + i, sizeof(BlockQ6_K));
+    prefetch_ahead<kPrefetchAheadAvx512>(x + i, sizeof(BlockQ6_K));
     const __m256i sc16 =
         _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales)));
     __m512i sumi[NT];

@@ -547,7 +547,9 @@ struct GroupSource {
     return _mm256_cvtph_ps(_mm_loadu_si128(
         reinterpret_cast<const __m128i*>(group + u * kBlock + interleave::kB32Min + 16 * h)));
   }
-  void prefetch(std::int64_t u) const { prefetch_ahead(group + u * kBlock, kBlock); }
+  void prefetch(std::int64_t u) const {
+    prefetch_ahead<kPrefetchAheadAvx2>(group + u * kBlock, kBlock);
+  }
 };
 using GroupQ4_0 = GroupSource<TensorType::Q4_0>;
 using GroupQ4_1 = GroupSource<TensorType::Q4_1>;
@@ -608,7 +610,9 @@ struct GroupK4 {
     const __m256 mn = _mm256_cvtepi32_ps(_mm256_or_si256(lo, hi));
     return _mm256_xor_ps(_mm256_mul_ps(dmin, mn), _mm256_set1_ps(-0.0f));
   }
-  void prefetch(std::int64_t u) const { prefetch_ahead(group + u * (kBlock / 8), kBlock / 8); }
+  void prefetch(std::int64_t u) const {
+    prefetch_ahead<kPrefetchAheadAvx2>(group + u * (kBlock / 8), kBlock / 8);
+  }
 };
 using GroupQ4_K = GroupK4<TensorType::Q4_K>;
 using GroupQ5_K = GroupK4<TensorType::Q5_K>;
@@ -671,7 +675,9 @@ struct GroupK2 {
     const __m256 dmin = half8(block(u) + interleave::kQ2KDmin, h);
     return _mm256_xor_ps(_mm256_mul_ps(dmin, mn), _mm256_set1_ps(-0.0f));
   }
-  void prefetch(std::int64_t u) const { prefetch_ahead(group + u * (kBlock / 16), kBlock / 16); }
+  void prefetch(std::int64_t u) const {
+    prefetch_ahead<kPrefetchAheadAvx2>(group + u * (kBlock / 16), kBlock / 16);
+  }
 };
 using GroupQ2_K = GroupK2<TensorType::Q2_K>;
 using GroupQ3_K = GroupK2<TensorType::Q3_K>;
@@ -697,7 +703,9 @@ struct GroupIQ4_XS {
                                interleave::kXSScaleLow, interleave::kXSScaleHigh, u % 8, h);
     return _mm256_mul_ps(half8(block(u), h), _mm256_cvtepi32_ps(sc));
   }
-  void prefetch(std::int64_t u) const { prefetch_ahead(group + u * (kBlock / 8), kBlock / 8); }
+  void prefetch(std::int64_t u) const {
+    prefetch_ahead<kPrefetchAheadAvx2>(group + u * (kBlock / 8), kBlock / 8);
+  }
 };
 
 // Q6_K groups (interleave.h), read in place; unit u is 16-element unit u % 16
@@ -723,7 +731,9 @@ struct GroupQ6_K {
         block(u) + interleave::kQ6KScales + 16 * (u % 16) + 8 * h)));
     return _mm256_mul_ps(half8(block(u), h), _mm256_cvtepi32_ps(sc));
   }
-  void prefetch(std::int64_t u) const { prefetch_ahead(group + u * (kBlock / 16), kBlock / 16); }
+  void prefetch(std::int64_t u) const {
+    prefetch_ahead<kPrefetchAheadAvx2>(group + u * (kBlock / 16), kBlock / 16);
+  }
 };
 
 // H halves of 8 rows (from half h0) x NT tokens: out[t * ldy + r] for the

@@ -155,7 +155,7 @@ void nibbles_tile(std::int64_t n, const std::byte* group, const void* act, std::
   }
   for (std::int64_t b = 0; b < nb; ++b) {
     const std::byte* blk = group + b * P::kBlock;
-    prefetch_ahead(blk, P::kBlock);
+    prefetch_ahead<kPrefetchAheadAvx512>(blk, P::kBlock);
     __m512i wl[4], wh[4];
     P::weights(blk, wl, wh);
     const __m512 dw = group_k::b32_scales<T>(blk);
@@ -222,7 +222,7 @@ void q8_0_tile(std::int64_t n, const std::byte* group, const void* act, std::siz
   for (std::int64_t b = 0; b < nb; ++b) {
     constexpr std::size_t kBlock = interleave::block_bytes(TensorType::Q8_0);
     const std::byte* blk = group + b * kBlock;
-    prefetch_ahead(blk, kBlock);
+    prefetch_ahead<kPrefetchAheadAvx512>(blk, kBlock);
     __m512i w[8];
     for (int m = 0; m < 8; ++m)
       w[m] = _mm512_loadu_si512(blk + interleave::b32_values(TensorType::Q8_0) + 64 * m);

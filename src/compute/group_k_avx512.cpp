@@ -116,7 +116,7 @@ void q4_k_tile(std::int64_t n, const std::byte* group, const Token* tok, float* 
     // (the compiler keeps all 8 steps of them in registers): a fixed distance
     // ahead would ask for them too late, so its prefetches run kBlocksAhead whole
     // blocks ahead, a quarter of a block per pair.
-    if constexpr (!kQ5) prefetch_ahead(blk, interleave::kQ4KValues);
+    if constexpr (!kQ5) prefetch_ahead<kPrefetchAheadAvx512>(blk, interleave::kQ4KValues);
     const __m512 d = group_k::half16(blk);
     const __m512 neg_dmin =
         _mm512_sub_ps(_mm512_setzero_ps(), group_k::half16(blk + interleave::kQ4KDmin));
@@ -126,7 +126,7 @@ void q4_k_tile(std::int64_t n, const std::byte* group, const Token* tok, float* 
       if constexpr (kQ5)
         prefetch_range(blk + kBlocksAhead * kBlock + kBlock / 4 * p, kBlock / 4);
       else
-        prefetch_ahead(blk + interleave::kQ4KValues + 512 * p, 512);
+        prefetch_ahead<kPrefetchAheadAvx512>(blk + interleave::kQ4KValues + 512 * p, 512);
       __m512i lo[NT], hi[NT];
       for (int t = 0; t < NT; ++t) lo[t] = hi[t] = _mm512_setzero_si512();
       for (int m = 0; m < 8; ++m) {
@@ -182,14 +182,14 @@ void k16_tile(std::int64_t n, const std::byte* group, const Token* tok, float* o
     // Q3_K reads all of its hmask with its first units, so it prefetches
     // whole blocks ahead as Q5_K does (above), a sixteenth per unit; Q2_K,
     // whose blocks are as short, the same way.
-    if constexpr (kQ6) prefetch_ahead(blk, interleave::kQ6KValues);
+    if constexpr (kQ6) prefetch_ahead<kPrefetchAheadAvx512>(blk, interleave::kQ6KValues);
     const __m512 d = group_k::half16(blk), neg_dmin = group_k::k16_neg_dmin<T>(blk);
     __m512 s[NT];
     for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_ps();
     for (int u = 0; u < 16; ++u) {
       if constexpr (kQ6)
-        prefetch_ahead(blk + interleave::kQ6KValues + interleave::kQ6KUnit * u,
-                       interleave::kQ6KUnit);
+        prefetch_ahead<kPrefetchAheadAvx512>(
+            blk + interleave::kQ6KValues + interleave::kQ6KUnit * u, interleave::kQ6KUnit);
       else
         prefetch_range(blk + kBlocksAhead * kBlock + kBlock * u / 16, kBlock / 16);
       __m512i q[4];
@@ -222,12 +222,12 @@ void iq4_xs_tile(std::int64_t n, const std::byte* group, const Token* tok, float
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   for (std::int64_t i = 0; i < n / kQK_K; ++i) {
     const std::byte* blk = group + i * kBlock;
-    prefetch_ahead(blk, interleave::kXSValues);
+    prefetch_ahead<kPrefetchAheadAvx512>(blk, interleave::kXSValues);
     const __m512 d = group_k::half16(blk);
     __m512 s[NT];
     for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_ps();
     for (int j = 0; j < 8; ++j) {
-      prefetch_ahead(blk + interleave::kXSValues + 256 * j, 256);
+      prefetch_ahead<kPrefetchAheadAvx512>(blk + interleave::kXSValues + 256 * j, 256);
       __m512i lo[4], hi[4];
       group_k::iq4_xs_unit(blk, j, true, lo, hi);
       const __m512 sc =

@@ -2,7 +2,7 @@
 // once per token. Two things keep them from DRAM's bandwidth without it: the
 // hardware prefetchers stop at each 4 KiB page, and the out-of-order window of
 // a dense 4-bit kernel spans fewer cache lines than DRAM latency times
-// bandwidth needs in flight. Asking for the bytes kPrefetchAhead past those
+// bandwidth needs in flight. Asking for the bytes a fixed distance past those
 // being read keeps enough misses outstanding. Measured on a 1B-shape model,
 // decode tok/s at 1 thread on Sapphire Rapids, without -> with: AVX-512 level
 // Q4_0 13.9 -> 16.3, Q4_K_M 8.8 -> 17.2, F16 5.5 -> 6.7, Q8_0 10.1 -> 10.2;
@@ -19,7 +19,15 @@
 
 namespace seam::dot {
 
-inline constexpr std::size_t kPrefetchAhead = 2048;
+// How far ahead each level's kernels ask. The AVX2 units keep the distance
+// measured best on Sapphire Rapids (not retuned on Zen 3, their level's
+// machine here; at the AVX2 level on Zen 4, 8 KiB cost 1B Q4_K_M 3%). The
+// AVX-512 units run on Zen 4, where 8 KiB read faster at 1 thread than 2, 4
+// or 16 (decode tok/s, 2 KiB -> 8 KiB, two rounds: 135M Q4_0 351.5 / 345.7 ->
+// 389.3 / 383.8, 1B Q4_K_M 40.6 / 40.9 -> 43.6 / 42.4, 1B Q4_0 47.3 / 48.3 ->
+// 48.7 / 49.6; docs/performance.md, stop 41).
+inline constexpr std::size_t kPrefetchAheadAvx2 = 2048;
+inline constexpr std::size_t kPrefetchAheadAvx512 = 8192;
 
 // Requests the cache lines of [p, p + bytes).
 static inline void prefetch_range(const void* p, std::size_t bytes) {
@@ -27,9 +35,10 @@ static inline void prefetch_range(const void* p, std::size_t bytes) {
   for (std::size_t l = 0; l < bytes; l += 64) __builtin_prefetch(q + l, 0, 3);
 }
 
-// Requests the cache lines of [p + kPrefetchAhead, p + kPrefetchAhead + bytes).
+// Requests the cache lines of [p + kAhead, p + kAhead + bytes).
+template <std::size_t kAhead>
 static inline void prefetch_ahead(const void* p, std::size_t bytes) {
-  prefetch_range(static_cast<const char*>(p) + kPrefetchAhead, bytes);
+  prefetch_range(static_cast<const char*>(p) + kAhead, bytes);
 }
 
 }  // namespace seam::dot
