@@ -57,7 +57,8 @@ struct Setup {
     a.n_head_kv = shape.kv_heads;
     a.head_dim = kHeadDim;
     a.scale = 0.125f;
-    a.mask = {offsets, cells};
+    const std::span<const std::uint32_t> off(offsets);  // row t: off[t] .. off[t + 1]
+    a.mask = {off.first(off.size() - 1), off.subspan(1), cells};
     return a;
   }
 };

@@ -19,26 +19,27 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // the other: causal rows of one sequence), so row r sees union_cells[union_begin
 // [tile] .. + row_hi[r]) and its chunks and segments start where the union's
 // do: the row's arithmetic is then the same in any tile, alone or not.
-void plan_tiles(const AttentionArgs& a, AttentionScratch& s) {
-  const auto& off = a.mask.offsets;
+// Returns the cells the rows see, summed over the rows.
+std::size_t plan_tiles(const AttentionArgs& a, AttentionScratch& s) {
   const std::uint32_t* cells = a.mask.cells.data();
   const std::size_t T = static_cast<std::size_t>(a.n_tokens);
   s.tile_begin.clear();
   s.union_begin.clear();
   s.union_cells.clear();
   s.row_hi.resize(T);
-  // The unions hold at most the mask's cells; growing by doubling keeps a
-  // decode that adds one cell per token from reallocating every token.
-  if (s.union_cells.capacity() < a.mask.cells.size())
-    s.union_cells.reserve(2 * a.mask.cells.size());
+  std::size_t seen = 0;  // the rows' cells, counted once per row that sees them
+  for (std::size_t r = 0; r < T; ++r) seen += a.mask.end[r] - a.mask.begin[r];
+  // The unions hold at most that many; growing by doubling keeps a decode
+  // that adds one cell per token from reallocating every token.
+  if (s.union_cells.capacity() < seen) s.union_cells.reserve(2 * seen);
   std::size_t r = 0;
   while (r < T) {
     const std::size_t r0 = r, ub = s.union_cells.size();
     s.tile_begin.push_back(static_cast<std::uint32_t>(r0));
     s.union_begin.push_back(static_cast<std::uint32_t>(ub));
     for (; r < T && r - r0 < static_cast<std::size_t>(kAttnTileRows); ++r) {
-      const std::uint32_t* L = cells + off[r];
-      const std::size_t n = off[r + 1] - off[r];
+      const std::uint32_t* L = cells + a.mask.begin[r];
+      const std::size_t n = a.mask.end[r] - a.mask.begin[r];
       const std::size_t nu = s.union_cells.size() - ub;
       const std::uint32_t* U = s.union_cells.data() + ub;
       std::size_t k = 0;
@@ -50,6 +51,7 @@ void plan_tiles(const AttentionArgs& a, AttentionScratch& s) {
   }
   s.tile_begin.push_back(static_cast<std::uint32_t>(T));
   s.union_begin.push_back(static_cast<std::uint32_t>(s.union_cells.size()));
+  return seen;
 }
 
 // Segments of kAttnSegment cells a row of n cells is split into.
@@ -247,7 +249,7 @@ void attention_tiled(const AttentionArgs& a, ThreadPool& pool, AttentionScratch&
   if (a.kv_type == KvType::Q8_0 && a.head_dim % 32 != 0)
     throw Error(Errc::InvalidArgument,
                 "a Q8_0 KV cache needs a head size that is a multiple of 32; use f16 or f32");
-  plan_tiles(a, s);
+  const std::size_t seen = plan_tiles(a, s);
   const std::size_t n_tiles = s.tile_begin.size() - 1;
   const std::uint32_t n_kv = static_cast<std::uint32_t>(a.n_head_kv);
   const std::int32_t hd = a.head_dim;
@@ -293,7 +295,7 @@ void attention_tiled(const AttentionArgs& a, ThreadPool& pool, AttentionScratch&
   // calling thread alone: waking a worker costs more than it would save, and
   // 2 threads must never be slower than 1.
   constexpr std::size_t kInlineMacs = std::size_t{1} << 16;
-  const std::size_t macs = a.mask.cells.size() * static_cast<std::size_t>(a.n_head) * hd;
+  const std::size_t macs = seen * static_cast<std::size_t>(a.n_head) * hd;
   const std::size_t grain = macs < kInlineMacs ? s.items.size() : 1;
   const attn::AttnFns& fns = attn::attn_fns(level);
   pool.parallel_for(s.items.size(), grain, [&](std::size_t begin, std::size_t end) {

@@ -82,9 +82,12 @@ inline constexpr std::size_t kv_row_bytes(KvType t, std::int64_t n) {
 }
 
 // Which KV cells each query row may see: row i attends to cells
-// cells[offsets[i] .. offsets[i+1]) (ascending positions).
+// cells[begin[i] .. end[i]) (ascending positions). Rows may share cells: a
+// sequence's cells are listed once and its rows see slices of that list, so
+// a prefill of T rows over D cached cells lists D + T cells, not about T D.
 struct AttentionMask {
-  std::span<const std::uint32_t> offsets;  // [n_tokens + 1]
+  std::span<const std::uint32_t> begin;  // [n_tokens]
+  std::span<const std::uint32_t> end;    // [n_tokens]
   std::span<const std::uint32_t> cells;
 };
 

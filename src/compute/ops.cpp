@@ -144,8 +144,8 @@ void attention_head(const AttentionArgs& a, std::int64_t t, std::int32_t h,
   const std::int64_t kv_stride = static_cast<std::int64_t>(a.n_head_kv) * hd;
   const float* q = a.q + (t * a.n_head + h) * hd;
   float* out = a.out + (t * a.n_head + h) * hd;
-  const std::uint32_t begin = a.mask.offsets[static_cast<std::size_t>(t)];
-  const std::uint32_t end = a.mask.offsets[static_cast<std::size_t>(t) + 1];
+  const std::uint32_t begin = a.mask.begin[static_cast<std::size_t>(t)];
+  const std::uint32_t end = a.mask.end[static_cast<std::size_t>(t)];
   const std::size_t n = end - begin;
   std::fill(out, out + hd, 0.0f);
   if (n == 0) return;  // no cell: zeros, with or without a sink

@@ -79,7 +79,7 @@ ForwardScratch::ForwardScratch(const ModelSpec& spec, std::uint32_t n_batch) : p
     if (L.kind != LayerKind::Attention) continue;
     const bool known = std::any_of(masks.begin(), masks.end(),
                                    [&](const Mask& mk) { return mk.window == L.n_swa; });
-    if (!known) masks.push_back({L.n_swa, {}, {}});
+    if (!known) masks.push_back({L.n_swa, {}, {}, {}});
   }
 }
 
@@ -224,7 +224,7 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
       s.q_temp[t] = static_cast<float>(1.0 + hp.attn_temp_scale * std::log1p(steps));
     }
   }
-  for (ForwardScratch::Mask& m : s.masks) kv.build_mask(batch, m.offsets, m.cells, m.window);
+  for (ForwardScratch::Mask& m : s.masks) kv.build_mask(batch, m.begin, m.end, m.cells, m.window);
 
   be.get_rows(w.token_embd, std::span<const std::int32_t>(s.tokens.data(), batch.size()),
               s.x.data());
@@ -279,8 +279,7 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
     att.sinks = L.attn_sinks;
     for (const ForwardScratch::Mask& m : s.masks) {
       if (m.window != ls.n_swa) continue;
-      att.mask.offsets = m.offsets;
-      att.mask.cells = m.cells;
+      att.mask = {m.begin, m.end, m.cells};
     }
 
     // Attention block: x += Wo attn(rope(Wq h), rope(Wk h), Wv h), h = norm(x).

@@ -58,7 +58,7 @@ struct ForwardScratch {
   // One causal mask per distinct window among the layers (0 = no window).
   struct Mask {
     std::uint32_t window = 0;
-    std::vector<std::uint32_t> offsets, cells;
+    std::vector<std::uint32_t> begin, end, cells;
   };
   std::vector<Mask> masks;
   PleScratch ple;  // Per-Layer Embeddings (gemma4); empty without

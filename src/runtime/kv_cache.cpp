@@ -13,6 +13,7 @@ KvCache::KvCache(std::uint32_t n_cells, std::uint32_t n_seq_max, std::vector<std
       type_(type),
       cells_(n_cells),
       seqs_(n_seq_max),
+      mask_seq_start_(n_seq_max, kNotListed),
       k_(widths_.size()),
       v_(widths_.size()) {
   free_.reserve(n_cells);
@@ -42,23 +43,32 @@ void KvCache::allocate(std::span<const Decode> batch, std::vector<std::uint32_t>
   }
 }
 
-void KvCache::build_mask(std::span<const Decode> batch, std::vector<std::uint32_t>& offsets,
-                         std::vector<std::uint32_t>& cells, std::uint32_t window) const {
-  offsets.clear();
+void KvCache::build_mask(std::span<const Decode> batch, std::vector<std::uint32_t>& begin,
+                         std::vector<std::uint32_t>& end, std::vector<std::uint32_t>& cells,
+                         std::uint32_t window) const {
+  begin.clear();
+  end.clear();
   cells.clear();
-  offsets.push_back(0);
   for (const Decode& d : batch) {
     const auto& m = seqs_[d.seq];
+    std::uint32_t& at = mask_seq_start_[d.seq];
+    if (at == kNotListed) {  // the sequence's first row: its cells, once
+      at = static_cast<std::uint32_t>(cells.size());
+      for (const auto& e : m) cells.push_back(e.second);
+    }
     // First visible position: d.pos - window + 1 (in 64 bits: no overflow).
     const std::int64_t first = window > 0 ? std::int64_t{d.pos} - window + 1 : INT64_MIN;
-    auto it = m.begin();
+    auto lo = m.begin();
     if (first > INT32_MIN) {
-      it = std::lower_bound(m.begin(), m.end(), static_cast<std::int32_t>(first),
+      lo = std::lower_bound(m.begin(), m.end(), static_cast<std::int32_t>(first),
                             [](const auto& e, std::int32_t p) { return e.first < p; });
     }
-    for (; it != m.end() && it->first <= d.pos; ++it) cells.push_back(it->second);
-    offsets.push_back(static_cast<std::uint32_t>(cells.size()));
+    const auto hi = std::upper_bound(lo, m.end(), d.pos,
+                                     [](std::int32_t p, const auto& e) { return p < e.first; });
+    begin.push_back(at + static_cast<std::uint32_t>(lo - m.begin()));
+    end.push_back(at + static_cast<std::uint32_t>(hi - m.begin()));
   }
+  for (const Decode& d : batch) mask_seq_start_[d.seq] = kNotListed;
 }
 
 void KvCache::release(std::uint32_t cell, std::uint32_t seq) {

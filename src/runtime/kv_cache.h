@@ -61,11 +61,14 @@ class KvCache {
   // them in batch order (its storage is reused: no allocation per token).
   void allocate(std::span<const Decode> batch, std::vector<std::uint32_t>& cells);
 
-  // For each row of `batch`, the cells it may attend to: those of its
+  // For each row of `batch`, the cells it may attend to, as AttentionMask
+  // lays them out: each of the batch's sequences' cells once in `cells`, in
+  // position order, and row i sees cells[begin[i] .. end[i]), those of its
   // sequence with position <= its own and, when `window` > 0, > its own -
   // window (sliding-window attention). Call after allocate.
-  void build_mask(std::span<const Decode> batch, std::vector<std::uint32_t>& offsets,
-                  std::vector<std::uint32_t>& cells, std::uint32_t window = 0) const;
+  void build_mask(std::span<const Decode> batch, std::vector<std::uint32_t>& begin,
+                  std::vector<std::uint32_t>& end, std::vector<std::uint32_t>& cells,
+                  std::uint32_t window = 0) const;
 
   void clear_seq(std::uint32_t seq);
   void copy_seq(std::uint32_t src, std::uint32_t dst);
@@ -98,6 +101,10 @@ class KvCache {
   // checks), so a decode appends; each holds room for every cell once used,
   // so decoding allocates nothing per token.
   std::vector<SeqCells> seqs_;
+  // build_mask's scratch: where each sequence's cells start in its `cells`
+  // (kNotListed between calls).
+  static constexpr std::uint32_t kNotListed = UINT32_MAX;
+  mutable std::vector<std::uint32_t> mask_seq_start_;
   std::vector<ZeroedVector<std::byte>> k_, v_;  // per layer: [n_cells][widths_[l]] of type_
 };
 

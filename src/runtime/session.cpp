@@ -41,7 +41,11 @@ class SessionImpl final : public Session {
         scratch_(m_.spec, cfg.n_batch) {
     // A decoded token's mask lists at most n_ctx cells: with this room taken
     // now, decoding allocates nothing per token.
-    for (ForwardScratch::Mask& m : scratch_.masks) m.cells.reserve(cfg.n_ctx);
+    for (ForwardScratch::Mask& m : scratch_.masks) {
+      m.cells.reserve(cfg.n_ctx);
+      m.begin.reserve(cfg.n_batch);
+      m.end.reserve(cfg.n_batch);
+    }
     cells_.reserve(cfg.n_batch);
   }
 

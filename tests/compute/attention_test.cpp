@@ -36,7 +36,7 @@ struct Data {
   std::vector<float> q, k, v;  // q [T][n_head*hd]; k, v [n_cells][n_head_kv*hd]
   std::vector<std::uint16_t> k16, v16;
   std::vector<std::byte> k8, v8;  // Q8_0, when head_dim is a multiple of 32
-  std::vector<std::uint32_t> offsets, cells;
+  std::vector<std::uint32_t> begin, end, cells;  // each row's list of its own
 };
 
 Data make_data(const Problem& p, unsigned seed) {
@@ -62,10 +62,10 @@ Data make_data(const Problem& p, unsigned seed) {
       quant::quantize_row_q8_0(d.v.data() + c * w, d.v8.data() + c * rb, w);
     }
   }
-  d.offsets.push_back(0);
   for (const auto& r : p.rows) {
+    d.begin.push_back(static_cast<std::uint32_t>(d.cells.size()));
     d.cells.insert(d.cells.end(), r.begin(), r.end());
-    d.offsets.push_back(static_cast<std::uint32_t>(d.cells.size()));
+    d.end.push_back(static_cast<std::uint32_t>(d.cells.size()));
   }
   return d;
 }
@@ -87,7 +87,7 @@ AttentionArgs args(const Problem& p, const Data& d, KvType type, float* out) {
   a.head_dim = p.head_dim;
   a.scale = 1.0f / std::sqrt(static_cast<float>(p.head_dim));
   a.softcap = p.softcap;
-  a.mask = {d.offsets, d.cells};
+  a.mask = {d.begin, d.end, d.cells};
   a.sinks = p.sinks.empty() ? nullptr : p.sinks.data();
   return a;
 }
@@ -401,7 +401,8 @@ std::vector<float> row_alone(const Problem& p, const Data& d, std::size_t r, KvT
   const std::size_t width = static_cast<std::size_t>(p.n_head) * p.head_dim;
   dr.q.assign(d.q.begin() + r * width, d.q.begin() + (r + 1) * width);
   dr.cells = p.rows[r];
-  dr.offsets = {0, static_cast<std::uint32_t>(p.rows[r].size())};
+  dr.begin = {0};
+  dr.end = {static_cast<std::uint32_t>(p.rows[r].size())};
   return tiled(one, dr, type, threads, level);
 }
 
@@ -455,6 +456,42 @@ TEST(AttentionTiled, ARowGivesTheSameBitsAloneAndInAnyBatch) {
           for (int threads : {1, 4})
             EXPECT_EQ(row_alone(p, d, r, type, threads, level), want)
                 << what << " row " << r << " threads " << threads;
+        }
+      }
+    }
+  }
+}
+
+// The mask as the KV cache builds it: a sequence's cells listed once, each
+// row a slice of that list (AttentionMask), against every row listing its own
+// cells. The rows see the same cells in the same order, so the same bits: a
+// prefill at depth (rows extending one list) and sliding-window rows (slices
+// moving along it).
+TEST(AttentionTiled, RowsSlicingOneListGiveTheSameBitsAsListsOfTheirOwn) {
+  for (std::uint32_t window : {0u, 16u}) {
+    const Problem p = sequence(150, 40, window, 4);
+    const Data own = make_data(p, 12);
+    // The sequence's list: the first row's cells, then each later row's newest.
+    Data shared = own;
+    shared.cells = p.rows[0];
+    for (std::size_t r = 1; r < p.rows.size(); ++r) shared.cells.push_back(p.rows[r].back());
+    shared.begin.clear();
+    shared.end.clear();
+    for (const auto& row : p.rows) {
+      const auto at = std::find(shared.cells.begin(), shared.cells.end(), row[0]);
+      const auto b = static_cast<std::uint32_t>(at - shared.cells.begin());
+      shared.begin.push_back(b);
+      shared.end.push_back(b + static_cast<std::uint32_t>(row.size()));
+      ASSERT_TRUE(std::equal(row.begin(), row.end(), at)) << "row " << shared.begin.size() - 1;
+    }
+    ASSERT_LT(shared.cells.size(), own.cells.size() / 10);
+    for (int lv = 0; lv <= static_cast<int>(detected_cpu_level()); ++lv) {
+      const auto level = static_cast<CpuLevel>(lv);
+      for (KvType type : {KvType::F32, KvType::F16, KvType::Q8_0}) {
+        for (int threads : {1, 3}) {
+          EXPECT_EQ(tiled(p, shared, type, threads, level), tiled(p, own, type, threads, level))
+              << "window " << window << " " << cpu_level_name(level) << " type "
+              << static_cast<int>(type) << " threads " << threads;
         }
       }
     }

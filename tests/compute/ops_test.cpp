@@ -150,7 +150,9 @@ TEST(Ops, AttentionMatchesReferenceWithMaskAndGqa) {
     a.head_dim = hd;
     a.scale = 0.3f;
     a.softcap = softcap;
-    a.mask = {offsets, cells};
+    // Each row's own list: row t's is offsets[t] .. offsets[t + 1].
+    const std::span<const std::uint32_t> off(offsets);
+    a.mask = {off.first(static_cast<std::size_t>(T)), off.subspan(1), cells};
     CpuBackend be(3);
     be.attention(a);
     for (int t = 0; t < T; ++t) {

@@ -13,11 +13,11 @@ namespace {
 std::vector<std::vector<std::int32_t>> visible(const KvCache& kv, std::span<const Decode> batch,
                                                const std::vector<std::uint32_t>& cell_pos,
                                                std::uint32_t window) {
-  std::vector<std::uint32_t> offsets, cells;
-  kv.build_mask(batch, offsets, cells, window);
+  std::vector<std::uint32_t> begin, end, cells;
+  kv.build_mask(batch, begin, end, cells, window);
   std::vector<std::vector<std::int32_t>> out(batch.size());
   for (std::size_t i = 0; i < batch.size(); ++i) {
-    for (std::uint32_t j = offsets[i]; j < offsets[i + 1]; ++j)
+    for (std::uint32_t j = begin[i]; j < end[i]; ++j)
       out[i].push_back(static_cast<std::int32_t>(cell_pos[cells[j]]));
   }
   return out;
@@ -53,6 +53,13 @@ TEST(SlidingWindowMask, SeesPositionsInsideTheWindowOfItsOwnSequence) {
   EXPECT_EQ(w1[2], (V{5}));
   auto wide = visible(kv, rows, cell_pos, 4096);  // wider than the history: all of it
   EXPECT_EQ(wide, full);
+  // Each sequence's cells are listed once, whatever its rows see: seq 0's 10
+  // and seq 1's 6 (the 4 it shares with seq 0 among them), every call.
+  std::vector<std::uint32_t> begin, end, listed;
+  for (std::uint32_t window : {0u, 3u, 0u}) {
+    kv.build_mask(rows, begin, end, listed, window);
+    EXPECT_EQ(listed.size(), 16u) << window;
+  }
 }
 
 }  // namespace
