@@ -35,7 +35,7 @@ struct Problem {
 struct Data {
   std::vector<float> q, k, v;  // q [T][n_head*hd]; k, v [n_cells][n_head_kv*hd]
   std::vector<std::uint16_t> k16, v16;
-  std::vector<std::byte> k8, v8;  // Q8_0, when head_dim is a multiple of 32
+  std::vector<std::byte> k8, v8;                 // Q8_0, when head_dim is a multiple of 32
   std::vector<std::uint32_t> begin, end, cells;  // each row's list of its own
 };
 
