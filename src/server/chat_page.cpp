@@ -89,20 +89,20 @@ function render(el, text) {
 // Streamed text is drawn at most once per frame, and prose without a fence
 // grows its one text node: a re-render per token made a long answer's cost
 // quadratic and froze the page.
+function drawPending(el) {
+  const t = el.pendingText;
+  el.pendingText = undefined;
+  if (t === undefined) return;  // drawn already, or an error message replaced the stream
+  const node = el.firstChild;
+  if (t.indexOf("`") < 0 && node && node === el.lastChild && node.nodeType === Node.TEXT_NODE &&
+      t.startsWith(node.data))
+    node.appendData(t.slice(node.data.length));
+  else
+    render(el, t);
+  log.scrollTop = log.scrollHeight;
+}
 function streamRender(el, text) {
-  if (el.pendingText === undefined)
-    requestAnimationFrame(() => {
-      const t = el.pendingText;
-      el.pendingText = undefined;
-      if (t === undefined) return;  // an error message replaced the stream
-      const node = el.firstChild;
-      if (t.indexOf("`") < 0 && node && node === el.lastChild && node.nodeType === Node.TEXT_NODE &&
-          t.startsWith(node.data))
-        node.appendData(t.slice(node.data.length));
-      else
-        render(el, t);
-      log.scrollTop = log.scrollHeight;
-    });
+  if (el.pendingText === undefined) requestAnimationFrame(() => drawPending(el));
   el.pendingText = text;
 }
 
@@ -203,6 +203,9 @@ async function send(text) {
     controller = null;
     $("send").disabled = false; $("stop").disabled = true;
   }
+  // The last tokens may still wait for a frame (a short answer can arrive
+  // whole before the first): the text is drawn before the stats under it.
+  drawPending(body);
   const t1 = performance.now();
   const n = usage ? usage.completion_tokens : tokens;
   const secs = tFirst ? (t1 - tFirst) / 1000 : 0;
