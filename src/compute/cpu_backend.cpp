@@ -222,6 +222,7 @@ void CpuBackend::experts_ffn(const ExpertsFfn& f, const float* x, std::int64_t n
                     ", down " + std::to_string(f.down.w.n_in) + " -> " +
                     std::to_string(f.down.w.n_out) + ")");
   }
+  if (!weights) throw Error(Errc::InvalidArgument, "experts_ffn needs the router's weights");
   const std::int64_t n_slots = n_tokens * k;
   for (std::int64_t i = 0; i < n_slots; ++i) {
     if (ids[i] < 0 || ids[i] >= n_expert) {

@@ -306,10 +306,6 @@ void check_output(const WeightView& w, std::int64_t n_tokens, std::int64_t ldy) 
   }
 }
 
-}  // namespace
-
-namespace {
-
 // x's activations in the weight's dot type, quantized once for all output
 // rows into scratch.act ([n_tokens][act_row_bytes]); x itself for f32.
 const std::byte* quantized_act(const quant::TypeTraits& tr, CpuLevel level, const float* x,

@@ -208,7 +208,7 @@ TEST(ExpertsFfn, MatchesFloat64ReferenceForEachActivationWithAndWithoutBiases) {
   }
 }
 
-TEST(ExpertsFfn, RefusesIdsOutOfRangeAndExpertsThatDoNotChain) {
+TEST(ExpertsFfn, RefusesIdsOutOfRangeNoWeightsAndExpertsThatDoNotChain) {
   CpuBackend be(1);
   const std::int64_t n = 16, n_ff = 8, T = 3;
   const std::int32_t n_exp = 4, k = 2;
@@ -222,6 +222,7 @@ TEST(ExpertsFfn, RefusesIdsOutOfRangeAndExpertsThatDoNotChain) {
   ids[3] = -1;
   EXPECT_THROW(be.experts_ffn(ex.f, x.data(), T, ids.data(), k, wts.data(), y.data()), Error);
   ids[3] = 0;
+  EXPECT_THROW(be.experts_ffn(ex.f, x.data(), T, ids.data(), k, nullptr, y.data()), Error);
   ExpertsFfn wrong = ex.f;
   wrong.down = ex.f.up;  // [n] -> [n_ff] where [n_ff] -> [n] belongs
   EXPECT_THROW(be.experts_ffn(wrong, x.data(), T, ids.data(), k, wts.data(), y.data()), Error);
