@@ -96,10 +96,10 @@ TEST(HybridMtp, TheAppendedBlockIsNotRun) {
 // 256 so that every matrix takes Q4_K_M's types: 16 v-heads of 16 (ssm_beta
 // and ssm_alpha have 16 rows), 2 k-heads, attention heads of 64.
 TEST(HybridBatchInvariance, KQuantLogitsAloneAreThoseBesideOthers) {
-  const std::string src = generate_model(
-      "hybrid_qwen35_256",
-      "--arch qwen35 --seed 3 --dim 256 --layers 4 --heads 4 --kv-heads 2 --ffn 256 "
-      "--hybrid-head-dim 64 --ssm-state 16 --ssm-groups 2 --ssm-heads 16");
+  const std::string src =
+      generate_model("hybrid_qwen35_256",
+                     "--arch qwen35 --seed 3 --dim 256 --layers 4 --heads 4 --kv-heads 2 --ffn 256 "
+                     "--hybrid-head-dim 64 --ssm-state 16 --ssm-groups 2 --ssm-heads 16");
   const std::string file =
       scratch_dir() + "/hybrid_qwen35_q4_k_m." + std::to_string(::getpid()) + ".gguf";
   QuantizeOptions qo;
