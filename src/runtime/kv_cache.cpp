@@ -14,6 +14,7 @@ KvCache::KvCache(std::uint32_t n_cells, std::uint32_t n_seq_max, std::vector<std
       cells_(n_cells),
       seqs_(n_seq_max),
       mask_seq_start_(n_seq_max, kNotListed),
+      mask_seq_from_(n_seq_max, kNotListed),
       k_(widths_.size()),
       v_(widths_.size()) {
   free_.reserve(n_cells);
@@ -49,13 +50,11 @@ void KvCache::build_mask(std::span<const Decode> batch, std::vector<std::uint32_
   begin.clear();
   end.clear();
   cells.clear();
+  // Each row's slice as indices into its sequence's cells, and the first
+  // cell any row of that sequence sees: a window's rows need only the cells
+  // from there on, not the whole history.
   for (const Decode& d : batch) {
     const auto& m = seqs_[d.seq];
-    std::uint32_t& at = mask_seq_start_[d.seq];
-    if (at == kNotListed) {  // the sequence's first row: its cells, once
-      at = static_cast<std::uint32_t>(cells.size());
-      for (const auto& e : m) cells.push_back(e.second);
-    }
     // First visible position: d.pos - window + 1 (in 64 bits: no overflow).
     const std::int64_t first = window > 0 ? std::int64_t{d.pos} - window + 1 : INT64_MIN;
     auto lo = m.begin();
@@ -65,10 +64,24 @@ void KvCache::build_mask(std::span<const Decode> batch, std::vector<std::uint32_
     }
     const auto hi = std::upper_bound(lo, m.end(), d.pos,
                                      [](std::int32_t p, const auto& e) { return p < e.first; });
-    begin.push_back(at + static_cast<std::uint32_t>(lo - m.begin()));
-    end.push_back(at + static_cast<std::uint32_t>(hi - m.begin()));
+    begin.push_back(static_cast<std::uint32_t>(lo - m.begin()));
+    end.push_back(static_cast<std::uint32_t>(hi - m.begin()));
+    mask_seq_from_[d.seq] = std::min(mask_seq_from_[d.seq], begin.back());
   }
-  for (const Decode& d : batch) mask_seq_start_[d.seq] = kNotListed;
+  // Each sequence's cells from there, once, at its first row; the slices
+  // moved to where they landed.
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const auto& m = seqs_[batch[i].seq];
+    const std::uint32_t from = mask_seq_from_[batch[i].seq];
+    std::uint32_t& at = mask_seq_start_[batch[i].seq];
+    if (at == kNotListed) {
+      at = static_cast<std::uint32_t>(cells.size());
+      for (auto e = m.begin() + from; e != m.end(); ++e) cells.push_back(e->second);
+    }
+    begin[i] = at + begin[i] - from;
+    end[i] = at + end[i] - from;
+  }
+  for (const Decode& d : batch) mask_seq_start_[d.seq] = mask_seq_from_[d.seq] = kNotListed;
 }
 
 void KvCache::release(std::uint32_t cell, std::uint32_t seq) {

@@ -63,7 +63,8 @@ class KvCache {
 
   // For each row of `batch`, the cells it may attend to, as AttentionMask
   // lays them out: each of the batch's sequences' cells once in `cells`, in
-  // position order, and row i sees cells[begin[i] .. end[i]), those of its
+  // position order from the first any of its rows sees (a window's rows need
+  // no more history), and row i sees cells[begin[i] .. end[i]), those of its
   // sequence with position <= its own and, when `window` > 0, > its own -
   // window (sliding-window attention). Call after allocate.
   void build_mask(std::span<const Decode> batch, std::vector<std::uint32_t>& begin,
@@ -101,10 +102,10 @@ class KvCache {
   // checks), so a decode appends; each holds room for every cell once used,
   // so decoding allocates nothing per token.
   std::vector<SeqCells> seqs_;
-  // build_mask's scratch: where each sequence's cells start in its `cells`
-  // (kNotListed between calls).
+  // build_mask's scratch (kNotListed between calls), per sequence: where its
+  // cells start in `cells`, and the first of them any row of the batch sees.
   static constexpr std::uint32_t kNotListed = UINT32_MAX;
-  mutable std::vector<std::uint32_t> mask_seq_start_;
+  mutable std::vector<std::uint32_t> mask_seq_start_, mask_seq_from_;
   std::vector<ZeroedVector<std::byte>> k_, v_;  // per layer: [n_cells][widths_[l]] of type_
 };
 

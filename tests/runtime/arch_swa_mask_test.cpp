@@ -53,13 +53,18 @@ TEST(SlidingWindowMask, SeesPositionsInsideTheWindowOfItsOwnSequence) {
   EXPECT_EQ(w1[2], (V{5}));
   auto wide = visible(kv, rows, cell_pos, 4096);  // wider than the history: all of it
   EXPECT_EQ(wide, full);
-  // Each sequence's cells are listed once, whatever its rows see: seq 0's 10
-  // and seq 1's 6 (the 4 it shares with seq 0 among them), every call.
+  // Each sequence's cells are listed once, from the first any of its rows
+  // sees: without a window seq 0's 10 and seq 1's 6 (the 4 it shares with
+  // seq 0 among them); with a window of 3, seq 0's from position 0 (its row
+  // at 0) and seq 1's from 3; a row alone with a window, only its window.
   std::vector<std::uint32_t> begin, end, listed;
-  for (std::uint32_t window : {0u, 3u, 0u}) {
+  for (const auto& [window, n] : {std::pair{0u, 16u}, std::pair{3u, 13u}, std::pair{0u, 16u}}) {
     kv.build_mask(rows, begin, end, listed, window);
-    EXPECT_EQ(listed.size(), 16u) << window;
+    EXPECT_EQ(listed.size(), n) << window;
   }
+  const std::vector<Decode> last = {{0, 9, 0, true}};
+  kv.build_mask(last, begin, end, listed, 3);
+  EXPECT_EQ(listed.size(), 3u);
 }
 
 }  // namespace
