@@ -45,30 +45,54 @@ const RecurrentStore::Snapshot* RecurrentStore::find(std::uint32_t seq, std::int
   return nullptr;
 }
 
-void RecurrentStore::save(std::uint32_t seq, std::int32_t pos, const float* data) {
+// A full ring replaces its shortest prefix: later turns of a conversation
+// extend the longer ones.
+std::vector<RecurrentStore::Snapshot>::iterator RecurrentStore::shortest(
+    std::vector<Snapshot>& ring) {
+  return std::min_element(ring.begin(), ring.end(),
+                          [](const Snapshot& a, const Snapshot& b) { return a.pos < b.pos; });
+}
+
+RecurrentStore::Snapshot& RecurrentStore::slot_for(std::uint32_t seq, std::int32_t pos) {
   std::vector<Snapshot>& ring = snap_[seq];
-  const std::size_t n = shape_.n_layer * layer_floats();
   Snapshot* slot = nullptr;
   for (Snapshot& s : ring) {
     if (s.pos == pos) slot = &s;  // the same prefix again: refresh it
   }
   if (!slot && ring.size() < kSnapshotsPerSeq) slot = &ring.emplace_back();
   if (!slot) {
-    // Full: replace the shortest prefix; later turns of a conversation
-    // extend the longer ones.
-    slot = &*std::min_element(ring.begin(), ring.end(),
-                              [](const Snapshot& a, const Snapshot& b) { return a.pos < b.pos; });
+    slot = &*shortest(ring);
   }
   slot->pos = pos;
-  slot->data.assign(data, data + n);
+  return *slot;
 }
 
-void RecurrentStore::begin_update(std::uint32_t seq, std::size_t n_tokens) {
+void RecurrentStore::save(std::uint32_t seq, std::int32_t pos, const float* data) {
+  slot_for(seq, pos).data.assign(data, data + shape_.n_layer * layer_floats());
+}
+
+void RecurrentStore::begin_update(std::uint32_t seq, std::int32_t first_pos, std::size_t n_tokens) {
   if (empty()) return;
   const bool keep = at_boundary_[seq] || n_tokens > 1;
   if (keep && pos_[seq] > 0 && !find(seq, pos_[seq])) save(seq, pos_[seq], live(seq));
   at_boundary_[seq] = n_tokens > 1;
   staged_[seq].pos = -1;
+  if (n_tokens < 2) return;
+  // The staged copy will become a snapshot at commit, replacing the one at
+  // its position or, in a full ring, the shortest. That slot leaves the ring
+  // now and lends its buffer to the stage, so a call holds no state copy
+  // beyond the live state and kSnapshotsPerSeq (18.8 MiB each for the hybrid
+  // benchmark shape); commit moves the buffer back.
+  std::vector<Snapshot>& ring = snap_[seq];
+  const std::int32_t stage_pos = first_pos + static_cast<std::int32_t>(n_tokens) - 1;
+  auto victim =
+      std::find_if(ring.begin(), ring.end(), [&](const Snapshot& s) { return s.pos == stage_pos; });
+  if (victim == ring.end() && ring.size() == kSnapshotsPerSeq) {
+    victim = shortest(ring);
+  }
+  if (victim == ring.end()) return;
+  staged_[seq].data = std::move(victim->data);
+  ring.erase(victim);
 }
 
 void RecurrentStore::stage(std::uint32_t layer, std::uint32_t seq, std::int32_t pos) {
@@ -82,13 +106,13 @@ void RecurrentStore::stage(std::uint32_t layer, std::uint32_t seq, std::int32_t 
 void RecurrentStore::commit(std::uint32_t seq, std::int32_t next_pos) {
   if (empty()) return;
   Snapshot& s = staged_[seq];
-  if (s.pos > 0) save(seq, s.pos, s.data.data());
+  if (s.pos > 0) slot_for(seq, s.pos).data = std::move(s.data);
   s.pos = -1;
   pos_[seq] = next_pos;
 }
 
 void RecurrentStore::begin_batch(std::span<const SeqRun> runs) {
-  for (const SeqRun& r : runs) begin_update(r.seq, r.rows.size());
+  for (const SeqRun& r : runs) begin_update(r.seq, r.first_pos, r.rows.size());
 }
 
 void RecurrentStore::fold_layer(std::span<const SeqRun> runs, std::uint32_t layer,
@@ -158,6 +182,15 @@ std::vector<std::int32_t> RecurrentStore::snapshot_positions(std::uint32_t seq) 
   for (const Snapshot& s : snap_[seq]) out.push_back(s.pos);
   std::sort(out.begin(), out.end());
   return out;
+}
+
+std::size_t RecurrentStore::resident_floats() const {
+  std::size_t n = live_.capacity();
+  for (const Snapshot& s : staged_) n += s.data.capacity();
+  for (const std::vector<Snapshot>& ring : snap_) {
+    for (const Snapshot& s : ring) n += s.data.capacity();
+  }
+  return n;
 }
 
 }  // namespace seam

@@ -51,7 +51,8 @@ class RecurrentStore {
   std::int32_t seq_pos(std::uint32_t seq) const { return pos_[seq]; }
 
   // The forward pass, for each sequence of a batch:
-  //   begin_update(seq, n)         before any layer folds its n tokens;
+  //   begin_update(seq, first, n)  before any layer folds its n tokens
+  //                                (positions first .. first+n-1);
   //   stage(layer, seq, p)         for every layer, the state after p tokens
   //                                (one before the last of the batch);
   //   commit(seq, next_pos)        once every layer has folded its tokens.
@@ -60,7 +61,7 @@ class RecurrentStore {
   // before each fold one token: token-by-token generation would copy the
   // whole state every token (18 MiB for Qwen3.5-0.8B's shape, 8.6% of its
   // decode samples). commit turns the staged copies into a snapshot.
-  void begin_update(std::uint32_t seq, std::size_t n_tokens);
+  void begin_update(std::uint32_t seq, std::int32_t first_pos, std::size_t n_tokens);
   void stage(std::uint32_t layer, std::uint32_t seq, std::int32_t pos);
   void commit(std::uint32_t seq, std::int32_t next_pos);
 
@@ -87,6 +88,8 @@ class RecurrentStore {
   void rewind(std::uint32_t seq, std::int32_t p);
   // Positions of the snapshots of `seq`, ascending.
   std::vector<std::int32_t> snapshot_positions(std::uint32_t seq) const;
+  // Floats the store holds (live state, staged copies, snapshots), by capacity.
+  std::size_t resident_floats() const;
 
  private:
   struct Snapshot {
@@ -95,6 +98,10 @@ class RecurrentStore {
   };
   std::size_t layer_floats() const { return shape_.conv_floats + shape_.state_floats; }
   float* live(std::uint32_t seq) { return live_.data() + seq * shape_.n_layer * layer_floats(); }
+  static std::vector<Snapshot>::iterator shortest(std::vector<Snapshot>& ring);
+  // The snapshot slot of `seq` for `pos` (its own, a free one, or the
+  // shortest prefix's), with its position set.
+  Snapshot& slot_for(std::uint32_t seq, std::int32_t pos);
   void save(std::uint32_t seq, std::int32_t pos, const float* data);
   const Snapshot* find(std::uint32_t seq, std::int32_t pos) const;
 

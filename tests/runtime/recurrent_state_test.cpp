@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <random>
 #include <vector>
@@ -48,6 +49,8 @@ class FakeHybrid {
     }
   }
   SeqStores& stores() { return stores_; }
+  // Called after every fold of a recurrent layer.
+  void on_fold(std::function<void()> f) { on_fold_ = std::move(f); }
 
   // Session::decode's order: validate (refuse before any change), allocate
   // cells, then the layers, each recurrent one through the store's protocol.
@@ -62,6 +65,7 @@ class FakeHybrid {
     for (std::uint32_t l = 0; l < kLayers; ++l) {
       rec.fold_layer(runs, l, [&](const SeqRun& run, std::size_t first, std::size_t n) {
         fold(batch, run, first, n, l, prev, out);
+        if (on_fold_) on_fold_();
       });
       prev = out;
     }
@@ -125,6 +129,7 @@ class FakeHybrid {
   SeqStores stores_;
   CpuBackend be_;
   std::vector<float> conv_w_[kLayers];
+  std::function<void()> on_fold_;
 };
 
 double rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
@@ -322,6 +327,35 @@ TEST(RecurrentSession, SnapshotRingKeepsTheLongestPrefixes) {
   // previous end) and its last-but-one position, so snapshots are 1..11 (the
   // live state is 12): the ring keeps the longest four.
   EXPECT_EQ(m.stores().rec().snapshot_positions(0), (std::vector<std::int32_t>{8, 9, 10, 11}));
+}
+
+TEST(RecurrentSession, AFullRingHoldsNoCopyBeyondItsSlots) {
+  // The state one token before a call's end is staged mid-call and becomes a
+  // snapshot at commit; in a full ring it must take the place of the one it
+  // replaces, during the call as after it, or every prompt would keep one
+  // whole-model state copy more than live + kSnapshotsPerSeq.
+  std::mt19937 rng(7);
+  const auto t = tokens(rng, 30);
+  FakeHybrid m(64, 2);
+  const std::size_t per_seq =
+      fake_shape().n_layer * (fake_shape().conv_floats + fake_shape().state_floats);
+  // Sequence 0's live state and ring, and sequence 1's live state.
+  const std::size_t bound = (2 + RecurrentStore::kSnapshotsPerSeq) * per_seq;
+  std::size_t peak = 0;
+  m.on_fold([&] { peak = std::max(peak, m.stores().rec().resident_floats()); });
+  for (std::size_t i = 0; i < t.size(); i += 3)
+    m.decode_seq(0, std::span(&t[i], 3), std::int32_t(i));
+  // Calls end at 3, 6, .., 30 and keep their start and their last-but-one
+  // position: the ring keeps the longest four.
+  EXPECT_EQ(m.stores().rec().snapshot_positions(0), (std::vector<std::int32_t>{24, 26, 27, 29}));
+  EXPECT_LE(peak, bound);
+  EXPECT_LE(m.stores().rec().resident_floats(), bound);
+  // The moved buffers hold the states they name: a prompt that diverges after
+  // 27 tokens resumes from that snapshot and matches a cold prefill.
+  std::vector<Token> diverging(t.begin(), t.begin() + 27);
+  for (Token x : tokens(rng, 3)) diverging.push_back(x);
+  expect_reuse_equals_cold(m, diverging, 27, "diverging after 27");
+  EXPECT_LE(peak, bound);
 }
 
 TEST(RecurrentSession, RefusedBatchChangesNeitherStore) {
