@@ -5,12 +5,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "seam/error.h"
 
@@ -49,6 +53,49 @@ std::byte* huge_page_region(std::size_t size) {
   return region;
 }
 
+// Reads bytes [0, size) of `fd` into `dst`; errno of the first failure, or 0.
+// A large file is read by one thread per core, in contiguous slices: with the
+// page cache warm the time is the kernel faulting in and zeroing the
+// destination's pages, not the copy, and each thread faults its own slice
+// (the 2 GiB 1B F16 file on a 2-core Zen 4 guest: 2.3-2.9 s -> 1.6-1.8 s).
+int read_whole(int fd, std::byte* dst, std::size_t size) {
+  constexpr std::size_t kMinSlice = std::size_t{32} << 20;
+  constexpr std::size_t kMaxThreads = 8;  // past this the page allocator is the limit
+  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t n_threads =
+      std::clamp<std::size_t>(size / kMinSlice, 1, std::min(cores, kMaxThreads));
+  const std::size_t slice = (size / n_threads + kHugePage - 1) & ~(kHugePage - 1);
+  std::vector<int> errors(n_threads, 0);
+  const auto read_slice = [&](std::size_t i) {
+    std::size_t done = std::min(size, i * slice);
+    const std::size_t end = std::min(size, done + slice);
+    while (done < end) {
+      const ssize_t got = ::pread(fd, dst + done, end - done, static_cast<off_t>(done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) {
+        errors[i] = got < 0 ? errno : EIO;  // 0: the file shrank while being read
+        return;
+      }
+      done += static_cast<std::size_t>(got);
+    }
+  };
+  std::vector<std::thread> helpers;
+  std::size_t serial_from = n_threads;  // slices this thread reads after its own
+  for (std::size_t i = 1; i < n_threads && serial_from == n_threads; ++i) {
+    try {
+      helpers.emplace_back(read_slice, i);
+    } catch (const std::system_error&) {
+      serial_from = i;  // no thread to be had: read the rest here
+    }
+  }
+  read_slice(0);
+  for (std::size_t i = serial_from; i < n_threads; ++i) read_slice(i);
+  for (std::thread& t : helpers) t.join();
+  for (int err : errors)
+    if (err) return err;
+  return 0;
+}
+
 }  // namespace
 
 bool fits_in_memory(std::size_t size) { return size < memory_available(); }
@@ -79,17 +126,10 @@ MappedFile MappedFile::open(const std::string& path, Residency residency) {
   if (residency == Residency::kInMemory && fits_in_memory(f.size_))
     copy = huge_page_region(f.size_);
   if (copy) {
-    std::size_t done = 0;
-    while (done < f.size_) {
-      const ssize_t got = ::pread(fd, copy + done, f.size_ - done, static_cast<off_t>(done));
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) {
-        const int err = got < 0 ? errno : EIO;  // 0: the file shrank while being read
-        ::munmap(copy, f.size_);
-        ::close(fd);
-        throw Error(Errc::Io, "cannot read '" + path + "': " + std::strerror(err));
-      }
-      done += static_cast<std::size_t>(got);
+    if (const int err = read_whole(fd, copy, f.size_)) {
+      ::munmap(copy, f.size_);
+      ::close(fd);
+      throw Error(Errc::Io, "cannot read '" + path + "': " + std::strerror(err));
     }
     ::mprotect(copy, f.size_, PROT_READ);  // as read-only as the mapping would be
     f.data_ = copy;

@@ -51,6 +51,18 @@ TEST(MappedFile, InMemoryHoldsTheSameBytesAsTheMap) {
   EXPECT_EQ(0u, reinterpret_cast<std::uintptr_t>(copied.bytes().data()) % (std::size_t{2} << 20));
 }
 
+TEST(MappedFile, AFileReadInSlicesHoldsItsBytes) {
+  // Large enough to be read by one thread per core (32 MiB a slice at least),
+  // with slices that end on huge pages and a last one that ends mid-page.
+  const auto bytes = pattern((std::size_t{97} << 20) + 4093);
+  const std::string path = scratch_file("mapped_file_sliced.bin", bytes);
+  const MappedFile copied = MappedFile::open(path, Residency::kInMemory);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(copied.in_memory());
+  ASSERT_EQ(copied.bytes().size(), bytes.size());
+  EXPECT_EQ(0, std::memcmp(copied.bytes().data(), bytes.data(), bytes.size()));
+}
+
 TEST(MappedFile, MovedCopyKeepsItsBytesAndResidency) {
   const auto bytes = pattern(10000);
   const std::string path = scratch_file("mapped_file_small.bin", bytes);
