@@ -1022,39 +1022,38 @@ constexpr GemmFns gemm32(int min_tokens) {
 
 }  // namespace
 
-// Below these token counts packing a panel costs more than the GEMM saves over
-// the AVX2 dot kernels (bench_kernels, 4096 x 4096, 1 thread, Zen 4).
-constexpr int kIntMinTokens = 12;
-// Q4_0 and Q8_0 pack by gathers (pack_gather): from 4 tokens their GEMM is as
-// fast as the dot kernels (4096 x 4096, 2 threads: Q4_0 0.81 ms both, Q8_0 0.93
-// against 1.01) and at 8 twice as fast (0.81 / 1.06 ms against 1.9).
-constexpr int kGatherMinTokens = 4;
-// Q4_K's, Q6_K's and Q5_0's gathered packs: their GEMMs win at 8 tokens (Q4_K
-// 0.81 against 1.21 ms, Q6_K 1.13 against 1.30; the 135M-shape Q4_K_M file,
-// mostly Q5_0, pp8 +33%) and lose at 4 (0.82 against 0.67, 1.00 against 0.93;
-// pp4 -12%).
-constexpr int kKGatherMinTokens = 8;
+// Below these token counts a matmul runs the decode kernels on the interleaved
+// weights, several tokens per pass, rather than pack panels for the GEMM.
+// Measured in whole models, weights streaming from DRAM (`seam bench -p P -n 0
+// -t 2`, 1B shape, docs/performance.md), the GEMMs catch up at 32 tokens on Zen 4
+// and 48 on Zen 5 (Q6_K pp32 226 against 231 tok/s and 376 against 438, pp48 249
+// against 234 and 449 against 433); those of Q4_0, Q4_1 and Q4_K, whose decode
+// kernels do the least work per weight, between 48 and 64 on both (Q4_0 pp48 266
+// against 278 and 500 against 496, pp64 274 against 249 and 543 against 536).
+// Microbenchmarks of one 4096 x 4096 matrix, its weights in L3, had put these
+// at 4 to 12 tokens, where the GEMM halved a 4-token prefill.
+constexpr int kIntMinTokens = 40;
+constexpr int kQ4MinTokens = 56;
 constexpr int kFloatMinTokens = 12;
 
 // Constant-initialized: no start-up code runs in this unit.
-constinit const GemmFns gemm_q4_0 = gemm32<DecQ4_0>(kGatherMinTokens);
-constinit const GemmFns gemm_q4_1 = gemm32<DecQ4_1>(kIntMinTokens);
-constinit const GemmFns gemm_q5_0 = gemm32<DecQ5_0>(kKGatherMinTokens);
+constinit const GemmFns gemm_q4_0 = gemm32<DecQ4_0>(kQ4MinTokens);
+constinit const GemmFns gemm_q4_1 = gemm32<DecQ4_1>(kQ4MinTokens);
+constinit const GemmFns gemm_q5_0 = gemm32<DecQ5_0>(kIntMinTokens);
 constinit const GemmFns gemm_q5_1 = gemm32<DecQ5_1>(kIntMinTokens);
-constinit const GemmFns gemm_q8_0 = gemm32<DecQ8_0>(kGatherMinTokens);
+constinit const GemmFns gemm_q8_0 = gemm32<DecQ8_0>(kIntMinTokens);
 constinit const GemmFns gemm_iq4_nl = gemm32<DecIQ4_NL>(kIntMinTokens);
 constinit const GemmFns gemm_mxfp4 = gemm32<DecMXFP4>(kIntMinTokens);
 constinit const GemmFns gemm_q2_k =
     int_gemm<DecQ2_K>(kIntMinTokens, pack<DecQ2_K>, pack16_k16<TensorType::Q2_K>);
 constinit const GemmFns gemm_q3_k =
     int_gemm<DecQ3_K>(kIntMinTokens, pack<DecQ3_K>, pack16_k16<TensorType::Q3_K>);
-constinit const GemmFns gemm_q4_k =
-    int_gemm<DecQ4_K>(kKGatherMinTokens, pack_gather_q4_k, pack16_q4_k);
+constinit const GemmFns gemm_q4_k = int_gemm<DecQ4_K>(kQ4MinTokens, pack_gather_q4_k, pack16_q4_k);
 constinit const GemmFns gemm_q5_k = int_gemm<DecQ5_K>(kIntMinTokens, pack<DecQ5_K>, pack16_q5_k);
 constinit const GemmFns gemm_iq4_xs =
     int_gemm<DecIQ4_XS>(kIntMinTokens, pack<DecIQ4_XS>, pack16_iq4_xs);
 constinit const GemmFns gemm_q6_k =
-    int_gemm<DecQ6_K>(kKGatherMinTokens, pack_gather_q6_k, pack16_k16<TensorType::Q6_K>);
+    int_gemm<DecQ6_K>(kIntMinTokens, pack_gather_q6_k, pack16_k16<TensorType::Q6_K>);
 constinit const GemmFns gemm_f32 = {kFloatMinTokens, float_act_bytes,    float_panel_bytes,
                                     float_prepare,   float_pack<CvtF32>, float_run};
 constinit const GemmFns gemm_f16 = {kFloatMinTokens, float_act_bytes,    float_panel_bytes,

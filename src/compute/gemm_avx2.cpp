@@ -1054,17 +1054,25 @@ void float_run(std::int64_t n, const void* panel, const void* act, std::int64_t 
 // the 4-token AVX2 dot kernels (bench_kernels, SEAM_CPU=avx2; docs/performance.md).
 constexpr int kIntMinTokens = 12;
 constexpr int kFloatMinTokens = 12;
+// Q4_0's and Q8_0's dot kernels do the least work per weight: in whole models,
+// weights streaming from DRAM, they stay ahead of the GEMM up to 32 tokens
+// (`seam bench -p P -n 0 -t 2`, 1B shape, SEAM_CPU=avx2 on Zen 4, the nearer
+// stand-in for an AVX2-only Zen 3: Q4_0 pp24 138 against 143 tok/s, pp32 145
+// both; Q8_0 pp24 98 against 107, pp32 107 against 108).
+constexpr int kLightIntMinTokens = 32;
 
 namespace {
 // The int8 GEMM of decoder D; pack16 where D's weights can be interleaved.
 template <class D>
-constexpr GemmFns int_gemm(void (*pack16)(std::int64_t, const void*, void*) = nullptr) {
-  return {kIntMinTokens, act_bytes<D>, panel_bytes<D>, prepare<D>, pack<D>, run<D>, 0, pack16};
+constexpr GemmFns int_gemm(void (*pack16)(std::int64_t, const void*, void*) = nullptr,
+                           int min_tokens = kIntMinTokens) {
+  return {min_tokens, act_bytes<D>, panel_bytes<D>, prepare<D>, pack<D>, run<D>, 0, pack16};
 }
 }  // namespace
 
 // Constant-initialized: no start-up code runs in this unit.
-constinit const GemmFns gemm_q4_0 = int_gemm<DecQ4_0>(pack_group<DecQ4_0, GroupQ4_0>);
+constinit const GemmFns gemm_q4_0 =
+    int_gemm<DecQ4_0>(pack_group<DecQ4_0, GroupQ4_0>, kLightIntMinTokens);
 constinit const GemmFns gemm_q4_1 = int_gemm<DecQ4_1>(pack_group<DecQ4_1, GroupQ4_1>);
 constinit const GemmFns gemm_q5_1 = int_gemm<DecQ5_1>(pack_group<DecQ5_1, GroupQ5_1>);
 constinit const GemmFns gemm_mxfp4 = int_gemm<DecMXFP4>(pack_group<DecMXFP4, GroupMXFP4>);
@@ -1074,7 +1082,8 @@ constinit const GemmFns gemm_q2_k = int_gemm<DecQ2_K>(pack_group<DecQ2_K, GroupQ
 constinit const GemmFns gemm_q3_k = int_gemm<DecQ3_K>(pack_group<DecQ3_K, GroupQ3_K>);
 constinit const GemmFns gemm_q5_k = int_gemm<DecQ5_K>(pack_group<DecQ5_K, GroupQ5_K>);
 constinit const GemmFns gemm_q5_0 = int_gemm<DecQ5_0>(pack_group<DecQ5_0, GroupQ5_0>);
-constinit const GemmFns gemm_q8_0 = int_gemm<DecQ8_0>(pack_group<DecQ8_0, GroupQ8_0>);
+constinit const GemmFns gemm_q8_0 =
+    int_gemm<DecQ8_0>(pack_group<DecQ8_0, GroupQ8_0>, kLightIntMinTokens);
 constinit const GemmFns gemm_q4_k = int_gemm<DecQ4_K>(pack_group<DecQ4_K, GroupQ4_K>);
 constinit const GemmFns gemm_q6_k = int_gemm<DecQ6_K>(pack_group<DecQ6_K, GroupQ6_K>);
 constinit const GemmFns gemm_f32 = {kFloatMinTokens, float_act_bytes,    float_panel_bytes,

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -184,7 +185,8 @@ TEST_P(Interleave, ATokensRowIsTheSameBitsInAnyBatch) {
     // Every type with the layout has its kernels at both levels.
     ASSERT_NE(quant::traits(type)->dot.rows16_at(level), nullptr);
     ASSERT_TRUE(batch_invariant(m.w16, level));
-    const std::int64_t n_max = 20;
+    const std::vector<std::int64_t> counts = testutil::batch_sizes_around_gemm(type, level);
+    const std::int64_t n_max = *std::max_element(counts.begin(), counts.end());
     std::vector<float> x(n_max * n_in);
     for (float& v : x) v = normal(rng);
     for (int threads : {1, 2}) {
@@ -194,7 +196,7 @@ TEST_P(Interleave, ATokensRowIsTheSameBitsInAnyBatch) {
       for (std::int64_t t = 0; t < n_max; ++t)
         matmul(m.w16, x.data() + t * n_in, 1, alone.data() + t * n_out, n_out, pool, scratch,
                level);
-      for (std::int64_t n_tok : {2, 5, 8, 11, 12, 13, 20}) {
+      for (std::int64_t n_tok : counts) {
         std::vector<float> y(n_tok * n_out);
         matmul(m.w16, x.data(), n_tok, y.data(), n_out, pool, scratch, level);
         for (std::int64_t t = 0; t < n_tok; ++t)

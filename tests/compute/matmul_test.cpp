@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstring>
@@ -199,7 +200,9 @@ TEST_P(MatmulTypes, ATokensRowIsTheSameBitsInAnyBatch) {
   std::mt19937 rng(77 + static_cast<int>(type));
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (const std::int64_t n_in : lengths) {
-    const std::int64_t n_out = 37, n_max = 20;
+    const std::int64_t n_out = 37;
+    const std::vector<std::int64_t> counts = testutil::batch_sizes_around_gemm(type, level);
+    const std::int64_t n_max = *std::max_element(counts.begin(), counts.end());
     const std::size_t row = quant::row_size(type, n_in);
     const auto wbytes = testutil::random_weights(type, n_out, n_in, row, rng);
     const WeightView w{type, n_in, n_out, wbytes.data(), row};
@@ -211,7 +214,7 @@ TEST_P(MatmulTypes, ATokensRowIsTheSameBitsInAnyBatch) {
       std::vector<std::vector<float>> alone(n_max, std::vector<float>(n_out));
       for (std::int64_t t = 0; t < n_max; ++t)
         matmul(w, x.data() + t * n_in, 1, alone[t].data(), n_out, pool, scratch, level);
-      for (std::int64_t n_tok : {2, 5, 11, 12, 13, 20}) {
+      for (std::int64_t n_tok : counts) {
         std::vector<float> y(static_cast<std::size_t>(n_tok * n_out));
         matmul(w, x.data(), n_tok, y.data(), n_out, pool, scratch, level);
         for (std::int64_t t = 0; t < n_tok; ++t)

@@ -176,4 +176,13 @@ inline std::int64_t test_row_len(TensorType t) {
   return bs == 1 ? 83 : bs == 32 ? 32 * 7 : 256 * 3;
 }
 
+// Batch sizes for checks that a token's row does not depend on its batch:
+// small ones, and both sides of where `level` hands type t to its GEMM.
+inline std::vector<std::int64_t> batch_sizes_around_gemm(TensorType t, CpuLevel level) {
+  std::vector<std::int64_t> n = {2, 5, 8, 11, 12, 13, 20};
+  if (const dot::GemmFns* gemm = quant::traits(t)->dot.gemm_at(level))
+    n.insert(n.end(), {gemm->min_tokens - 1, gemm->min_tokens, gemm->min_tokens + 5});
+  return n;
+}
+
 }  // namespace seam::testutil

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compute/cpu_level.h"
+#include "compute/quant.h"
 #include "python_tools.h"
 #include "seam/cpu.h"
 #include "seam/error.h"
@@ -109,8 +110,11 @@ TEST_P(LlamaCppQuant, GreedyIdsAndLogitsMatch) {
 
 // Read into memory (the default) at the AVX2 and AVX-512 levels, the Q4_0 file's
 // matrices are interleaved 16 rows at a time (compute/interleave.h); mapped,
-// they keep the file's layout. The prompt goes through the GEMM, whose panels
-// are the same bytes from either layout. The file's output matrix is Q6_K
+// they keep the file's layout. The prompt (the file's, repeated to as many
+// tokens as the level's Q4_0 GEMM takes) goes through the GEMM, whose panels
+// are the same bytes from either layout; a shorter one would run each layout's
+// own kernels, two f32 orders from the first layer on, and could flip an
+// activation's 8-bit rounding at once. The file's output matrix is Q6_K
 // (llama-quantize's choice), interleaved in memory too: the first logits (the
 // prompt's last row, a one-token product) already come from the group kernel
 // in memory and the row kernel mapped, two f32 orders. The logits are 1e-6
@@ -119,8 +123,10 @@ TEST_P(LlamaCppQuant, GreedyIdsAndLogitsMatch) {
 // greedy ids stay the same.
 TEST(LlamaCppQuantLayouts, InterleavedQ4_0GivesTheMappedFilesLogits) {
   const std::string path = kQuantDir + "ref-llama-512-q4_0.gguf";
-  const std::vector<Token> prompt =
-      expected()["files"]["q4_0"]["prompt_ids"].get<std::vector<Token>>();
+  std::vector<Token> prompt = expected()["files"]["q4_0"]["prompt_ids"].get<std::vector<Token>>();
+  const dot::GemmFns* gemm = quant::traits(TensorType::Q4_0)->dot.gemm_at(active_cpu_level());
+  for (std::size_t words = prompt.size(); gemm && prompt.size() < std::size_t(gemm->min_tokens);)
+    prompt.push_back(prompt[1 + (prompt.size() - 1) % (words - 1)]);  // after the BOS
   std::vector<std::vector<float>> logits[2];
   std::vector<Token> greedy[2];
   for (bool mmap : {false, true}) {
