@@ -252,7 +252,10 @@ void erased(const void* src, float* y, std::int64_t n_blocks) {
 dot::GemmFns with_amx_run(const dot::GemmFns& vnni, decltype(dot::GemmFns::run) run) {
   dot::GemmFns g = vnni;
   g.run = run;
-  g.min_tokens = 16;  // one full A tile; fewer tokens run the VNNI kernel anyway
+  // At least one full A tile (fewer tokens run the VNNI kernel anyway), and no
+  // fewer than the VNNI GEMM takes: the tiles pack the same panels, and below
+  // that count the packing costs more than the decode kernels take.
+  g.min_tokens = std::max(16, vnni.min_tokens);
   return g;
 }
 const dot::GemmFns kAmxQ4_0 = with_amx_run(dot::avx512::gemm_q4_0, dot::amx::run_q4_0);
