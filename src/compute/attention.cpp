@@ -185,13 +185,11 @@ void run_segment(const AttentionArgs& a, const AttentionScratch& s, const attn::
       for (std::size_t r = r0; r < r1; ++r) {
         const std::size_t hi = std::min<std::size_t>(s.row_hi[r], ce);
         if (hi <= cb) continue;
-        for (std::int32_t hr = 0; hr < n_rep; ++hr) {
-          const std::int32_t h = g * n_rep + hr;
-          const std::size_t qi = query_index(r, g, hr, it, r0, n_rep);
-          fns.query_chunk(a.q + (static_cast<std::int64_t>(r) * a.n_head + h) * hd, b.kt.data(),
-                          b.v.data(), 0, static_cast<int>(hi - cb), hd, a.scale, a.softcap,
-                          &b.m[qi], &b.l[qi], b.acc.data() + qi * hd);
-        }
+        // The row's n_rep query heads of kv head g, side by side in q and in the states.
+        const std::size_t qi = query_index(r, g, 0, it, r0, n_rep);
+        fns.query_chunk(a.q + (static_cast<std::int64_t>(r) * a.n_head + g * n_rep) * hd,
+                        b.kt.data(), b.v.data(), 0, static_cast<int>(hi - cb), hd, n_rep, a.scale,
+                        a.softcap, &b.m[qi], &b.l[qi], b.acc.data() + qi * hd);
       }
     }
   }

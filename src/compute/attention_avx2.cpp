@@ -141,8 +141,11 @@ void load_chunk(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, fl
   }
 }
 
-void query_chunk(const float* q, const float* kt, const float* v, int jlo, int jhi, int hd,
-                 float scale, float softcap, float* m, float* l, float* acc) {
+namespace {
+
+// query_chunk for one query.
+void query_one(const float* q, const float* kt, const float* v, int jlo, int jhi, int hd,
+               float scale, float softcap, float* m, float* l, float* acc) {
   static_assert(C == 32, "the score registers below hold 32 lanes");
   // Scores in decode_t's order: lane i of p[r][g] sums the dimensions
   // d = r mod 8 of cell 8 g + i in turn; the eight sums of a cell are added as
@@ -238,6 +241,16 @@ void query_chunk(const float* q, const float* kt, const float* v, int jlo, int j
     float a = acc[d0];
     for (int j = jlo; j < jhi; ++j) a = fmaf(sc[j], v[static_cast<std::size_t>(j) * hd + d0], a);
     acc[d0] = a;
+  }
+}
+
+}  // namespace
+
+void query_chunk(const float* q, const float* kt, const float* v, int jlo, int jhi, int hd, int nq,
+                 float scale, float softcap, float* m, float* l, float* acc) {
+  for (int h = 0; h < nq; ++h) {
+    const std::size_t off = static_cast<std::size_t>(h) * hd;
+    query_one(q + off, kt, v, jlo, jhi, hd, scale, softcap, m + h, l + h, acc + off);
   }
 }
 

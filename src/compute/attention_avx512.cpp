@@ -1,10 +1,9 @@
 // AVX-512 attention steps (attention_kernels.h): query_chunk in 16-lane
-// registers, the chunk's 32 scores in two; decode_chunk with the query heads
-// of a kv head in registers side by side. load_chunk stays the AVX2 one
-// (converting and transposing K is not where the time goes). Compiled with
-// the AVX-512 flags; see dot.h on keeping this unit's code out of baseline
-// callers (intrinsics and plain loops only).
-// GCC 12's AVX-512 headers self-initialize their "undefined" vectors
+// registers, the chunk's 32 scores in two, up to four queries' values at once; decode_chunk with
+// the query heads of a kv head in registers side by side. load_chunk stays the AVX2 one (converting
+// and transposing K is not where the time goes). Compiled with the AVX-512 flags; see dot.h on
+// keeping this unit's code out of baseline callers (intrinsics and plain loops only). GCC 12's
+// AVX-512 headers self-initialize their "undefined" vectors
 // (__m512 __Y = __Y), which -Wuninitialized reports once inlined here.
 #if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -207,10 +206,10 @@ void decode_type(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, i
   }
 }
 
-}  // namespace
-
-void query_chunk(const float* q, const float* kt, const float* v, int jlo, int jhi, int hd,
-                 float scale, float softcap, float* m, float* l, float* acc) {
+// query_chunk's scores and online-softmax step for one query: m, l and acc
+// rescaled to the chunk's maximum, the chunk's weights e^(s_j - m') in sc.
+void fold_scores(const float* q, const float* kt, int jlo, int jhi, int hd, float scale,
+                 float softcap, float* m, float* l, float* acc, float* sc) {
   static_assert(C == 32, "the score registers below hold 32 lanes");
   // Scores in decode_t's order: lane i of p[r][g] sums the dimensions
   // d = r mod 16 of cell 16 g + i in turn (past hd, + 0 as decode_t's masked
@@ -243,7 +242,6 @@ void query_chunk(const float* q, const float* kt, const float* v, int jlo, int j
     }
   }
   __m512 x0 = _mm512_mul_ps(sum_lanes(p[0]), vs), x1 = _mm512_mul_ps(sum_lanes(p[1]), vs);
-  alignas(64) float sc[C];
   if (softcap > 0.0f) {
     _mm512_store_ps(sc, x0);
     _mm512_store_ps(sc + 16, x1);
@@ -274,32 +272,72 @@ void query_chunk(const float* q, const float* kt, const float* v, int jlo, int j
   *l += sum16(_mm512_add_ps(x0, x1));
   _mm512_store_ps(sc, x0);
   _mm512_store_ps(sc + 16, x1);
+}
 
-  // acc += sum_j p_j v_j, 64 then 16 (masked) columns of acc held in registers.
+// acc[h] += sum_j sc[h][j] v[j] for NQ queries, j in [jlo, jhi): 64 columns of
+// every query's acc in registers while the chunk's V rows stream by, as
+// decode_t's V step. Each query's additions are its own, in j order: several
+// give the FMA units independent chains (one alone waits on its four) and
+// read each V row once.
+template <int NQ>
+void add_values(const float (*sc)[C], const float* v, int jlo, int jhi, int hd, float* acc) {
   int d0 = 0;
   for (; d0 + 64 <= hd; d0 += 64) {
-    __m512 a0 = _mm512_loadu_ps(acc + d0), a1 = _mm512_loadu_ps(acc + d0 + 16);
-    __m512 a2 = _mm512_loadu_ps(acc + d0 + 32), a3 = _mm512_loadu_ps(acc + d0 + 48);
+    __m512 a[NQ][4];
+    for (int h = 0; h < NQ; ++h)
+      for (int i = 0; i < 4; ++i) a[h][i] = _mm512_loadu_ps(acc + h * hd + d0 + 16 * i);
     for (int j = jlo; j < jhi; ++j) {
-      const __m512 p = _mm512_set1_ps(sc[j]);
       const float* vj = v + static_cast<std::size_t>(j) * hd + d0;
-      a0 = _mm512_fmadd_ps(p, _mm512_loadu_ps(vj), a0);
-      a1 = _mm512_fmadd_ps(p, _mm512_loadu_ps(vj + 16), a1);
-      a2 = _mm512_fmadd_ps(p, _mm512_loadu_ps(vj + 32), a2);
-      a3 = _mm512_fmadd_ps(p, _mm512_loadu_ps(vj + 48), a3);
+      __m512 vx[4];
+      for (int i = 0; i < 4; ++i) vx[i] = _mm512_loadu_ps(vj + 16 * i);
+      for (int h = 0; h < NQ; ++h) {
+        const __m512 p = _mm512_set1_ps(sc[h][j]);
+        for (int i = 0; i < 4; ++i) a[h][i] = _mm512_fmadd_ps(p, vx[i], a[h][i]);
+      }
     }
-    _mm512_storeu_ps(acc + d0, a0);
-    _mm512_storeu_ps(acc + d0 + 16, a1);
-    _mm512_storeu_ps(acc + d0 + 32, a2);
-    _mm512_storeu_ps(acc + d0 + 48, a3);
+    for (int h = 0; h < NQ; ++h)
+      for (int i = 0; i < 4; ++i) _mm512_storeu_ps(acc + h * hd + d0 + 16 * i, a[h][i]);
   }
   for (; d0 < hd; d0 += 16) {
     const __mmask16 k = lanes(0, clamp16(hd - d0));
-    __m512 a0 = _mm512_maskz_loadu_ps(k, acc + d0);
-    for (int j = jlo; j < jhi; ++j)
-      a0 = _mm512_fmadd_ps(_mm512_set1_ps(sc[j]),
-                           _mm512_maskz_loadu_ps(k, v + static_cast<std::size_t>(j) * hd + d0), a0);
-    _mm512_mask_storeu_ps(acc + d0, k, a0);
+    __m512 a[NQ];
+    for (int h = 0; h < NQ; ++h) a[h] = _mm512_maskz_loadu_ps(k, acc + h * hd + d0);
+    for (int j = jlo; j < jhi; ++j) {
+      const __m512 vx = _mm512_maskz_loadu_ps(k, v + static_cast<std::size_t>(j) * hd + d0);
+      for (int h = 0; h < NQ; ++h) a[h] = _mm512_fmadd_ps(_mm512_set1_ps(sc[h][j]), vx, a[h]);
+    }
+    for (int h = 0; h < NQ; ++h) _mm512_mask_storeu_ps(acc + h * hd + d0, k, a[h]);
+  }
+}
+
+}  // namespace
+
+// Queries in groups of at most 4 (add_values' registers: 4 x 4 x 16 columns).
+void query_chunk(const float* q, const float* kt, const float* v, int jlo, int jhi, int hd, int nq,
+                 float scale, float softcap, float* m, float* l, float* acc) {
+  for (int h0 = 0; h0 < nq; h0 += 4) {
+    const int n = nq - h0 < 4 ? nq - h0 : 4;
+    alignas(64) float sc[4][C];
+    for (int h = 0; h < n; ++h) {
+      const std::size_t off = static_cast<std::size_t>(h0 + h) * hd;
+      fold_scores(q + off, kt, jlo, jhi, hd, scale, softcap, m + h0 + h, l + h0 + h, acc + off,
+                  sc[h]);
+    }
+    float* a = acc + static_cast<std::size_t>(h0) * hd;
+    switch (n) {
+      case 1:
+        add_values<1>(sc, v, jlo, jhi, hd, a);
+        break;
+      case 2:
+        add_values<2>(sc, v, jlo, jhi, hd, a);
+        break;
+      case 3:
+        add_values<3>(sc, v, jlo, jhi, hd, a);
+        break;
+      default:
+        add_values<4>(sc, v, jlo, jhi, hd, a);
+        break;
+    }
   }
 }
 

@@ -110,14 +110,18 @@ void fold_scalar(float* sc, const float* v, std::size_t v_stride, int jlo, int j
 }
 
 void query_chunk_scalar(const float* q, const float* kt, const float* v, int jlo, int jhi, int hd,
-                        float scale, float softcap, float* m, float* l, float* acc) {
-  float sc[C] = {};
-  for (int d = 0; d < hd; ++d) {
-    const float qd = q[d];
-    const float* kd = kt + d * C;
-    for (int j = 0; j < C; ++j) sc[j] += qd * kd[j];
+                        int nq, float scale, float softcap, float* m, float* l, float* acc) {
+  for (int h = 0; h < nq; ++h) {
+    const float* qh = q + static_cast<std::size_t>(h) * hd;
+    float sc[C] = {};
+    for (int d = 0; d < hd; ++d) {
+      const float qd = qh[d];
+      const float* kd = kt + d * C;
+      for (int j = 0; j < C; ++j) sc[j] += qd * kd[j];
+    }
+    fold_scalar(sc, v, static_cast<std::size_t>(hd), jlo, jhi, hd, scale, softcap, m + h, l + h,
+                acc + static_cast<std::size_t>(h) * hd);
   }
-  fold_scalar(sc, v, static_cast<std::size_t>(hd), jlo, jhi, hd, scale, softcap, m, l, acc);
 }
 
 void decode_chunk_scalar(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, int nq,

@@ -7,8 +7,8 @@
 // One step works on a chunk of at most kAttnChunk cells of one kv head:
 // load_chunk turns the chunk's K and V rows, whatever the cache type, into
 // F32 (K transposed, so the scores of one query are hd broadcast-FMAs over the
-// chunk's lanes); query_chunk folds the chunk into one query's online-softmax
-// state (m, l, acc). A tile of one row (decode) has too few queries to pay for
+// chunk's lanes); query_chunk folds the chunk into queries' online-softmax
+// states (m, l, acc). A tile of one row (decode) has too few queries to pay for
 // that copy: decode_chunk reads each cached K and V row where it lies, once for
 // all the query heads that share the kv head.
 #pragma once
@@ -37,11 +37,13 @@ struct AttnFns {
   // j < nc, d < hd; kt's columns j >= nc are zero (v's rows there are not set).
   void (*load_chunk)(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, float* kt,
                      float* v);
-  // For s_j = scale q.kt[:, j] (softcap: softcap tanh(s_j / softcap)), j in
-  // [jlo, jhi) (jlo < jhi): m' = max(m, max s_j), l = l e^(m - m') + sum e^(s_j - m'),
-  // acc[0, hd) = acc e^(m - m') + sum_j e^(s_j - m') v[j], m = m'.
+  // For each of nq queries (q, acc [nq][hd]; m, l [nq]) and s_j = scale q.kt[:, j]
+  // (softcap: softcap tanh(s_j / softcap)), j in [jlo, jhi) (jlo < jhi):
+  // m' = max(m, max s_j), l = l e^(m - m') + sum e^(s_j - m'),
+  // acc[0, hd) = acc e^(m - m') + sum_j e^(s_j - m') v[j], m = m'. A query's
+  // result does not depend on the others beside it.
   void (*query_chunk)(const float* q, const float* kt, const float* v, int jlo, int jhi, int hd,
-                      float scale, float softcap, float* m, float* l, float* acc);
+                      int nq, float scale, float softcap, float* m, float* l, float* acc);
   // query_chunk's fold for nq query heads of one row that read this kv head
   // (q, acc [nq][hd]; m, l [nq]), over cells[0, nc), 0 < nc <= kAttnChunk,
   // with K and V read straight from the cache rows. Bit for bit what
@@ -60,14 +62,14 @@ float exp_nonpositive(float x);
 
 namespace avx2 {
 void load_chunk(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, float* kt, float* v);
-void query_chunk(const float* q, const float* kt, const float* v, int jlo, int jhi, int hd,
+void query_chunk(const float* q, const float* kt, const float* v, int jlo, int jhi, int hd, int nq,
                  float scale, float softcap, float* m, float* l, float* acc);
 void decode_chunk(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, int nq,
                   const float* q, float scale, float softcap, float* m, float* l, float* acc);
 }  // namespace avx2
 
 namespace avx512 {
-void query_chunk(const float* q, const float* kt, const float* v, int jlo, int jhi, int hd,
+void query_chunk(const float* q, const float* kt, const float* v, int jlo, int jhi, int hd, int nq,
                  float scale, float softcap, float* m, float* l, float* acc);
 void decode_chunk(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, int nq,
                   const float* q, float scale, float softcap, float* m, float* l, float* acc);

@@ -418,8 +418,10 @@ TEST(AttentionTiled, ARowGivesTheSameBitsAloneAndInAnyBatch) {
     std::int32_t n_head, n_head_kv, hd;
     float softcap;
   };
+  // Query heads per kv head 1 to 5 (the tile path takes them 4 at a time, then
+  // what is left), head sizes of 64-column blocks, 16-column tails and both.
   for (const Shape& sh : {Shape{6, 2, 64, 0.0f}, Shape{4, 4, 20, 0.0f}, Shape{8, 2, 40, 3.0f},
-                          Shape{3, 1, 32, 0.0f}}) {
+                          Shape{3, 1, 32, 0.0f}, Shape{10, 2, 80, 0.0f}}) {
     Problem p;
     p.n_head = sh.n_head;
     p.n_head_kv = sh.n_head_kv;
