@@ -143,15 +143,15 @@ void load_chunk(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, fl
 
 namespace {
 
-// query_chunk for one query.
-void query_one(const float* q, const float* kt, const float* v, int jlo, int jhi, int hd,
-               float scale, float softcap, float* m, float* l, float* acc) {
+// query_chunk's scores and online-softmax step for one query: m, l and acc
+// rescaled to the chunk's maximum, the chunk's weights e^(s_j - m') in sc.
+void fold_scores(const float* q, const float* kt, int jlo, int jhi, int hd, float scale,
+                 float softcap, float* m, float* l, float* acc, float* sc) {
   static_assert(C == 32, "the score registers below hold 32 lanes");
   // Scores in decode_t's order: lane i of p[r][g] sums the dimensions
   // d = r mod 8 of cell 8 g + i in turn; the eight sums of a cell are added as
   // hsum adds a register's lanes, then the dimensions past the last 8 one by
   // one. Two residues at a time share their broadcasts across the 4 groups.
-  alignas(32) float sc[C];
   const int hd8 = hd & ~7;
   __m256 p[8][4];
   for (int r = 0; r < 8; r += 2) {
@@ -211,46 +211,69 @@ void query_one(const float* q, const float* kt, const float* v, int jlo, int jhi
   _mm256_store_ps(sc + 8, x1);
   _mm256_store_ps(sc + 16, x2);
   _mm256_store_ps(sc + 24, x3);
+}
 
-  // acc += sum_j p_j v_j, 32 then 8 columns of acc held in registers over the chunk.
+// acc[h] += sum_j sc[h][j] v[j] for NQ queries, j in [jlo, jhi): 32 columns of
+// each query's acc in registers over the chunk, then 8, then one. Each query's
+// additions are its own, in j order; two give the FMA units independent
+// chains (one alone waits on its four) and read each V row once.
+template <int NQ>
+void add_values(const float (*sc)[C], const float* v, int jlo, int jhi, int hd, float* acc) {
   int d0 = 0;
   for (; d0 + 32 <= hd; d0 += 32) {
-    __m256 a0 = _mm256_loadu_ps(acc + d0), a1 = _mm256_loadu_ps(acc + d0 + 8);
-    __m256 a2 = _mm256_loadu_ps(acc + d0 + 16), a3 = _mm256_loadu_ps(acc + d0 + 24);
+    __m256 a[NQ][4];
+    for (int h = 0; h < NQ; ++h)
+      for (int i = 0; i < 4; ++i) a[h][i] = _mm256_loadu_ps(acc + h * hd + d0 + 8 * i);
     for (int j = jlo; j < jhi; ++j) {
-      const __m256 p = _mm256_broadcast_ss(sc + j);
       const float* vj = v + static_cast<std::size_t>(j) * hd + d0;
-      a0 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vj), a0);
-      a1 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vj + 8), a1);
-      a2 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vj + 16), a2);
-      a3 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vj + 24), a3);
+      __m256 vx[4];
+      for (int i = 0; i < 4; ++i) vx[i] = _mm256_loadu_ps(vj + 8 * i);
+      for (int h = 0; h < NQ; ++h) {
+        const __m256 p = _mm256_broadcast_ss(sc[h] + j);
+        for (int i = 0; i < 4; ++i) a[h][i] = _mm256_fmadd_ps(p, vx[i], a[h][i]);
+      }
     }
-    _mm256_storeu_ps(acc + d0, a0);
-    _mm256_storeu_ps(acc + d0 + 8, a1);
-    _mm256_storeu_ps(acc + d0 + 16, a2);
-    _mm256_storeu_ps(acc + d0 + 24, a3);
+    for (int h = 0; h < NQ; ++h)
+      for (int i = 0; i < 4; ++i) _mm256_storeu_ps(acc + h * hd + d0 + 8 * i, a[h][i]);
   }
   for (; d0 + 8 <= hd; d0 += 8) {
-    __m256 a0 = _mm256_loadu_ps(acc + d0);
-    for (int j = jlo; j < jhi; ++j)
-      a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(sc + j),
-                           _mm256_loadu_ps(v + static_cast<std::size_t>(j) * hd + d0), a0);
-    _mm256_storeu_ps(acc + d0, a0);
+    __m256 a[NQ];
+    for (int h = 0; h < NQ; ++h) a[h] = _mm256_loadu_ps(acc + h * hd + d0);
+    for (int j = jlo; j < jhi; ++j) {
+      const __m256 vx = _mm256_loadu_ps(v + static_cast<std::size_t>(j) * hd + d0);
+      for (int h = 0; h < NQ; ++h) a[h] = _mm256_fmadd_ps(_mm256_broadcast_ss(sc[h] + j), vx, a[h]);
+    }
+    for (int h = 0; h < NQ; ++h) _mm256_storeu_ps(acc + h * hd + d0, a[h]);
   }
-  for (; d0 < hd; ++d0) {
-    float a = acc[d0];
-    for (int j = jlo; j < jhi; ++j) a = fmaf(sc[j], v[static_cast<std::size_t>(j) * hd + d0], a);
-    acc[d0] = a;
-  }
+  for (; d0 < hd; ++d0)
+    for (int h = 0; h < NQ; ++h) {
+      float a = acc[h * hd + d0];
+      for (int j = jlo; j < jhi; ++j)
+        a = fmaf(sc[h][j], v[static_cast<std::size_t>(j) * hd + d0], a);
+      acc[h * hd + d0] = a;
+    }
 }
 
 }  // namespace
 
+// Queries in pairs: add_values' accumulators, 2 x 4 registers of 8 columns,
+// and a V row's 4 leave room in the 16 the level has.
 void query_chunk(const float* q, const float* kt, const float* v, int jlo, int jhi, int hd, int nq,
                  float scale, float softcap, float* m, float* l, float* acc) {
-  for (int h = 0; h < nq; ++h) {
-    const std::size_t off = static_cast<std::size_t>(h) * hd;
-    query_one(q + off, kt, v, jlo, jhi, hd, scale, softcap, m + h, l + h, acc + off);
+  for (int h0 = 0; h0 < nq; h0 += 2) {
+    const int n = nq - h0 < 2 ? nq - h0 : 2;
+    alignas(32) float sc[2][C];
+    for (int h = 0; h < n; ++h) {
+      const std::size_t off = static_cast<std::size_t>(h0 + h) * hd;
+      fold_scores(q + off, kt, jlo, jhi, hd, scale, softcap, m + h0 + h, l + h0 + h, acc + off,
+                  sc[h]);
+    }
+    float* a = acc + static_cast<std::size_t>(h0) * hd;
+    if (n == 2) {
+      add_values<2>(sc, v, jlo, jhi, hd, a);
+    } else {
+      add_values<1>(sc, v, jlo, jhi, hd, a);
+    }
   }
 }
 
