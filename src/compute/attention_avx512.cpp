@@ -1,9 +1,10 @@
 // AVX-512 attention steps (attention_kernels.h): query_chunk in 16-lane
-// registers, the chunk's 32 scores in two, up to four queries' values at once; decode_chunk with
-// the query heads of a kv head in registers side by side. load_chunk stays the AVX2 one (converting
-// and transposing K is not where the time goes). Compiled with the AVX-512 flags; see dot.h on
-// keeping this unit's code out of baseline callers (intrinsics and plain loops only). GCC 12's
-// AVX-512 headers self-initialize their "undefined" vectors
+// registers, the chunk's 32 scores in two, up to four queries' values at once;
+// decode_chunk with the query heads of a kv head in registers side by side.
+// load_chunk stays the AVX2 one (converting and transposing K is not where the
+// time goes). Compiled with the AVX-512 flags; see dot.h on keeping this unit's
+// code out of baseline callers (intrinsics and plain loops only).
+// GCC 12's AVX-512 headers self-initialize their "undefined" vectors
 // (__m512 __Y = __Y), which -Wuninitialized reports once inlined here.
 #if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/cpu_cores.h"
 #include "seam/error.h"
 
 namespace seam {
@@ -61,7 +62,7 @@ std::byte* huge_page_region(std::size_t size) {
 int read_whole(int fd, std::byte* dst, std::size_t size) {
   constexpr std::size_t kMinSlice = std::size_t{32} << 20;
   constexpr std::size_t kMaxThreads = 8;  // past this the page allocator is the limit
-  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const auto cores = static_cast<std::size_t>(core_count());  // at least 1
   const std::size_t n_threads =
       std::clamp<std::size_t>(size / kMinSlice, 1, std::min(cores, kMaxThreads));
   const std::size_t slice = (size / n_threads + kHugePage - 1) & ~(kHugePage - 1);

@@ -199,10 +199,10 @@ TEST_P(MatmulTypes, ATokensRowIsTheSameBitsInAnyBatch) {
   if (quant::traits(type)->block_size == 1) lengths = {83, 576, 587, 13, 5};  // every tail
   std::mt19937 rng(77 + static_cast<int>(type));
   std::normal_distribution<float> normal(0.0f, 1.0f);
+  const std::vector<std::int64_t> counts = testutil::batch_sizes_around_gemm(type, level);
+  const std::int64_t n_max = *std::max_element(counts.begin(), counts.end());
   for (const std::int64_t n_in : lengths) {
     const std::int64_t n_out = 37;
-    const std::vector<std::int64_t> counts = testutil::batch_sizes_around_gemm(type, level);
-    const std::int64_t n_max = *std::max_element(counts.begin(), counts.end());
     const std::size_t row = quant::row_size(type, n_in);
     const auto wbytes = testutil::random_weights(type, n_out, n_in, row, rng);
     const WeightView w{type, n_in, n_out, wbytes.data(), row};

@@ -125,8 +125,9 @@ TEST(LlamaCppQuantLayouts, InterleavedQ4_0GivesTheMappedFilesLogits) {
   const std::string path = kQuantDir + "ref-llama-512-q4_0.gguf";
   std::vector<Token> prompt = expected()["files"]["q4_0"]["prompt_ids"].get<std::vector<Token>>();
   const dot::GemmFns* gemm = quant::traits(TensorType::Q4_0)->dot.gemm_at(active_cpu_level());
-  for (std::size_t words = prompt.size(); gemm && prompt.size() < std::size_t(gemm->min_tokens);)
-    prompt.push_back(prompt[1 + (prompt.size() - 1) % (words - 1)]);  // after the BOS
+  const std::size_t words = prompt.size();
+  const std::size_t want = gemm ? static_cast<std::size_t>(gemm->min_tokens) : 0;
+  while (prompt.size() < want) prompt.push_back(prompt[1 + (prompt.size() - 1) % (words - 1)]);
   std::vector<std::vector<float>> logits[2];
   std::vector<Token> greedy[2];
   for (bool mmap : {false, true}) {
