@@ -77,14 +77,6 @@ inline float hsum(__m256 x) {
   return _mm_cvtss_f32(s);
 }
 
-// hsum of eight registers at once, lane by lane: lane i of the result is
-// hsum of (p[0][i], ..., p[7][i]), the same additions in the same order.
-inline __m256 sum_lanes(const __m256 p[8]) {
-  const __m256 s0 = _mm256_add_ps(p[0], p[4]), s1 = _mm256_add_ps(p[1], p[5]);
-  const __m256 s2 = _mm256_add_ps(p[2], p[6]), s3 = _mm256_add_ps(p[3], p[7]);
-  return _mm256_add_ps(_mm256_add_ps(s0, s2), _mm256_add_ps(s1, s3));
-}
-
 inline float hmax(__m256 x) {
   __m128 s = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
   s = _mm_max_ps(s, _mm_movehl_ps(s, s));
@@ -143,44 +135,72 @@ void load_chunk(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, fl
 
 namespace {
 
-// query_chunk's scores and online-softmax step for one query: m, l and acc
-// rescaled to the chunk's maximum, the chunk's weights e^(s_j - m') in sc.
-void fold_scores(const float* q, const float* kt, int jlo, int jhi, int hd, float scale,
-                 float softcap, float* m, float* l, float* acc, float* sc) {
+// The 32 scores of NQ queries (q [NQ][hd]) against the chunk, unscaled, in
+// decode_t's order: the lane of a cell in residue r sums the dimensions
+// d = r mod 8 below hd8 in turn, the eight residue sums are added as hsum
+// adds a register's lanes, then the dimensions past hd8 one by one. Residues are
+// taken in the tree's leaf order, so that only the partial sums it still
+// needs stay live; each K^T row loaded serves all NQ queries (one query alone
+// spends 5 loads on 4 FMAs, two spend 6 on 8).
+template <int NQ>
+void scores(const float* q, const float* kt, int hd, __m256 (*x)[4]) {
   static_assert(C == 32, "the score registers below hold 32 lanes");
-  // Scores in decode_t's order: lane i of p[r][g] sums the dimensions
-  // d = r mod 8 of cell 8 g + i in turn; the eight sums of a cell are added as
-  // hsum adds a register's lanes, then the dimensions past the last 8 one by
-  // one. Two residues at a time share their broadcasts across the 4 groups.
   const int hd8 = hd & ~7;
-  __m256 p[8][4];
-  for (int r = 0; r < 8; r += 2) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+  // Residue r's sums over the chunk's 4 groups of 8 cells.
+  const auto residue = [&](int r, __m256(&out)[NQ][4]) {
+    __m256 a[NQ][4];  // local, so that it stays in registers
+    for (int h = 0; h < NQ; ++h)
+      for (int g = 0; g < 4; ++g) a[h][g] = _mm256_setzero_ps();
     for (int d0 = 0; d0 < hd8; d0 += 8) {
-      const __m256 qa = _mm256_broadcast_ss(q + d0 + r), qb = _mm256_broadcast_ss(q + d0 + r + 1);
-      const float* ka = kt + (d0 + r) * C;
-      const float* kb = ka + C;
-      a0 = _mm256_fmadd_ps(qa, _mm256_loadu_ps(ka), a0);
-      a1 = _mm256_fmadd_ps(qa, _mm256_loadu_ps(ka + 8), a1);
-      a2 = _mm256_fmadd_ps(qa, _mm256_loadu_ps(ka + 16), a2);
-      a3 = _mm256_fmadd_ps(qa, _mm256_loadu_ps(ka + 24), a3);
-      b0 = _mm256_fmadd_ps(qb, _mm256_loadu_ps(kb), b0);
-      b1 = _mm256_fmadd_ps(qb, _mm256_loadu_ps(kb + 8), b1);
-      b2 = _mm256_fmadd_ps(qb, _mm256_loadu_ps(kb + 16), b2);
-      b3 = _mm256_fmadd_ps(qb, _mm256_loadu_ps(kb + 24), b3);
+      const float* kd = kt + (d0 + r) * C;
+      __m256 k0 = _mm256_loadu_ps(kd), k1 = _mm256_loadu_ps(kd + 8);
+      __m256 k2 = _mm256_loadu_ps(kd + 16), k3 = _mm256_loadu_ps(kd + 24);
+      // Held in registers: folded into each FMA, the compiler would load them NQ times.
+      if constexpr (NQ > 1) __asm__("" : "+x"(k0), "+x"(k1), "+x"(k2), "+x"(k3));
+      for (int h = 0; h < NQ; ++h) {
+        const __m256 qd = _mm256_broadcast_ss(q + h * hd + d0 + r);
+        a[h][0] = _mm256_fmadd_ps(qd, k0, a[h][0]);
+        a[h][1] = _mm256_fmadd_ps(qd, k1, a[h][1]);
+        a[h][2] = _mm256_fmadd_ps(qd, k2, a[h][2]);
+        a[h][3] = _mm256_fmadd_ps(qd, k3, a[h][3]);
+      }
     }
-    p[r][0] = a0, p[r][1] = a1, p[r][2] = a2, p[r][3] = a3;
-    p[r + 1][0] = b0, p[r + 1][1] = b1, p[r + 1][2] = b2, p[r + 1][3] = b3;
-  }
+    for (int h = 0; h < NQ; ++h)
+      for (int g = 0; g < 4; ++g) out[h][g] = a[h][g];
+  };
+  // p_r + p_(r+4), the tree's first level.
+  const auto pair = [&](int r, __m256(&s)[NQ][4]) {
+    __m256 a[NQ][4], b[NQ][4];
+    residue(r, a);
+    residue(r + 4, b);
+    for (int h = 0; h < NQ; ++h)
+      for (int g = 0; g < 4; ++g) s[h][g] = _mm256_add_ps(a[h][g], b[h][g]);
+  };
+  __m256 s0[NQ][4], s1[NQ][4], w0[NQ][4];
+  pair(0, s0);
+  pair(2, s1);
+  for (int h = 0; h < NQ; ++h)
+    for (int g = 0; g < 4; ++g) w0[h][g] = _mm256_add_ps(s0[h][g], s1[h][g]);
+  pair(1, s0);
+  pair(3, s1);
+  for (int h = 0; h < NQ; ++h)
+    for (int g = 0; g < 4; ++g)
+      x[h][g] = _mm256_add_ps(w0[h][g], _mm256_add_ps(s0[h][g], s1[h][g]));
+  for (int d = hd8; d < hd; ++d)
+    for (int h = 0; h < NQ; ++h)
+      for (int g = 0; g < 4; ++g)
+        x[h][g] = _mm256_fmadd_ps(_mm256_broadcast_ss(q + h * hd + d),
+                                  _mm256_loadu_ps(kt + d * C + 8 * g), x[h][g]);
+}
+
+// query_chunk's online-softmax step for one query from its raw scores x: m, l
+// and acc rescaled to the chunk's maximum, the chunk's weights e^(s_j - m')
+// in sc. Inlined, as the AVX-512 one (attention_avx512.cpp says why).
+[[gnu::always_inline]] inline void fold_scores(const __m256 (&x)[4], int jlo, int jhi, int hd,
+                                               float scale, float softcap, float* m, float* l,
+                                               float* acc, float* sc) {
   const __m256 vs = _mm256_set1_ps(scale);
-  for (int g = 0; g < 4; ++g) {
-    const __m256 cell[8] = {p[0][g], p[1][g], p[2][g], p[3][g], p[4][g], p[5][g], p[6][g], p[7][g]};
-    __m256 x = sum_lanes(cell);
-    for (int d = hd8; d < hd; ++d)
-      x = _mm256_fmadd_ps(_mm256_broadcast_ss(q + d), _mm256_loadu_ps(kt + d * C + 8 * g), x);
-    _mm256_store_ps(sc + 8 * g, _mm256_mul_ps(x, vs));
-  }
+  for (int g = 0; g < 4; ++g) _mm256_store_ps(sc + 8 * g, _mm256_mul_ps(x[g], vs));
   if (softcap > 0.0f)
     for (int j = jlo; j < jhi; ++j) sc[j] = softcap * tanhf(sc[j] / softcap);
   // Lanes outside [jlo, jhi) get -inf: weight 0 below, and no effect on the max.
@@ -213,38 +233,38 @@ void fold_scores(const float* q, const float* kt, int jlo, int jhi, int hd, floa
   _mm256_store_ps(sc + 24, x3);
 }
 
-// acc[h] += sum_j sc[h][j] v[j] for NQ queries, j in [jlo, jhi): 32 columns of
-// each query's acc in registers over the chunk, then 8, then one. Each query's
-// additions are its own, in j order; two give the FMA units independent
-// chains (one alone waits on its four) and read each V row once.
+// Columns [d0, d0 + 8 W) of add_values: W registers per query in flight
+// while the chunk's V rows stream by, each V row read once for all NQ.
+template <int NQ, int W>
+void add_columns(const float (*sc)[C], const float* v, int jlo, int jhi, int hd, int d0,
+                 float* acc) {
+  __m256 a[NQ][W];
+  for (int h = 0; h < NQ; ++h)
+    for (int i = 0; i < W; ++i) a[h][i] = _mm256_loadu_ps(acc + h * hd + d0 + 8 * i);
+  for (int j = jlo; j < jhi; ++j) {
+    const float* vj = v + static_cast<std::size_t>(j) * hd + d0;
+    __m256 vx[W];
+    for (int i = 0; i < W; ++i) vx[i] = _mm256_loadu_ps(vj + 8 * i);
+    for (int h = 0; h < NQ; ++h) {
+      const __m256 p = _mm256_broadcast_ss(sc[h] + j);
+      for (int i = 0; i < W; ++i) a[h][i] = _mm256_fmadd_ps(p, vx[i], a[h][i]);
+    }
+  }
+  for (int h = 0; h < NQ; ++h)
+    for (int i = 0; i < W; ++i) _mm256_storeu_ps(acc + h * hd + d0 + 8 * i, a[h][i]);
+}
+
+// acc[h] += sum_j sc[h][j] v[j] for NQ queries, j in [jlo, jhi): 64 columns
+// of a lone query's acc in registers over the chunk (8 chains of FMAs, as two
+// queries' 2 x 4 give), then 32, then 8, then one. Each query's additions are
+// its own, in j order.
 template <int NQ>
 void add_values(const float (*sc)[C], const float* v, int jlo, int jhi, int hd, float* acc) {
   int d0 = 0;
-  for (; d0 + 32 <= hd; d0 += 32) {
-    __m256 a[NQ][4];
-    for (int h = 0; h < NQ; ++h)
-      for (int i = 0; i < 4; ++i) a[h][i] = _mm256_loadu_ps(acc + h * hd + d0 + 8 * i);
-    for (int j = jlo; j < jhi; ++j) {
-      const float* vj = v + static_cast<std::size_t>(j) * hd + d0;
-      __m256 vx[4];
-      for (int i = 0; i < 4; ++i) vx[i] = _mm256_loadu_ps(vj + 8 * i);
-      for (int h = 0; h < NQ; ++h) {
-        const __m256 p = _mm256_broadcast_ss(sc[h] + j);
-        for (int i = 0; i < 4; ++i) a[h][i] = _mm256_fmadd_ps(p, vx[i], a[h][i]);
-      }
-    }
-    for (int h = 0; h < NQ; ++h)
-      for (int i = 0; i < 4; ++i) _mm256_storeu_ps(acc + h * hd + d0 + 8 * i, a[h][i]);
-  }
-  for (; d0 + 8 <= hd; d0 += 8) {
-    __m256 a[NQ];
-    for (int h = 0; h < NQ; ++h) a[h] = _mm256_loadu_ps(acc + h * hd + d0);
-    for (int j = jlo; j < jhi; ++j) {
-      const __m256 vx = _mm256_loadu_ps(v + static_cast<std::size_t>(j) * hd + d0);
-      for (int h = 0; h < NQ; ++h) a[h] = _mm256_fmadd_ps(_mm256_broadcast_ss(sc[h] + j), vx, a[h]);
-    }
-    for (int h = 0; h < NQ; ++h) _mm256_storeu_ps(acc + h * hd + d0, a[h]);
-  }
+  if constexpr (NQ == 1)
+    for (; d0 + 64 <= hd; d0 += 64) add_columns<NQ, 8>(sc, v, jlo, jhi, hd, d0, acc);
+  for (; d0 + 32 <= hd; d0 += 32) add_columns<NQ, 4>(sc, v, jlo, jhi, hd, d0, acc);
+  for (; d0 + 8 <= hd; d0 += 8) add_columns<NQ, 1>(sc, v, jlo, jhi, hd, d0, acc);
   for (; d0 < hd; ++d0)
     for (int h = 0; h < NQ; ++h) {
       float a = acc[h * hd + d0];
@@ -257,22 +277,29 @@ void add_values(const float (*sc)[C], const float* v, int jlo, int jhi, int hd, 
 }  // namespace
 
 // Queries in pairs: add_values' accumulators, 2 x 4 registers of 8 columns,
-// and a V row's 4 leave room in the 16 the level has.
+// and a V row's 4 leave room in the 16 the level has; the scores' 2 x 4 and a
+// K^T row's 4 likewise. A pair's scores come from one pass over the chunk's
+// K^T, its values from one pass over V.
 void query_chunk(const float* q, const float* kt, const float* v, int jlo, int jhi, int hd, int nq,
                  float scale, float softcap, float* m, float* l, float* acc) {
   for (int h0 = 0; h0 < nq; h0 += 2) {
     const int n = nq - h0 < 2 ? nq - h0 : 2;
+    const float* qg = q + static_cast<std::size_t>(h0) * hd;
+    float* ag = acc + static_cast<std::size_t>(h0) * hd;
+    __m256 x[2][4];
     alignas(32) float sc[2][C];
-    for (int h = 0; h < n; ++h) {
-      const std::size_t off = static_cast<std::size_t>(h0 + h) * hd;
-      fold_scores(q + off, kt, jlo, jhi, hd, scale, softcap, m + h0 + h, l + h0 + h, acc + off,
-                  sc[h]);
-    }
-    float* a = acc + static_cast<std::size_t>(h0) * hd;
     if (n == 2) {
-      add_values<2>(sc, v, jlo, jhi, hd, a);
+      scores<2>(qg, kt, hd, x);
     } else {
-      add_values<1>(sc, v, jlo, jhi, hd, a);
+      scores<1>(qg, kt, hd, x);
+    }
+    for (int h = 0; h < n; ++h)
+      fold_scores(x[h], jlo, jhi, hd, scale, softcap, m + h0 + h, l + h0 + h,
+                  ag + static_cast<std::size_t>(h) * hd, sc[h]);
+    if (n == 2) {
+      add_values<2>(sc, v, jlo, jhi, hd, ag);
+    } else {
+      add_values<1>(sc, v, jlo, jhi, hd, ag);
     }
   }
 }

@@ -61,15 +61,6 @@ inline float sum16(__m512 x) {
   return _mm_cvtss_f32(_mm_add_ss(c, _mm_movehdup_ps(c)));
 }
 
-// sum16 of sixteen registers at once: lane i of the result is sum16 of
-// (p[0][i], ..., p[15][i]), the same additions in the same order.
-inline __m512 sum_lanes(__m512 p[16]) {
-  for (int r = 0; r < 8; ++r) p[r] = _mm512_add_ps(p[r], p[r + 8]);
-  for (int r = 0; r < 4; ++r) p[r] = _mm512_add_ps(p[r], p[r + 4]);
-  for (int r = 0; r < 2; ++r) p[r] = _mm512_add_ps(p[r], p[r + 2]);
-  return _mm512_add_ps(p[0], p[1]);
-}
-
 // Elements [d, d + 16) of one kv head's row at `row`, lanes outside k zero
 // (Q8_0: d is a multiple of 16 and hd of 32, so all 16 lie in one block).
 template <KvType t>
@@ -207,42 +198,81 @@ void decode_type(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, i
   }
 }
 
-// query_chunk's scores and online-softmax step for one query: m, l and acc
-// rescaled to the chunk's maximum, the chunk's weights e^(s_j - m') in sc.
-void fold_scores(const float* q, const float* kt, int jlo, int jhi, int hd, float scale,
-                 float softcap, float* m, float* l, float* acc, float* sc) {
+// The 32 scores of NQ queries (q [NQ][hd]) against the chunk, unscaled, in
+// decode_t's order: the lane of a cell in residue r sums the dimensions
+// d = r mod 16 in turn (past hd, + 0 as decode_t's masked lanes add), and the
+// sixteen residue sums are added in sum16's tree ((r + 8), then + 4, + 2,
+// + 1). Residues are taken in the tree's leaf order, so that only the partial
+// sums the tree still needs stay live; each K^T row loaded serves all NQ
+// queries (one query alone spends 3 loads on 2 FMAs, two spend 4 on 4).
+template <int NQ>
+void scores(const float* q, const float* kt, int hd, __m512 (*x)[2]) {
   static_assert(C == 32, "the score registers below hold 32 lanes");
-  // Scores in decode_t's order: lane i of p[r][g] sums the dimensions
-  // d = r mod 16 of cell 16 g + i in turn (past hd, + 0 as decode_t's masked
-  // lanes add), and the sixteen sums of a cell are added as sum16 adds lanes.
-  // Four residues at a time share their broadcasts across the 2 groups.
+  // Residues summed at once: their accumulators, NQ x 2 groups each, and the
+  // tree's pending sums must fit the 32 registers.
+  constexpr int RS = NQ <= 2 ? 4 : 2;
+  constexpr int kLeaf[4] = {0, 8, 4, 12};  // (r + 8) + ((r + 4) + (r + 12)) order, r < 4
   const int hd16 = hd & ~15, tail = hd - hd16;
-  const __m512 vs = _mm512_set1_ps(scale), zero = _mm512_setzero_ps();
-  __m512 p[2][16];
-  for (int r = 0; r < 16; r += 4) {
-    __m512 a[4][2];
-    for (int i = 0; i < 4; ++i) a[i][0] = a[i][1] = zero;
-    for (int d0 = 0; d0 < hd16; d0 += 16)
-      for (int i = 0; i < 4; ++i) {
-        const __m512 qd = _mm512_set1_ps(q[d0 + r + i]);
-        const float* kd = kt + (d0 + r + i) * C;
-        a[i][0] = _mm512_fmadd_ps(qd, _mm512_loadu_ps(kd), a[i][0]);
-        a[i][1] = _mm512_fmadd_ps(qd, _mm512_loadu_ps(kd + 16), a[i][1]);
-      }
-    for (int i = 0; i < 4; ++i) {
-      for (int g = 0; g < 2; ++g) {
-        if (tail == 0) {
-          p[g][r + i] = a[i][g];
-        } else if (r + i < tail) {
-          p[g][r + i] = _mm512_fmadd_ps(_mm512_set1_ps(q[hd16 + r + i]),
-                                        _mm512_loadu_ps(kt + (hd16 + r + i) * C + 16 * g), a[i][g]);
-        } else {
-          p[g][r + i] = _mm512_add_ps(a[i][g], zero);
+  const __m512 zero = _mm512_setzero_ps();
+  // u(r) = (p_r + p_(r+8)) + (p_(r+4) + p_(r+12)), the tree's second level.
+  const auto leaf = [&](int r, __m512(&u)[NQ][2]) {
+    __m512 pair[2][NQ][2];
+    for (int s0 = 0; s0 < 4; s0 += RS) {
+      __m512 a[RS][NQ][2];
+      for (int i = 0; i < RS; ++i)
+        for (int h = 0; h < NQ; ++h) a[i][h][0] = a[i][h][1] = zero;
+      for (int d0 = 0; d0 < hd16; d0 += 16)
+        for (int i = 0; i < RS; ++i) {
+          const int d = d0 + r + kLeaf[s0 + i];
+          __m512 k0 = _mm512_loadu_ps(kt + d * C), k1 = _mm512_loadu_ps(kt + d * C + 16);
+          // Held in registers: folded into each FMA, the compiler would load them NQ times.
+          if constexpr (NQ > 1) __asm__("" : "+v"(k0), "+v"(k1));
+          for (int h = 0; h < NQ; ++h) {
+            const __m512 qd = _mm512_set1_ps(q[h * hd + d]);
+            a[i][h][0] = _mm512_fmadd_ps(qd, k0, a[i][h][0]);
+            a[i][h][1] = _mm512_fmadd_ps(qd, k1, a[i][h][1]);
+          }
         }
-      }
+      if (tail != 0)
+        for (int i = 0; i < RS; ++i) {
+          const int rr = r + kLeaf[s0 + i], d = hd16 + rr;
+          for (int h = 0; h < NQ; ++h)
+            for (int g = 0; g < 2; ++g)
+              a[i][h][g] = rr < tail
+                               ? _mm512_fmadd_ps(_mm512_set1_ps(q[h * hd + d]),
+                                                 _mm512_loadu_ps(kt + d * C + 16 * g), a[i][h][g])
+                               : _mm512_add_ps(a[i][h][g], zero);
+        }
+      for (int i = 0; i < RS; i += 2)
+        for (int h = 0; h < NQ; ++h)
+          for (int g = 0; g < 2; ++g)
+            pair[(s0 + i) / 2][h][g] = _mm512_add_ps(a[i][h][g], a[i + 1][h][g]);
     }
-  }
-  __m512 x0 = _mm512_mul_ps(sum_lanes(p[0]), vs), x1 = _mm512_mul_ps(sum_lanes(p[1]), vs);
+    for (int h = 0; h < NQ; ++h)
+      for (int g = 0; g < 2; ++g) u[h][g] = _mm512_add_ps(pair[0][h][g], pair[1][h][g]);
+  };
+  __m512 u0[NQ][2], u1[NQ][2], w0[NQ][2];
+  leaf(0, u0);
+  leaf(2, u1);
+  for (int h = 0; h < NQ; ++h)
+    for (int g = 0; g < 2; ++g) w0[h][g] = _mm512_add_ps(u0[h][g], u1[h][g]);
+  leaf(1, u0);
+  leaf(3, u1);
+  for (int h = 0; h < NQ; ++h)
+    for (int g = 0; g < 2; ++g)
+      x[h][g] = _mm512_add_ps(w0[h][g], _mm512_add_ps(u0[h][g], u1[h][g]));
+}
+
+// query_chunk's online-softmax step for one query from its raw scores x0, x1:
+// m, l and acc rescaled to the chunk's maximum, the chunk's weights
+// e^(s_j - m') in sc. Inlined: GCC otherwise calls it out of line, the
+// scores go through memory, and it took 11% of a 1B prefill at depth 4096.
+[[gnu::always_inline]] inline void fold_scores(__m512 x0, __m512 x1, int jlo, int jhi, int hd,
+                                               float scale, float softcap, float* m, float* l,
+                                               float* acc, float* sc) {
+  const __m512 vs = _mm512_set1_ps(scale);
+  x0 = _mm512_mul_ps(x0, vs);
+  x1 = _mm512_mul_ps(x1, vs);
   if (softcap > 0.0f) {
     _mm512_store_ps(sc, x0);
     _mm512_store_ps(sc + 16, x1);
@@ -313,30 +343,46 @@ void add_values(const float (*sc)[C], const float* v, int jlo, int jhi, int hd, 
 
 }  // namespace
 
-// Queries in groups of at most 4 (add_values' registers: 4 x 4 x 16 columns).
+// Queries in groups of at most 4: add_values' registers (4 x 4 x 16 columns)
+// and the scores' (4 x 2 x 2 accumulators). A group's scores come from one
+// pass over the chunk's K^T, its values from one pass over V.
 void query_chunk(const float* q, const float* kt, const float* v, int jlo, int jhi, int hd, int nq,
                  float scale, float softcap, float* m, float* l, float* acc) {
   for (int h0 = 0; h0 < nq; h0 += 4) {
     const int n = nq - h0 < 4 ? nq - h0 : 4;
+    const float* qg = q + static_cast<std::size_t>(h0) * hd;
+    float* ag = acc + static_cast<std::size_t>(h0) * hd;
+    __m512 x[4][2];
     alignas(64) float sc[4][C];
-    for (int h = 0; h < n; ++h) {
-      const std::size_t off = static_cast<std::size_t>(h0 + h) * hd;
-      fold_scores(q + off, kt, jlo, jhi, hd, scale, softcap, m + h0 + h, l + h0 + h, acc + off,
-                  sc[h]);
-    }
-    float* a = acc + static_cast<std::size_t>(h0) * hd;
     switch (n) {
       case 1:
-        add_values<1>(sc, v, jlo, jhi, hd, a);
+        scores<1>(qg, kt, hd, x);
         break;
       case 2:
-        add_values<2>(sc, v, jlo, jhi, hd, a);
+        scores<2>(qg, kt, hd, x);
         break;
       case 3:
-        add_values<3>(sc, v, jlo, jhi, hd, a);
+        scores<3>(qg, kt, hd, x);
         break;
       default:
-        add_values<4>(sc, v, jlo, jhi, hd, a);
+        scores<4>(qg, kt, hd, x);
+        break;
+    }
+    for (int h = 0; h < n; ++h)
+      fold_scores(x[h][0], x[h][1], jlo, jhi, hd, scale, softcap, m + h0 + h, l + h0 + h,
+                  ag + static_cast<std::size_t>(h) * hd, sc[h]);
+    switch (n) {
+      case 1:
+        add_values<1>(sc, v, jlo, jhi, hd, ag);
+        break;
+      case 2:
+        add_values<2>(sc, v, jlo, jhi, hd, ag);
+        break;
+      case 3:
+        add_values<3>(sc, v, jlo, jhi, hd, ag);
+        break;
+      default:
+        add_values<4>(sc, v, jlo, jhi, hd, ag);
         break;
     }
   }
