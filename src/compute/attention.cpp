@@ -99,6 +99,7 @@ void finish(const AttentionArgs& a, std::int32_t h, float m, float l, const floa
 // Per-thread buffers of one work item: a segment's state and, when the item
 // owns all of a tile's segments, the rows' running states.
 struct ItemBuffers {
+  std::vector<float> q;     // [rows][n_rep][head_dim] a tile's queries of the item's kv head
   std::vector<float> kt;    // [head_dim][kAttnChunk] K of the chunk, transposed
   std::vector<float> v;     // [kAttnChunk][head_dim] V of the chunk
   std::vector<float> acc;   // [n_query][head_dim]
@@ -106,13 +107,13 @@ struct ItemBuffers {
   std::vector<float> run_acc, run_m, run_l;
 };
 
-// The queries of an item: rows r0.. of its tile, each with the n_rep query
-// heads of kv heads g_lo.. in order. For a one-row tile this is the order of
-// those heads in q.
+// The queries of an item: per kv head g_lo.., the rows r0 .. r0 + rows of
+// its tile, each with the n_rep query heads of that kv head. A kv head's
+// rows are side by side, for run_segment's runs of rows; for a one-row tile
+// this is the order of those heads in q.
 std::size_t query_index(std::size_t r, std::int32_t g, std::int32_t hr, const AttentionItem& it,
-                        std::size_t r0, std::int32_t n_rep) {
-  const std::size_t ng = it.g_hi - it.g_lo;
-  return ((r - r0) * ng + static_cast<std::size_t>(g) - it.g_lo) * n_rep + hr;
+                        std::size_t r0, std::size_t rows, std::int32_t n_rep) {
+  return ((static_cast<std::size_t>(g) - it.g_lo) * rows + (r - r0)) * n_rep + hr;
 }
 
 // Asks for one kv head's K and V bytes (head_row each) of cells[0, n) to be
@@ -165,7 +166,7 @@ void run_segment(const AttentionArgs& a, const AttentionScratch& s, const attn::
       const int nc = static_cast<int>(std::min(cb + C, c1) - cb);
       for (std::int32_t g = static_cast<std::int32_t>(it.g_lo);
            g < static_cast<std::int32_t>(it.g_hi); ++g) {
-        const std::size_t qi = query_index(r0, g, 0, it, r0, n_rep);
+        const std::size_t qi = query_index(r0, g, 0, it, r0, 1, n_rep);
         const attn::KvHead kv = head(g);
         const std::size_t next = std::min(cb + C, nu);
         prefetch_rows(kv, U + next, std::min(next + C, nu) - next, head_row);
@@ -175,6 +176,26 @@ void run_segment(const AttentionArgs& a, const AttentionScratch& s, const attn::
     }
     return;
   }
+  // A kv head's rows have their states side by side (query_index), and their
+  // queries are gathered likewise: rows that see the whole chunk then go to
+  // query_chunk together, and the kernel groups their query heads across rows,
+  // so that a model with one or three query heads per kv head still fills its
+  // groups of four (135M shape, pp512 after 4,096 cells: +20%).
+  const std::size_t row_q = static_cast<std::size_t>(n_rep) * hd;
+  b.q.resize((it.g_hi - it.g_lo) * (r1 - r0) * row_q);
+  for (std::int32_t g = static_cast<std::int32_t>(it.g_lo); g < static_cast<std::int32_t>(it.g_hi);
+       ++g)
+    for (std::size_t r = r0; r < r1; ++r)
+      std::memcpy(b.q.data() + query_index(r, g, 0, it, r0, r1 - r0, n_rep) * hd,
+                  a.q + (static_cast<std::int64_t>(r) * a.n_head + g * n_rep) * hd,
+                  row_q * sizeof(float));
+  const auto fold_rows = [&](std::int32_t g, std::size_t ra, std::size_t rb, std::size_t hi,
+                             std::size_t cb) {
+    const std::size_t qi = query_index(ra, g, 0, it, r0, r1 - r0, n_rep);
+    fns.query_chunk(b.q.data() + qi * hd, b.kt.data(), b.v.data(), 0, static_cast<int>(hi - cb), hd,
+                    static_cast<int>((rb - ra) * n_rep), a.scale, a.softcap, &b.m[qi], &b.l[qi],
+                    b.acc.data() + qi * hd);
+  };
   b.kt.resize(static_cast<std::size_t>(hd) * C);
   b.v.resize(static_cast<std::size_t>(hd) * C);
   for (std::size_t cb = c0; cb < c1; cb += C) {
@@ -182,15 +203,14 @@ void run_segment(const AttentionArgs& a, const AttentionScratch& s, const attn::
     for (std::int32_t g = static_cast<std::int32_t>(it.g_lo);
          g < static_cast<std::int32_t>(it.g_hi); ++g) {
       fns.load_chunk(head(g), U + cb, static_cast<int>(ce - cb), hd, b.kt.data(), b.v.data());
+      std::size_t run = r0;  // first row of the current run seeing the whole chunk
       for (std::size_t r = r0; r < r1; ++r) {
-        const std::size_t hi = std::min<std::size_t>(s.row_hi[r], ce);
-        if (hi <= cb) continue;
-        // The row's n_rep query heads of kv head g, side by side in q and in the states.
-        const std::size_t qi = query_index(r, g, 0, it, r0, n_rep);
-        fns.query_chunk(a.q + (static_cast<std::int64_t>(r) * a.n_head + g * n_rep) * hd,
-                        b.kt.data(), b.v.data(), 0, static_cast<int>(hi - cb), hd, n_rep, a.scale,
-                        a.softcap, &b.m[qi], &b.l[qi], b.acc.data() + qi * hd);
+        if (s.row_hi[r] >= ce) continue;
+        if (run < r) fold_rows(g, run, r, ce, cb);
+        run = r + 1;
+        if (s.row_hi[r] > cb) fold_rows(g, r, r + 1, s.row_hi[r], cb);
       }
+      if (run < r1) fold_rows(g, run, r1, ce, cb);
     }
   }
 }
@@ -215,7 +235,7 @@ void run_item(const AttentionArgs& a, const AttentionScratch& s, const attn::Att
       for (std::int32_t g = static_cast<std::int32_t>(it.g_lo);
            g < static_cast<std::int32_t>(it.g_hi); ++g)
         for (std::int32_t hr = 0; hr < n_rep; ++hr)
-          f(r, g * n_rep + hr, query_index(r, g, hr, it, r0, n_rep));
+          f(r, g * n_rep + hr, query_index(r, g, hr, it, r0, r1 - r0, n_rep));
   };
   for (std::size_t seg = it.seg_lo; seg < it.seg_hi; ++seg) {
     run_segment(a, s, fns, it, seg, b);
