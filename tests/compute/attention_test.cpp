@@ -411,7 +411,7 @@ std::vector<float> row_alone(const Problem& p, const Data& d, std::size_t r, KvT
 // to be reproducible, not two formulas compared, hence exact equality: the
 // decode path (a row alone) and the tile path (rows of a prefill) add in the
 // same order, and a row's segments fold the same way whoever computed them.
-// Rows: a prefill of one sequence crossing three segments (the tile path),
+// Rows: a prefill of one sequence crossing three segments and two tiles (the tile path),
 // decodes of two other sequences, sliding-window rows (tiles of one row).
 TEST(AttentionTiled, ARowGivesTheSameBitsAloneAndInAnyBatch) {
   struct Shape {
@@ -432,7 +432,8 @@ TEST(AttentionTiled, ARowGivesTheSameBitsAloneAndInAnyBatch) {
     for (std::uint32_t x = 0; x < 600; ++x) a.push_back(2 * x);      // 600 cached
     for (std::uint32_t x = 0; x < 300; ++x) b.push_back(2 * x + 1);  // 300 cached
     for (std::uint32_t x = 1200; x < 1290; ++x) c.push_back(x);      // 90 for the window
-    for (std::uint32_t t = 0; t < 20; ++t) {  // seq a's prefill, cells 1300.. in the cache
+    // Seq a's prefill, cells 1300.. in the cache, past one tile of rows.
+    for (std::uint32_t t = 0; t < static_cast<std::uint32_t>(kAttnTileRows) + 4; ++t) {
       a.push_back(1300 + t);
       p.rows.push_back(a);
     }
