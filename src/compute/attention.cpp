@@ -99,7 +99,7 @@ void finish(const AttentionArgs& a, std::int32_t h, float m, float l, const floa
 // Per-thread buffers of one work item: a segment's state and, when the item
 // owns all of a tile's segments, the rows' running states.
 struct ItemBuffers {
-  std::vector<float> q;     // [rows][n_rep][head_dim] a tile's queries of the item's kv head
+  std::vector<float> q;     // a tile's queries of the item's kv heads, as query_index orders them
   std::vector<float> kt;    // [head_dim][kAttnChunk] K of the chunk, transposed
   std::vector<float> v;     // [kAttnChunk][head_dim] V of the chunk
   std::vector<float> acc;   // [n_query][head_dim]
