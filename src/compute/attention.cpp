@@ -99,7 +99,7 @@ void finish(const AttentionArgs& a, std::int32_t h, float m, float l, const floa
 // Per-thread buffers of one work item: a segment's state and, when the item
 // owns all of a tile's segments, the rows' running states.
 struct ItemBuffers {
-  std::vector<float> q;     // a tile's queries of the item's kv heads, as query_index orders them
+  std::vector<float> q;     // [n_query][head_dim] a tile's queries, as query_index orders them
   std::vector<float> kt;    // [head_dim][kAttnChunk] K of the chunk, transposed
   std::vector<float> v;     // [kAttnChunk][head_dim] V of the chunk
   std::vector<float> acc;   // [n_query][head_dim]
@@ -177,18 +177,10 @@ void run_segment(const AttentionArgs& a, const AttentionScratch& s, const attn::
     return;
   }
   // A kv head's rows have their states side by side (query_index), and their
-  // queries are gathered likewise: rows that see the whole chunk then go to
-  // query_chunk together, and the kernel groups their query heads across rows,
-  // so that a model with one or three query heads per kv head still fills its
-  // groups of four (135M shape, pp512 after 4,096 cells: +20%).
-  const std::size_t row_q = static_cast<std::size_t>(n_rep) * hd;
-  b.q.resize((it.g_hi - it.g_lo) * (r1 - r0) * row_q);
-  for (std::int32_t g = static_cast<std::int32_t>(it.g_lo); g < static_cast<std::int32_t>(it.g_hi);
-       ++g)
-    for (std::size_t r = r0; r < r1; ++r)
-      std::memcpy(b.q.data() + query_index(r, g, 0, it, r0, r1 - r0, n_rep) * hd,
-                  a.q + (static_cast<std::int64_t>(r) * a.n_head + g * n_rep) * hd,
-                  row_q * sizeof(float));
+  // queries too (b.q, gathered by run_item): rows that see the whole chunk go
+  // to query_chunk together, and the kernel groups their query heads across
+  // rows, so that a model with one or three query heads per kv head still
+  // fills its groups of four (135M shape, pp512 after 4,096 cells: +20%).
   const auto fold_rows = [&](std::int32_t g, std::size_t ra, std::size_t rb, std::size_t hi,
                              std::size_t cb) {
     const std::size_t qi = query_index(ra, g, 0, it, r0, r1 - r0, n_rep);
@@ -237,6 +229,13 @@ void run_item(const AttentionArgs& a, const AttentionScratch& s, const attn::Att
         for (std::int32_t hr = 0; hr < n_rep; ++hr)
           f(r, g * n_rep + hr, query_index(r, g, hr, it, r0, r1 - r0, n_rep));
   };
+  if (r1 - r0 > 1) {  // the tile path's queries, in the order of their states
+    b.q.resize(n_query * hd);
+    each_query([&](std::size_t r, std::int32_t h, std::size_t qi) {
+      std::memcpy(b.q.data() + qi * hd, a.q + (static_cast<std::int64_t>(r) * a.n_head + h) * hd,
+                  static_cast<std::size_t>(hd) * sizeof(float));
+    });
+  }
   for (std::size_t seg = it.seg_lo; seg < it.seg_hi; ++seg) {
     run_segment(a, s, fns, it, seg, b);
     each_query([&](std::size_t r, std::int32_t h, std::size_t qi) {
