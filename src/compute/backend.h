@@ -314,6 +314,14 @@ class CpuBackend : public ComputeBackend {
   std::vector<RopeTable> rope_tables_;
   std::size_t rope_next_ = 0;  // the table to replace next
   const float* rope_angles(std::span<const std::int32_t> pos, const RopeParams& p);
+  // fn(b, e) over n items of `item_elements` floats each: split over the
+  // pool when the call holds enough work to pay for a worker's hand-off (a
+  // prefill's rows), on the calling thread otherwise (a decode's one row).
+  void for_items(std::int64_t n, std::int64_t item_elements,
+                 FunctionRef<void(std::size_t, std::size_t)> fn);
+  // fn(b, e) over the elements [0, n), split at multiples of 64 so that an
+  // element falls in a kernel's vector body or tail as it would unsplit.
+  void for_elements(std::int64_t n, FunctionRef<void(std::int64_t, std::int64_t)> fn);
   std::vector<float> route_row_;
   // experts_ffn: a group's gathered inputs (then its down outputs), gate and up rows.
   std::vector<float> expert_io_, expert_gate_, expert_up_;

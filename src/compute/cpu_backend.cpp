@@ -13,6 +13,24 @@
 
 namespace seam {
 
+// Floats a parallel piece of a row-wise op should hold at least: below this
+// the hand-off to a worker (a few microseconds) costs more than it saves.
+constexpr std::int64_t kMinParallelElements = std::int64_t{1} << 15;
+
+void CpuBackend::for_items(std::int64_t n, std::int64_t item_elements,
+                           FunctionRef<void(std::size_t, std::size_t)> fn) {
+  const std::int64_t grain =
+      (kMinParallelElements + item_elements - 1) / std::max<std::int64_t>(item_elements, 1);
+  pool_.parallel_for(static_cast<std::size_t>(n), static_cast<std::size_t>(grain), fn);
+}
+
+void CpuBackend::for_elements(std::int64_t n, FunctionRef<void(std::int64_t, std::int64_t)> fn) {
+  constexpr std::int64_t kBlock = 64;
+  for_items((n + kBlock - 1) / kBlock, kBlock, [&](std::size_t b, std::size_t e) {
+    fn(static_cast<std::int64_t>(b) * kBlock, std::min(static_cast<std::int64_t>(e) * kBlock, n));
+  });
+}
+
 void CpuBackend::matmul(const WeightView& w, const float* x, std::int64_t n_tokens, float* y,
                         std::int64_t ldy) {
   seam::matmul(w, x, n_tokens, y, ldy, pool_, scratch_);
@@ -30,7 +48,10 @@ void CpuBackend::get_rows(const WeightView& w, std::span<const std::int32_t> ids
 
 void CpuBackend::rms_norm(const float* x, const float* w, std::int64_t n_rows, std::int64_t n,
                           float eps, float* y) {
-  for (std::int64_t r = 0; r < n_rows; ++r) ops::rms_norm_row(x + r * n, w, n, eps, y + r * n);
+  for_items(n_rows, n, [&](std::size_t b, std::size_t e) {
+    for (auto r = static_cast<std::int64_t>(b); r < static_cast<std::int64_t>(e); ++r)
+      ops::rms_norm_row(x + r * n, w, n, eps, y + r * n);
+  });
 }
 
 const float* CpuBackend::rope_angles(std::span<const std::int32_t> pos, const RopeParams& p) {
@@ -52,26 +73,34 @@ const float* CpuBackend::rope_angles(std::span<const std::int32_t> pos, const Ro
 void CpuBackend::rope(float* x, std::int64_t n_tokens, std::int32_t n_heads, std::int32_t head_dim,
                       std::span<const std::int32_t> pos, const RopeParams& p) {
   const float* cs = rope_angles(pos.first(static_cast<std::size_t>(n_tokens)), p);
-  for (std::int64_t t = 0; t < n_tokens; ++t) {
-    const float* c = cs + t * p.n_rot;
-    for (std::int32_t h = 0; h < n_heads; ++h)
-      ops::rope_head(x + (t * n_heads + h) * head_dim, p, c);
-  }
+  for_items(n_tokens, std::int64_t{n_heads} * head_dim, [&](std::size_t b, std::size_t e) {
+    for (auto t = static_cast<std::int64_t>(b); t < static_cast<std::int64_t>(e); ++t) {
+      const float* c = cs + t * p.n_rot;
+      for (std::int32_t h = 0; h < n_heads; ++h)
+        ops::rope_head(x + (t * n_heads + h) * head_dim, p, c);
+    }
+  });
 }
 
 void CpuBackend::attention(const AttentionArgs& a) { attention_tiled(a, pool_, attn_scratch_); }
 
 void CpuBackend::gated_activation(const float* gate, const float* up, std::int64_t n,
                                   Activation act, float* out) {
-  ops::gated_activation(gate, up, n, act, out);
+  for_elements(n, [&](std::int64_t b, std::int64_t e) {
+    ops::gated_activation(gate + b, up + b, e - b, act, out + b);
+  });
 }
 
 void CpuBackend::add(float* x, const float* y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) x[i] += y[i];
+  for_elements(n, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) x[i] += y[i];
+  });
 }
 
 void CpuBackend::mul(float* x, const float* y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) x[i] *= y[i];
+  for_elements(n, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) x[i] *= y[i];
+  });
 }
 
 void CpuBackend::copy_rows(const float* src, std::int64_t src_stride, std::int64_t n_rows,
@@ -88,14 +117,18 @@ void CpuBackend::sigmoid(const float* x, std::int64_t n, float* y) { ops::sigmoi
 void CpuBackend::silu(const float* x, std::int64_t n, float* y) { ops::silu(x, n, y); }
 
 void CpuBackend::l2_norm(const float* x, std::int64_t n_rows, std::int64_t n, float eps, float* y) {
-  for (std::int64_t r = 0; r < n_rows; ++r) ops::l2_norm_row(x + r * n, n, eps, y + r * n);
+  for_items(n_rows, n, [&](std::size_t b, std::size_t e) {
+    for (auto r = static_cast<std::int64_t>(b); r < static_cast<std::int64_t>(e); ++r)
+      ops::l2_norm_row(x + r * n, n, eps, y + r * n);
+  });
 }
 
 void CpuBackend::rms_norm_gated(const float* x, const float* w, const float* z, std::int64_t n_rows,
                                 std::int64_t n, float eps, float* y) {
-  for (std::int64_t r = 0; r < n_rows; ++r) {
-    ops::rms_norm_gated_row(x + r * n, w, z + r * n, n, eps, y + r * n);
-  }
+  for_items(n_rows, n, [&](std::size_t b, std::size_t e) {
+    for (auto r = static_cast<std::int64_t>(b); r < static_cast<std::int64_t>(e); ++r)
+      ops::rms_norm_gated_row(x + r * n, w, z + r * n, n, eps, y + r * n);
+  });
 }
 
 void CpuBackend::ssm_conv(const float* x, std::int64_t n_tokens, std::int64_t n_ch, const float* w,
@@ -117,8 +150,10 @@ void CpuBackend::gated_delta_rule(const GatedDeltaArgs& a) {
 }
 
 void CpuBackend::add_bias(float* x, const float* bias, std::int64_t n_rows, std::int64_t n) {
-  for (std::int64_t r = 0; r < n_rows; ++r)
-    for (std::int64_t i = 0; i < n; ++i) x[r * n + i] += bias[i];
+  for_items(n_rows, n, [&](std::size_t b, std::size_t e) {
+    for (auto r = static_cast<std::int64_t>(b); r < static_cast<std::int64_t>(e); ++r)
+      for (std::int64_t i = 0; i < n; ++i) x[r * n + i] += bias[i];
+  });
 }
 
 void CpuBackend::scale(float* x, std::int64_t n, float s) {
@@ -146,13 +181,15 @@ void CpuBackend::softcap(float* x, std::int64_t n, float cap) {
 void CpuBackend::store_kv(void* k_cache, void* v_cache, KvType type, std::int64_t width,
                           std::span<const std::uint32_t> cells, const float* k, const float* v) {
   const std::size_t row_bytes = kv_row_bytes(type, width);
-  for (std::size_t t = 0; t < cells.size(); ++t) {
-    const std::size_t at = static_cast<std::size_t>(cells[t]) * row_bytes;
-    ops::f32_to_kv_row(type, k + static_cast<std::int64_t>(t) * width,
-                       static_cast<std::byte*>(k_cache) + at, width);
-    ops::f32_to_kv_row(type, v + static_cast<std::int64_t>(t) * width,
-                       static_cast<std::byte*>(v_cache) + at, width);
-  }
+  for_items(static_cast<std::int64_t>(cells.size()), 2 * width, [&](std::size_t b, std::size_t e) {
+    for (std::size_t t = b; t < e; ++t) {
+      const std::size_t at = static_cast<std::size_t>(cells[t]) * row_bytes;
+      ops::f32_to_kv_row(type, k + static_cast<std::int64_t>(t) * width,
+                         static_cast<std::byte*>(k_cache) + at, width);
+      ops::f32_to_kv_row(type, v + static_cast<std::int64_t>(t) * width,
+                         static_cast<std::byte*>(v_cache) + at, width);
+    }
+  });
 }
 
 void CpuBackend::shift_keys(void* k_cache, KvType type, std::span<const std::uint32_t> cells,

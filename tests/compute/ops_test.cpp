@@ -1,6 +1,7 @@
 // CpuBackend's non-matmul ops against straightforward double-precision references.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -121,6 +122,89 @@ TEST(Ops, RopeAngleTablesAreReusedOnlyForTheSameCall) {
     // The same float operations on the same angles: identical results.
     EXPECT_EQ(x, want);
   }
+}
+
+// A prefill's row-wise and element-wise ops are split over the pool (large
+// calls only). Each row or element is still computed by the same function
+// on the same inputs, so the results must be identical whatever the thread
+// count: a wrong offset or a missed piece in a split shows here. The sizes
+// cross the split threshold (2^15 floats a piece) with odd tails.
+TEST(Ops, RowOpsGiveTheSameBitsOnAnyThreadCount) {
+  std::mt19937 rng(7);
+  const std::int64_t T = 300, n = 576;  // 172,800 floats: several pieces
+  const std::int64_t flat = 5 * 32768 + 37;
+  const auto x = randn(rng, static_cast<std::size_t>(T * n));
+  const auto w = randn(rng, static_cast<std::size_t>(n));
+  const auto z = randn(rng, static_cast<std::size_t>(T * n));
+  const auto a = randn(rng, static_cast<std::size_t>(flat)),
+             b = randn(rng, static_cast<std::size_t>(flat));
+  std::vector<std::int32_t> pos(static_cast<std::size_t>(T));
+  for (std::int64_t t = 0; t < T; ++t)
+    pos[static_cast<std::size_t>(t)] = static_cast<std::int32_t>(3 * t + 1);
+  RopeParams rp;
+  rp.n_rot = 64;
+  std::vector<std::uint32_t> cells(static_cast<std::size_t>(T));
+  for (std::int64_t t = 0; t < T; ++t)
+    cells[static_cast<std::size_t>(t)] = static_cast<std::uint32_t>((7 * t) % T);
+
+  struct Outputs {
+    std::vector<float> norm, gated_norm, l2, roped, sum, prod, silu, gelu, biased;
+    std::vector<std::byte> k16, v16, k8, v8;
+  };
+  const auto run = [&](int threads) {
+    CpuBackend be(threads);
+    Outputs o;
+    o.norm.resize(x.size());
+    be.rms_norm(x.data(), w.data(), T, n, 1e-5f, o.norm.data());
+    o.gated_norm.resize(x.size());
+    be.rms_norm_gated(x.data(), w.data(), z.data(), T, n, 1e-6f, o.gated_norm.data());
+    o.l2.resize(x.size());
+    be.l2_norm(x.data(), T, n, 1e-6f, o.l2.data());
+    o.roped = x;
+    be.rope(o.roped.data(), T, 9, 64, pos, rp);
+    o.sum = a;
+    be.add(o.sum.data(), b.data(), flat);
+    o.prod = a;
+    be.mul(o.prod.data(), b.data(), flat);
+    o.silu.resize(a.size());
+    be.gated_activation(a.data(), b.data(), flat, Activation::Silu, o.silu.data());
+    o.gelu.resize(a.size());
+    be.gated_activation(a.data(), b.data(), flat, Activation::GeluTanh, o.gelu.data());
+    o.biased = x;
+    be.add_bias(o.biased.data(), w.data(), T, n);
+    for (KvType type : {KvType::F16, KvType::Q8_0}) {
+      const std::size_t bytes = kv_row_bytes(type, n) * static_cast<std::size_t>(T);
+      std::vector<std::byte> k(bytes), v(bytes);
+      be.store_kv(k.data(), v.data(), type, n, cells, x.data(), z.data());
+      (type == KvType::F16 ? o.k16 : o.k8) = std::move(k);
+      (type == KvType::F16 ? o.v16 : o.v8) = std::move(v);
+    }
+    return o;
+  };
+  const Outputs one = run(1);
+  for (int threads : {2, 3, 4}) {
+    const Outputs many = run(threads);
+    EXPECT_EQ(many.norm, one.norm) << threads;
+    EXPECT_EQ(many.gated_norm, one.gated_norm) << threads;
+    EXPECT_EQ(many.l2, one.l2) << threads;
+    EXPECT_EQ(many.roped, one.roped) << threads;
+    EXPECT_EQ(many.sum, one.sum) << threads;
+    EXPECT_EQ(many.prod, one.prod) << threads;
+    EXPECT_EQ(many.silu, one.silu) << threads;
+    EXPECT_EQ(many.gelu, one.gelu) << threads;
+    EXPECT_EQ(many.biased, one.biased) << threads;
+    EXPECT_EQ(many.k16, one.k16) << threads;
+    EXPECT_EQ(many.v16, one.v16) << threads;
+    EXPECT_EQ(many.k8, one.k8) << threads;
+    EXPECT_EQ(many.v8, one.v8) << threads;
+  }
+  // And against the unsplit functions themselves.
+  std::vector<float> want(static_cast<std::size_t>(n));
+  ops::rms_norm_row(x.data() + 123 * n, w.data(), n, 1e-5f, want.data());
+  EXPECT_TRUE(std::equal(want.begin(), want.end(), one.norm.begin() + 123 * n));
+  std::vector<float> silu(a.size());
+  ops::gated_activation(a.data(), b.data(), flat, Activation::Silu, silu.data());
+  EXPECT_EQ(silu, one.silu);
 }
 
 // Masked GQA attention against a double-precision reference, multithreaded.
