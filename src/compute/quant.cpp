@@ -649,14 +649,18 @@ void quantize_row_q5_0(const float* x, void* dst, std::int64_t n) {
 }
 
 QuantizeFn act_quantizer(TensorType t, CpuLevel level) {
-  const bool avx2 = level >= CpuLevel::Avx2;
+  const bool avx2 = level >= CpuLevel::Avx2, avx512 = level >= CpuLevel::Avx512;
   switch (t) {
     case TensorType::Q8_0:
-      return avx2 ? avx2::quantize_row_q8_0 : quantize_row_q8_0;
+      return avx512 ? avx512::quantize_row_q8_0
+             : avx2 ? avx2::quantize_row_q8_0
+                    : quantize_row_q8_0;
     case TensorType::Q8_1:
       return quantize_row_q8_1;
     case TensorType::Q8_K:
-      return avx2 ? avx2::quantize_row_q8_K : quantize_row_q8_K;
+      return avx512 ? avx512::quantize_row_q8_K
+             : avx2 ? avx2::quantize_row_q8_K
+                    : quantize_row_q8_K;
     default:
       throw Error(Errc::Unsupported,
                   "[quantize] " + type_name(t) + " is not an activation format (Q8_0, Q8_1, Q8_K)");

@@ -64,4 +64,9 @@ void quantize_row_q8_0(const float* x, void* dst, std::int64_t n);
 void quantize_row_q8_K(const float* x, void* dst, std::int64_t n);
 }  // namespace avx2
 
+namespace avx512 {
+void quantize_row_q8_0(const float* x, void* dst, std::int64_t n);
+void quantize_row_q8_K(const float* x, void* dst, std::int64_t n);
+}  // namespace avx512
+
 }  // namespace seam::quant
