@@ -27,12 +27,16 @@ struct AttentionScratch {
 // Cells per chunk and rows per tile. A row's cells are cut into segments of
 // kAttnSegment from its first cell, each run from a fresh online-softmax state
 // and folded left to right (attention.cpp): the unit several threads can share
-// for one row, the same whatever the batch. 32 rows rather than 16: each
+// for one row, the same whatever the batch. 512 cells rather than 256: each
+// restart costs a new running maximum and a fold (pp512 after 4,096 cells, 1
+// thread, Zen 5: 135M Q4_0 386 -> 408 tok/s, 1B Q4_K_M 121 -> 129), while a
+// decode at that depth still has 8 segments to share (tg32, 2 threads: 135M
+// 142 -> 147, 1B 45 -> 42, within the noise). 32 rows rather than 16: each
 // chunk's converted K and V serve twice the queries (pp512 after 4,096 cells,
 // 1 thread, Zen 5: 135M Q4_0 +4%, 1B Q4_K_M +6%; 64 gave no more).
 inline constexpr int kAttnChunk = 32;
 inline constexpr int kAttnTileRows = 32;
-inline constexpr std::size_t kAttnSegment = 256;
+inline constexpr std::size_t kAttnSegment = 512;
 static_assert(kAttnSegment % kAttnChunk == 0);
 
 }  // namespace seam

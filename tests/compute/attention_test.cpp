@@ -427,18 +427,22 @@ TEST(AttentionTiled, ARowGivesTheSameBitsAloneAndInAnyBatch) {
     p.n_head_kv = sh.n_head_kv;
     p.head_dim = sh.hd;
     p.softcap = sh.softcap;
-    p.n_cells = 1400;
+    // Seq a's rows cross three segments, b's two: a in the even cells, b in
+    // the odd ones, then the window's cells and a's prefill past one tile of rows.
+    constexpr auto S = static_cast<std::uint32_t>(kAttnSegment);
+    constexpr std::uint32_t kCachedA = 2 * S + 88, kCachedB = S + 44, kWindowAt = 2 * kCachedA + 8;
+    constexpr std::uint32_t kPrefillAt = kWindowAt + 100, kPrefill = kAttnTileRows + 4;
+    p.n_cells = kPrefillAt + kPrefill;
     std::vector<std::uint32_t> a, b, c;
-    for (std::uint32_t x = 0; x < 600; ++x) a.push_back(2 * x);      // 600 cached
-    for (std::uint32_t x = 0; x < 300; ++x) b.push_back(2 * x + 1);  // 300 cached
-    for (std::uint32_t x = 1200; x < 1290; ++x) c.push_back(x);      // 90 for the window
-    // Seq a's prefill, cells 1300.. in the cache, past one tile of rows.
-    for (std::uint32_t t = 0; t < static_cast<std::uint32_t>(kAttnTileRows) + 4; ++t) {
-      a.push_back(1300 + t);
+    for (std::uint32_t x = 0; x < kCachedA; ++x) a.push_back(2 * x);
+    for (std::uint32_t x = 0; x < kCachedB; ++x) b.push_back(2 * x + 1);
+    for (std::uint32_t x = kWindowAt; x < kWindowAt + 90; ++x) c.push_back(x);
+    for (std::uint32_t t = 0; t < kPrefill; ++t) {
+      a.push_back(kPrefillAt + t);
       p.rows.push_back(a);
     }
     p.rows.push_back(b);
-    b.push_back(601);
+    b.push_back(2 * kCachedB + 1);
     p.rows.push_back(b);
     for (std::uint32_t t = 0; t < 5; ++t)  // a window of 64 cells moving by one
       p.rows.emplace_back(c.begin() + t, c.begin() + 64 + t);
