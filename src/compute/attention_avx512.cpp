@@ -18,30 +18,13 @@
 #include <cstring>
 
 #include "compute/attention_kernels.h"
+#include "compute/exp_avx512.h"
 
 namespace seam::attn::avx512 {
 
 namespace {
 
 constexpr int C = kAttnChunk;
-
-// exp_nonpositive (attention_kernels.cpp) in 16 lanes; 2^n by vscalefps.
-inline __m512 exp16(__m512 x) {
-  const __m512 xc = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), xc);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);
-  __m512 p = _mm512_set1_ps(1.0f / 720.0f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  const __mmask16 tiny = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_LT_OQ);
-  return _mm512_maskz_mov_ps(static_cast<__mmask16>(~tiny), _mm512_scalef_ps(p, n));
-}
 
 // Lanes [lo, hi) of 16 as a mask (lo, hi in [0, 16]).
 inline __mmask16 lanes(int lo, int hi) {
@@ -138,8 +121,8 @@ void decode_t(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, cons
       m[h] = m_new;
     }
     const __m512 vm = _mm512_set1_ps(m_new);
-    x0 = exp16(_mm512_sub_ps(x0, vm));
-    x1 = exp16(_mm512_sub_ps(x1, vm));
+    x0 = exp16_nonpositive(_mm512_sub_ps(x0, vm));
+    x1 = exp16_nonpositive(_mm512_sub_ps(x1, vm));
     l[h] += sum16(_mm512_add_ps(x0, x1));
     _mm512_store_ps(sc[h], x0);
     _mm512_store_ps(sc[h] + 16, x1);
@@ -299,8 +282,8 @@ void scores(const float* q, const float* kt, int hd, __m512 (*x)[2]) {
     *m = m_new;
   }
   const __m512 vm = _mm512_set1_ps(m_new);
-  x0 = exp16(_mm512_sub_ps(x0, vm));
-  x1 = exp16(_mm512_sub_ps(x1, vm));
+  x0 = exp16_nonpositive(_mm512_sub_ps(x0, vm));
+  x1 = exp16_nonpositive(_mm512_sub_ps(x1, vm));
   *l += sum16(_mm512_add_ps(x0, x1));
   _mm512_store_ps(sc, x0);
   _mm512_store_ps(sc + 16, x1);

@@ -33,10 +33,14 @@ constexpr VecFns kScalar = {dot_f32_scalar, f32_to_f16_scalar, f16_to_f32_scalar
                             silu_mul_scalar};
 constexpr VecFns kAvx2 = {avx2::dot_f32, avx2::f32_to_f16, avx2::f16_to_f32, avx2::scale_add,
                           avx2::silu_mul};
+constexpr VecFns kAvx512 = {avx2::dot_f32, avx2::f32_to_f16, avx2::f16_to_f32, avx2::scale_add,
+                            avx512::silu_mul};
 
 }  // namespace
 
-const VecFns& vec_fns(CpuLevel level) { return level >= CpuLevel::Avx2 ? kAvx2 : kScalar; }
+const VecFns& vec_fns(CpuLevel level) {
+  return level >= CpuLevel::Avx512 ? kAvx512 : level >= CpuLevel::Avx2 ? kAvx2 : kScalar;
+}
 
 const VecFns& vec_fns() {
   static const VecFns& fns = vec_fns(active_cpu_level());

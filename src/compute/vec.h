@@ -1,6 +1,7 @@
 // Row primitives for the ops outside matmul (attention, the KV cache), per CPU
-// level like the dot kernels (dot.h): the SIMD bodies live in vec_avx2.cpp,
-// compiled with that level's flags, and are reached only through vec_fns().
+// level like the dot kernels (dot.h): the SIMD bodies live in vec_avx2.cpp and
+// vec_avx512.cpp, compiled with their level's flags, and are reached only
+// through vec_fns().
 #pragma once
 
 #include <cstdint>
@@ -35,5 +36,9 @@ void f16_to_f32(const std::uint16_t* src, float* dst, std::int64_t n);
 void scale_add(float* y, float a, float b, const float* x, std::int64_t n);
 void silu_mul(const float* gate, const float* up, std::int64_t n, float* out);
 }  // namespace avx2
+
+namespace avx512 {
+void silu_mul(const float* gate, const float* up, std::int64_t n, float* out);
+}  // namespace avx512
 
 }  // namespace seam::vec
