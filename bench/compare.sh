@@ -3,10 +3,11 @@
 # after the other, and the ratio of their speeds (docs/performance.md).
 #
 # It makes the benchmark files once into a cache folder (random weights in real
-# shapes, by ../shared/tools/mkgguf.py; Q4_K_M, Q5_K_M and llama.cpp's other
-# mixes by `seam quantize --mix` from the F16 file; the per-layer shapes moe, moe-dense and hybrid in F32 by
-# tools/families.py or tools/reference.py, every other type by `seam quantize`
-# from that), then for every file, thread count and depth runs
+# shapes, by ../shared/tools/mkgguf.py in F32, F16, Q8_0 and Q4_0; Q4_K_M,
+# Q5_K_M and llama.cpp's other mixes by `seam quantize --mix`, any other type
+# (Q4_1, Q6_K, ...) by `seam quantize --type`, both from the F16 file; the
+# per-layer shapes moe, moe-dense and hybrid in F32 by tools/families.py or
+# tools/reference.py, every other type by `seam quantize` from that), then for every file, thread count and depth runs
 # `seam bench` and the peer's `llamacpp-cbench` with the same method
 # (llama-bench's: pp = one decode of P random tokens, tg = N one-token
 # decodes, D tokens already cached, R timed runs after a warm-up).
@@ -152,6 +153,9 @@ is_recurrent() { case "$1" in hybrid | hybrid-smoke) return 0 ;; *) return 1 ;; 
 # Makes $cache/<shape>-<type>.gguf unless it is there; prints its path.
 # llama.cpp's mixes (Q4_K_M, Q5_K_M, ..., Q2_K, IQ4_XS): made by `seam quantize --mix`.
 is_mix() { [[ $1 == *_K_[MSL] || $1 == Q2_K || $1 == IQ4_NL || $1 == IQ4_XS ]]; }
+# The types mkgguf.py writes itself; any other (Q4_1, Q5_0, Q6_K, ...) by
+# `seam quantize --type` from the F16 file.
+is_generated() { [[ $1 == F32 || $1 == F16 || $1 == Q8_0 || $1 == Q4_0 ]]; }
 
 model_file() {
   local shape=$1 type=$2 out="$cache/$1-$2.gguf"
@@ -171,10 +175,14 @@ model_file() {
       local src; src=$(model_file "$shape" F16)
       echo "compare.sh: quantizing $out" >&2
       "$seam" quantize "$src" "$out.tmp" --mix "${type,,}" --no-eval >&2
-    else
+    elif is_generated "$type"; then
       echo "compare.sh: generating $out" >&2
       # shellcheck disable=SC2046
       "$python" "$tools/mkgguf.py" $(shape_args "$shape") --dtype "$type" --seed 1 -o "$out.tmp" >/dev/null
+    else
+      local src; src=$(model_file "$shape" F16)
+      echo "compare.sh: quantizing $out" >&2
+      "$seam" quantize "$src" "$out.tmp" --type "$type" --no-eval >&2
     fi
     mv "$out.tmp" "$out"
   fi
