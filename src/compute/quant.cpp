@@ -656,7 +656,9 @@ QuantizeFn act_quantizer(TensorType t, CpuLevel level) {
              : avx2 ? avx2::quantize_row_q8_0
                     : quantize_row_q8_0;
     case TensorType::Q8_1:
-      return quantize_row_q8_1;
+      return avx512 ? avx512::quantize_row_q8_1
+             : avx2 ? avx2::quantize_row_q8_1
+                    : quantize_row_q8_1;
     case TensorType::Q8_K:
       return avx512 ? avx512::quantize_row_q8_K
              : avx2 ? avx2::quantize_row_q8_K

@@ -61,11 +61,13 @@ QuantizeFn act_quantizer(TensorType t, CpuLevel level);
 
 namespace avx2 {
 void quantize_row_q8_0(const float* x, void* dst, std::int64_t n);
+void quantize_row_q8_1(const float* x, void* dst, std::int64_t n);
 void quantize_row_q8_K(const float* x, void* dst, std::int64_t n);
 }  // namespace avx2
 
 namespace avx512 {
 void quantize_row_q8_0(const float* x, void* dst, std::int64_t n);
+void quantize_row_q8_1(const float* x, void* dst, std::int64_t n);
 void quantize_row_q8_K(const float* x, void* dst, std::int64_t n);
 }  // namespace avx512
 

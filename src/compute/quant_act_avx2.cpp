@@ -1,8 +1,9 @@
-// AVX2 activation quantizers: Q8_0 (for Q4_0/Q5_0/Q8_0/IQ4_NL weights) and
-// Q8_K (for the K-quants). matmul quantizes every activation row once per
-// weight tensor; the baseline (SSE2) build of the reference rules spent ~18% of
-// a 135M Q4_0 prefill there. These produce the same bytes as quant.cpp's
-// quantize_row_q8_0 / quantize_row_q8_K: the same IEEE operations on each
+// AVX2 activation quantizers: Q8_0 (for Q4_0/Q5_0/Q8_0/IQ4_NL weights), Q8_1
+// (for Q4_1/Q5_1) and Q8_K (for the K-quants). matmul quantizes every
+// activation row once per weight tensor; the baseline (SSE2) build of the
+// reference rules spent ~18% of a 135M Q4_0 prefill there (Q8_1's, 32% of a
+// 135M Q4_1 prefill, until it had SIMD versions too). These produce the same bytes as quant.cpp's
+// quantize_row_q8_0 / _q8_1 / _q8_K: the same IEEE operations on each
 // element in the same order (a max is exact in any order; no sums of floats),
 // and the same rounding rules written with vector instructions. Compiled with
 // the AVX2 flags (CMakeLists.txt); see dot.h on keeping this unit's code out
@@ -66,19 +67,41 @@ inline int hsum(__m256i v) {
   return _mm_cvtsi128_si32(s);
 }
 
+// core/half.h's f32_to_fp16: F16C rounds to nearest even and keeps a NaN's
+// sign with the quiet bit, as it does.
+inline std::uint16_t to_half(float f) {
+  return static_cast<std::uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
+}
+
+// The values of a Q8_0 or Q8_1 block: d = amax / 127, x / d rounded into qs.
+// Returns d; `sum` (if given) gets the sum of the values.
+inline float block32(const float* x, std::int8_t* qs, int* sum) {
+  const float d = abs_max(x, 32) / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  const __m256 vid = _mm256_set1_ps(id);
+  __m256i q[4];
+  for (int j = 0; j < 4; ++j) q[j] = round_i8(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * j), vid));
+  store_i8(q, qs);
+  if (sum)
+    *sum = hsum(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
+  return d;
+}
+
 }  // namespace
 
 void quantize_row_q8_0(const float* x, void* dst, std::int64_t n) {
   auto* y = static_cast<BlockQ8_0*>(dst);
-  for (std::int64_t i = 0; i < n / kQK8_0; ++i, x += kQK8_0) {
-    const float d = abs_max(x, kQK8_0) / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    // d is finite or +inf, never NaN: F16C's round-to-nearest-even is the reference's.
-    y[i].d = static_cast<std::uint16_t>(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
-    const __m256 vid = _mm256_set1_ps(id);
-    __m256i q[4];
-    for (int j = 0; j < 4; ++j) q[j] = round_i8(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * j), vid));
-    store_i8(q, y[i].qs);
+  for (std::int64_t i = 0; i < n / kQK8_0; ++i, x += kQK8_0)
+    y[i].d = to_half(block32(x, y[i].qs, nullptr));
+}
+
+void quantize_row_q8_1(const float* x, void* dst, std::int64_t n) {
+  auto* y = static_cast<BlockQ8_1*>(dst);
+  for (std::int64_t i = 0; i < n / kQK8_1; ++i, x += kQK8_1) {
+    int sum = 0;
+    const float d = block32(x, y[i].qs, &sum);
+    y[i].d = to_half(d);
+    y[i].s = to_half(static_cast<float>(sum) * d);  // the f32 d, as the reference
   }
 }
 

@@ -1,6 +1,7 @@
-// AVX-512 activation quantizers: quant_act_avx2.cpp's rules in 16 lanes, with
-// masks for the rounding steps and one down-converting store per 16 values.
-// The same bytes as quant.cpp's quantize_row_q8_0 / quantize_row_q8_K: the
+// AVX-512 activation quantizers (Q8_0, Q8_1, Q8_K): quant_act_avx2.cpp's
+// rules in 16 lanes, with masks for the rounding steps and one down-converting
+// store per 16 values.
+// The same bytes as quant.cpp's quantize_row_q8_0 / _q8_1 / _q8_K: the
 // same IEEE operations on each element (a max is exact in any order; no sums of
 // floats). Matmul quantizes every activation row once per weight tensor, 5%
 // of a 135M Q4_0 prefill with the AVX2 versions on Zen 5. Compiled with the
@@ -50,18 +51,41 @@ inline void store_i8(__m512i q, std::int8_t* dst) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm512_cvtepi32_epi8(q));
 }
 
+// core/half.h's f32_to_fp16: F16C rounds to nearest even and keeps a NaN's
+// sign with the quiet bit, as it does.
+inline std::uint16_t to_half(float f) {
+  return static_cast<std::uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
+}
+
+// The values of a Q8_0 or Q8_1 block: d = amax / 127, x / d rounded into qs.
+// Returns d; `sum` (if given) gets the sum of the values.
+inline float block32(const float* x, std::int8_t* qs, int* sum) {
+  const float d = abs_max(x, 32) / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  const __m512 vid = _mm512_set1_ps(id);
+  const __m512i q0 = round_i8(_mm512_mul_ps(_mm512_loadu_ps(x), vid));
+  const __m512i q1 = round_i8(_mm512_mul_ps(_mm512_loadu_ps(x + 16), vid));
+  store_i8(q0, qs);
+  store_i8(q1, qs + 16);
+  if (sum) *sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+  return d;
+}
+
 }  // namespace
 
 void quantize_row_q8_0(const float* x, void* dst, std::int64_t n) {
   auto* y = static_cast<BlockQ8_0*>(dst);
-  for (std::int64_t i = 0; i < n / kQK8_0; ++i, x += kQK8_0) {
-    const float d = abs_max(x, kQK8_0) / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    // d is finite or +inf, never NaN: F16C's round-to-nearest-even is the reference's.
-    y[i].d = static_cast<std::uint16_t>(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
-    const __m512 vid = _mm512_set1_ps(id);
-    for (int j = 0; j < 2; ++j)
-      store_i8(round_i8(_mm512_mul_ps(_mm512_loadu_ps(x + 16 * j), vid)), y[i].qs + 16 * j);
+  for (std::int64_t i = 0; i < n / kQK8_0; ++i, x += kQK8_0)
+    y[i].d = to_half(block32(x, y[i].qs, nullptr));
+}
+
+void quantize_row_q8_1(const float* x, void* dst, std::int64_t n) {
+  auto* y = static_cast<BlockQ8_1*>(dst);
+  for (std::int64_t i = 0; i < n / kQK8_1; ++i, x += kQK8_1) {
+    int sum = 0;
+    const float d = block32(x, y[i].qs, &sum);
+    y[i].d = to_half(d);
+    y[i].s = to_half(static_cast<float>(sum) * d);  // the f32 d, as the reference
   }
 }
 
