@@ -198,11 +198,7 @@ void gated_activation(const float* gate, const float* up, std::int64_t n, Activa
       out[i] = g / (1.0f + std::exp(-kAlpha * g)) * (u + 1.0f);
     }
   } else {
-    constexpr float kSqrt2OverPi = 0.7978845608028654f;
-    for (std::int64_t i = 0; i < n; ++i) {
-      const float g = gate[i];
-      out[i] = 0.5f * g * (1.0f + std::tanh(kSqrt2OverPi * (g + 0.044715f * g * g * g))) * up[i];
-    }
+    vec::vec_fns().gelu_mul(gate, up, n, out);
   }
 }
 

@@ -29,12 +29,23 @@ void silu_mul_scalar(const float* gate, const float* up, std::int64_t n, float* 
   for (std::int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
-constexpr VecFns kScalar = {dot_f32_scalar, f32_to_f16_scalar, f16_to_f32_scalar, scale_add_scalar,
-                            silu_mul_scalar};
-constexpr VecFns kAvx2 = {avx2::dot_f32, avx2::f32_to_f16, avx2::f16_to_f32, avx2::scale_add,
-                          avx2::silu_mul};
-constexpr VecFns kAvx512 = {avx2::dot_f32, avx2::f32_to_f16, avx2::f16_to_f32, avx2::scale_add,
-                            avx512::silu_mul};
+// As the SIMD levels: g sigmoid(t) with e = e^-|t| (no cancellation in
+// 1 + tanh(z) where tanh(z) is near -1).
+void gelu_mul_scalar(const float* gate, const float* up, std::int64_t n, float* out) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    const float t = kGeluTwiceSqrt2OverPi * (g + kGeluCubic * g * g * g);
+    const float e = std::exp(-std::fabs(t));
+    out[i] = g * ((t < 0.0f ? e : 1.0f) / (1.0f + e)) * up[i];
+  }
+}
+
+constexpr VecFns kScalar = {dot_f32_scalar,   f32_to_f16_scalar, f16_to_f32_scalar,
+                            scale_add_scalar, silu_mul_scalar,   gelu_mul_scalar};
+constexpr VecFns kAvx2 = {avx2::dot_f32,   avx2::f32_to_f16, avx2::f16_to_f32,
+                          avx2::scale_add, avx2::silu_mul,   avx2::gelu_mul};
+constexpr VecFns kAvx512 = {avx2::dot_f32,   avx2::f32_to_f16, avx2::f16_to_f32,
+                            avx2::scale_add, avx512::silu_mul, avx512::gelu_mul};
 
 }  // namespace
 

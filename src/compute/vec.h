@@ -22,7 +22,15 @@ struct VecFns {
   // out[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + e^-g) (the SwiGLU FFN);
   // out may be gate or up. The SIMD levels' exp is within a few ulp.
   void (*silu_mul)(const float* gate, const float* up, std::int64_t n, float* out);
+  // out[i] = gelu(gate[i]) * up[i], tanh's approximation of GELU (GeGLU: Gemma),
+  // gelu(g) = g sigmoid(2 sqrt(2/pi) (g + 0.044715 g^3)), which is
+  // 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))); out may be gate or up.
+  void (*gelu_mul)(const float* gate, const float* up, std::int64_t n, float* out);
 };
+
+// The tanh GELU's constants: the cubic term's and 2 sqrt(2/pi).
+inline constexpr float kGeluCubic = 0.044715f;
+inline constexpr float kGeluTwiceSqrt2OverPi = 1.5957691216057308f;
 
 // The functions of `level` (the highest present at or below it).
 const VecFns& vec_fns(CpuLevel level);
@@ -35,10 +43,12 @@ void f32_to_f16(const float* src, std::uint16_t* dst, std::int64_t n);
 void f16_to_f32(const std::uint16_t* src, float* dst, std::int64_t n);
 void scale_add(float* y, float a, float b, const float* x, std::int64_t n);
 void silu_mul(const float* gate, const float* up, std::int64_t n, float* out);
+void gelu_mul(const float* gate, const float* up, std::int64_t n, float* out);
 }  // namespace avx2
 
 namespace avx512 {
 void silu_mul(const float* gate, const float* up, std::int64_t n, float* out);
+void gelu_mul(const float* gate, const float* up, std::int64_t n, float* out);
 }  // namespace avx512
 
 }  // namespace seam::vec

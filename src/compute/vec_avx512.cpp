@@ -1,4 +1,4 @@
-// AVX-512 row primitives (vec.h): the SwiGLU gate in 16 lanes. The other
+// AVX-512 row primitives (vec.h): the SwiGLU and GeGLU gates in 16 lanes. The other
 // primitives stay the AVX2 ones (vec.cpp). Compiled with the AVX-512 flags; see
 // dot.h on keeping this unit's code out of baseline callers.
 // GCC 12's AVX-512 headers self-initialize their "undefined" vectors
@@ -16,29 +16,39 @@
 
 namespace seam::vec::avx512 {
 
-// vec_avx2.cpp's silu_mul8 in 16 lanes: e = e^-|g|, sigmoid(g) = 1 / (1 + e)
-// for g >= 0 and e / (1 + e) below, the same operations in the same order. The
-// last n % 16 go through the same lanes (masked), so an element's value does
-// not depend on where it sits in the call.
-void silu_mul(const float* gate, const float* up, std::int64_t n, float* out) {
+// vec_avx2.cpp's gated_mul in 16 lanes: g sigmoid(t) up with e = e^-|t|,
+// sigmoid(t) = 1 / (1 + e) for t >= 0 and e / (1 + e) below, the same
+// operations in the same order. The last n % 16 go through the same lanes
+// (masked), so an element's value does not depend on where it sits in the call.
+template <class Arg>
+void gated_mul(const float* gate, const float* up, std::int64_t n, float* out, Arg arg) {
   const __m512 one = _mm512_set1_ps(1.0f);
   const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000u));
-  const auto silu_mul16 = [&](__m512 g, __m512 u) {
-    const __m512 e =
-        exp16_nonpositive(_mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(g), sign)));
-    const __mmask16 negative = _mm512_test_epi32_mask(_mm512_castps_si512(g), sign);
-    const __m512 num = _mm512_mask_blend_ps(negative, one, e);
+  const auto gated16 = [&](__m512 g, __m512 u) {
+    const __m512i t = _mm512_castps_si512(arg(g));
+    const __m512 e = exp16_nonpositive(_mm512_castsi512_ps(_mm512_or_si512(t, sign)));
+    const __m512 num = _mm512_mask_blend_ps(_mm512_test_epi32_mask(t, sign), one, e);
     return _mm512_mul_ps(_mm512_mul_ps(g, _mm512_div_ps(num, _mm512_add_ps(one, e))), u);
   };
   std::int64_t i = 0;
   for (; i + 16 <= n; i += 16)
-    _mm512_storeu_ps(out + i, silu_mul16(_mm512_loadu_ps(gate + i), _mm512_loadu_ps(up + i)));
+    _mm512_storeu_ps(out + i, gated16(_mm512_loadu_ps(gate + i), _mm512_loadu_ps(up + i)));
   if (i < n) {
     const auto k = static_cast<__mmask16>((1u << (n - i)) - 1u);
     _mm512_mask_storeu_ps(
-        out + i, k,
-        silu_mul16(_mm512_maskz_loadu_ps(k, gate + i), _mm512_maskz_loadu_ps(k, up + i)));
+        out + i, k, gated16(_mm512_maskz_loadu_ps(k, gate + i), _mm512_maskz_loadu_ps(k, up + i)));
   }
+}
+
+void silu_mul(const float* gate, const float* up, std::int64_t n, float* out) {
+  gated_mul(gate, up, n, out, [](__m512 g) { return g; });
+}
+
+void gelu_mul(const float* gate, const float* up, std::int64_t n, float* out) {
+  const __m512 c = _mm512_set1_ps(kGeluCubic), k = _mm512_set1_ps(kGeluTwiceSqrt2OverPi);
+  gated_mul(gate, up, n, out, [&](__m512 g) {
+    return _mm512_mul_ps(k, _mm512_fmadd_ps(_mm512_mul_ps(c, g), _mm512_mul_ps(g, g), g));
+  });
 }
 
 }  // namespace seam::vec::avx512

@@ -126,6 +126,53 @@ TEST_P(VecLevels, SiluMulWithinItsRoundings) {
   EXPECT_EQ(gate, expect);
 }
 
+// gelu(g) up = g sigmoid(t) up, t = 2 sqrt(2/pi) (g + 0.044715 g^3), against
+// float64. Rounding t's few operations moves it by dt <= 4u (|k g| + 2 |k c
+// g^3|) (k = 2 sqrt(2/pi), c = 0.044715), which moves sigmoid(t) by a
+// relative (1 - sigmoid(t)) dt <= dt; the exp (a few ulp), the division and
+// the two products add under 12u. Below t = -87 the exp is 0: the result may
+// be 0 where the exact one is below |g up| e^-87.
+TEST_P(VecLevels, GeluMulWithinItsRoundings) {
+  const vec::VecFns& f = vec::vec_fns(GetParam());
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> wide(-12.0f, 12.0f);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  const double u = std::ldexp(1.0, -24), k = 2 * std::sqrt(2 / M_PI), c = 0.044715;
+  // 0.5 (1 + tanh(z)) as 1 / (1 + e^-2z): no cancellation where tanh(z) is near -1.
+  const auto exact = [&](double g, double up) {
+    return g / (1 + std::exp(-k * (g + c * g * g * g))) * up;
+  };
+  const auto bound = [&](double g, double up, double ref) {
+    const double dt = 4 * u * (std::fabs(k * g) + 2 * std::fabs(k * c * g * g * g));
+    return (12 * u + dt) * std::fabs(ref) + std::fabs(g * up) * std::exp(-87.0);
+  };
+  for (std::int64_t n : {0, 1, 7, 8, 9, 16, 17, 31, 1000}) {
+    std::vector<float> g(static_cast<std::size_t>(n)), up(g.size()), out(g.size());
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      g[i] = i % 3 == 0 ? wide(rng) : normal(rng);
+      up[i] = normal(rng);
+    }
+    f.gelu_mul(g.data(), up.data(), n, out.data());
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      const double ref = exact(g[i], up[i]);
+      EXPECT_NEAR(out[i], ref, bound(g[i], up[i], ref)) << "n " << n << " g " << g[i];
+    }
+  }
+  // Each element alone gives what it gives in a call of many (batch
+  // invariance), and in place (out = gate) as the forward pass calls it.
+  std::vector<float> g = {0.0f, -0.0f, 1.0f, -1.0f, 5.0f, -5.0f, 30.0f, -30.0f, 0.3f, -7.5f};
+  std::vector<float> up(g.size(), 1.5f), got(g.size());
+  f.gelu_mul(g.data(), up.data(), static_cast<std::int64_t>(g.size()), got.data());
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    float alone;
+    f.gelu_mul(&g[i], &up[i], 1, &alone);
+    EXPECT_EQ(alone, got[i]) << "g " << g[i];
+    EXPECT_NEAR(got[i], exact(g[i], up[i]), bound(g[i], up[i], exact(g[i], up[i]))) << g[i];
+  }
+  f.gelu_mul(g.data(), up.data(), static_cast<std::int64_t>(g.size()), g.data());
+  EXPECT_EQ(g, got);
+}
+
 // Conversions are exact operations: the same bits as core/half.h's.
 TEST_P(VecLevels, HalfConversionsMatchCoreHalf) {
   const vec::VecFns& f = vec::vec_fns(GetParam());
