@@ -88,6 +88,22 @@ inline float hmax(__m256 x) {
 
 namespace {
 
+// softcap tanh(s / softcap) for sc[0, n) (n <= 32) in 8 lanes: tanh(y) =
+// sign(y) (1 - e) / (1 + e) with e = e^-2|y| <= 1, as attention_avx512.cpp's
+// softcap16 (which says why); decode_t and fold_scores both cap through this.
+inline void softcap_scores(float* sc, int n, float softcap) {
+  const __m256 sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f);
+  const __m256 cap = _mm256_set1_ps(softcap);
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int j = 0; j < n; j += 8) {
+    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - j), lane);
+    const __m256 y = _mm256_div_ps(_mm256_maskload_ps(sc + j, m), cap);
+    const __m256 e = exp8_nonpositive(_mm256_or_ps(_mm256_add_ps(y, y), sign));  // e^-2|y|
+    const __m256 t = _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e));
+    _mm256_maskstore_ps(sc + j, m, _mm256_mul_ps(cap, _mm256_or_ps(t, _mm256_and_ps(y, sign))));
+  }
+}
+
 // load_chunk for one cache type: the type is fixed at compile time so the
 // inner loops carry no branch on it.
 template <KvType t>
@@ -201,8 +217,7 @@ void scores(const float* q, const float* kt, int hd, __m256 (*x)[4]) {
                                                float* acc, float* sc) {
   const __m256 vs = _mm256_set1_ps(scale);
   for (int g = 0; g < 4; ++g) _mm256_store_ps(sc + 8 * g, _mm256_mul_ps(x[g], vs));
-  if (softcap > 0.0f)
-    for (int j = jlo; j < jhi; ++j) sc[j] = softcap * tanhf(sc[j] / softcap);
+  if (softcap > 0.0f) softcap_scores(sc, C, softcap);
   // Lanes outside [jlo, jhi) get -inf: weight 0 below, and no effect on the max.
   for (int j = 0; j < jlo; ++j) sc[j] = -__builtin_inff();
   for (int j = jhi; j < C; ++j) sc[j] = -__builtin_inff();
@@ -334,8 +349,7 @@ void decode_t(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, cons
   for (int h = 0; h < NQ; ++h) {
     float* sh = sc[h];
     for (int j = 0; j < nc; ++j) sh[j] *= scale;
-    if (softcap > 0.0f)
-      for (int j = 0; j < nc; ++j) sh[j] = softcap * tanhf(sh[j] / softcap);
+    if (softcap > 0.0f) softcap_scores(sh, nc, softcap);
     for (int j = nc; j < C; ++j) sh[j] = -__builtin_inff();  // weight 0, no effect on the max
     __m256 x0 = _mm256_load_ps(sh), x1 = _mm256_load_ps(sh + 8);
     __m256 x2 = _mm256_load_ps(sh + 16), x3 = _mm256_load_ps(sh + 24);
