@@ -157,11 +157,8 @@ void gated_delta_rule_heads(const GatedDeltaArgs& a, std::int32_t h0, std::int32
       //   S_i k = e^g (s.k),  S_i' = e^g s + d k,  S_i' q = e^g (s.q) + d (k.q).
       const float kq = fns.dot_f32(k, q, dk);
       for (std::int64_t i = 0; i < dv; ++i) {
-        float* s = S + i * dk;
-        const float sk = decay * fns.dot_f32(s, k, dk);
-        const float sq = decay * fns.dot_f32(s, q, dk);
-        const float d = beta * (v[i] - sk);
-        fns.scale_add(s, decay, d, k, dk);
+        float d;
+        const float sq = fns.delta_row(S + i * dk, k, q, dk, decay, beta, v[i], &d);
         o[i] = (sq + d * kq) * a.scale;
       }
     }

@@ -40,12 +40,21 @@ void gelu_mul_scalar(const float* gate, const float* up, std::int64_t n, float* 
   }
 }
 
-constexpr VecFns kScalar = {dot_f32_scalar,   f32_to_f16_scalar, f16_to_f32_scalar,
-                            scale_add_scalar, silu_mul_scalar,   gelu_mul_scalar};
-constexpr VecFns kAvx2 = {avx2::dot_f32,   avx2::f32_to_f16, avx2::f16_to_f32,
-                          avx2::scale_add, avx2::silu_mul,   avx2::gelu_mul};
-constexpr VecFns kAvx512 = {avx2::dot_f32,   avx2::f32_to_f16, avx2::f16_to_f32,
-                            avx2::scale_add, avx512::silu_mul, avx512::gelu_mul};
+float delta_row_scalar(float* s, const float* k, const float* q, std::int64_t n, float decay,
+                       float beta, float v, float* d) {
+  const float sk = decay * dot_f32_scalar(s, k, n);
+  const float sq = decay * dot_f32_scalar(s, q, n);
+  *d = beta * (v - sk);
+  scale_add_scalar(s, decay, *d, k, n);
+  return sq;
+}
+
+constexpr VecFns kScalar = {dot_f32_scalar,  f32_to_f16_scalar, f16_to_f32_scalar, scale_add_scalar,
+                            silu_mul_scalar, gelu_mul_scalar,   delta_row_scalar};
+constexpr VecFns kAvx2 = {avx2::dot_f32,  avx2::f32_to_f16, avx2::f16_to_f32, avx2::scale_add,
+                          avx2::silu_mul, avx2::gelu_mul,   avx2::delta_row};
+constexpr VecFns kAvx512 = {avx2::dot_f32,    avx2::f32_to_f16, avx2::f16_to_f32, avx2::scale_add,
+                            avx512::silu_mul, avx512::gelu_mul, avx512::delta_row};
 
 }  // namespace
 

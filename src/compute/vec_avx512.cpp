@@ -1,4 +1,5 @@
-// AVX-512 row primitives (vec.h): the SwiGLU and GeGLU gates in 16 lanes. The other
+// AVX-512 row primitives (vec.h): the SwiGLU and GeGLU gates and the delta
+// rule's state row in 16 lanes. The other
 // primitives stay the AVX2 ones (vec.cpp). Compiled with the AVX-512 flags; see
 // dot.h on keeping this unit's code out of baseline callers.
 // GCC 12's AVX-512 headers self-initialize their "undefined" vectors
@@ -49,6 +50,37 @@ void gelu_mul(const float* gate, const float* up, std::int64_t n, float* out) {
   gated_mul(gate, up, n, out, [&](__m512 g) {
     return _mm512_mul_ps(k, _mm512_fmadd_ps(_mm512_mul_ps(c, g), _mm512_mul_ps(g, g), g));
   });
+}
+
+// vec_avx2.cpp's delta_row in 16 lanes: s . k and s . q in one pass over s
+// (a 128-wide row is 8 registers), then s = decay s + d k.
+float delta_row(float* s, const float* k, const float* q, std::int64_t n, float decay, float beta,
+                float v, float* d) {
+  __m512 ak = _mm512_setzero_ps(), aq = _mm512_setzero_ps();
+  std::int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 si = _mm512_loadu_ps(s + i);
+    ak = _mm512_fmadd_ps(si, _mm512_loadu_ps(k + i), ak);
+    aq = _mm512_fmadd_ps(si, _mm512_loadu_ps(q + i), aq);
+  }
+  if (i < n) {  // the tail through the same lanes, masked (0 * 0 adds nothing)
+    const auto m = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    const __m512 si = _mm512_maskz_loadu_ps(m, s + i);
+    ak = _mm512_fmadd_ps(si, _mm512_maskz_loadu_ps(m, k + i), ak);
+    aq = _mm512_fmadd_ps(si, _mm512_maskz_loadu_ps(m, q + i), aq);
+  }
+  *d = beta * (v - decay * _mm512_reduce_add_ps(ak));
+  const __m512 vd = _mm512_set1_ps(decay), vdd = _mm512_set1_ps(*d);
+  for (i = 0; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(s + i, _mm512_fmadd_ps(vdd, _mm512_loadu_ps(k + i),
+                                            _mm512_mul_ps(vd, _mm512_loadu_ps(s + i))));
+  if (i < n) {
+    const auto m = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    _mm512_mask_storeu_ps(s + i, m,
+                          _mm512_fmadd_ps(vdd, _mm512_maskz_loadu_ps(m, k + i),
+                                          _mm512_mul_ps(vd, _mm512_maskz_loadu_ps(m, s + i))));
+  }
+  return decay * _mm512_reduce_add_ps(aq);
 }
 
 }  // namespace seam::vec::avx512

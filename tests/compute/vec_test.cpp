@@ -66,6 +66,46 @@ TEST_P(VecLevels, ScaleAddWithinTwoRoundings) {
   }
 }
 
+// One row of the gated delta rule: d = beta (v - decay (s . k)), s' = decay s +
+// d k, returns decay (s . q). Each dot is within gamma_n sum |s x| (as
+// dot_f32), the product by decay one rounding more, v - that and beta's
+// product one each; s' is scale_add's two roundings with the d it returned.
+TEST_P(VecLevels, DeltaRowWithinItsRoundings) {
+  const vec::VecFns& f = vec::vec_fns(GetParam());
+  std::mt19937 rng(10);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const double u = std::ldexp(1.0, -24);
+  const float decay = 0.93f, beta = 0.61f, v = 0.37f;
+  for (std::int64_t n : {1, 7, 16, 17, 33, 64, 128, 130}) {
+    std::vector<float> s(static_cast<std::size_t>(n)), k(s.size()), q(s.size());
+    for (float& x : s) x = normal(rng);
+    for (float& x : k) x = normal(rng);
+    for (float& x : q) x = normal(rng);
+    double sk = 0, sq = 0, mk = 0, mq = 0;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      sk += double{s[i]} * k[i];
+      sq += double{s[i]} * q[i];
+      mk += std::fabs(double{s[i]} * k[i]);
+      mq += std::fabs(double{s[i]} * q[i]);
+    }
+    const double gamma = static_cast<double>(n) * u / (1 - static_cast<double>(n) * u);
+    std::vector<float> got = s;
+    float d = 0.0f;
+    const float ret = f.delta_row(got.data(), k.data(), q.data(), n, decay, beta, v, &d);
+    EXPECT_NEAR(ret, decay * sq, decay * (gamma + u) * mq + 1e-30) << "n " << n;
+    const double d_exact = beta * (v - decay * sk);
+    EXPECT_NEAR(
+        d, d_exact,
+        beta * (decay * (gamma + 2 * u) * mk + 2 * u * std::fabs(v)) + 2 * u * std::fabs(d_exact))
+        << "n " << n;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      const double ds = double{decay} * s[i], dk = double{d} * k[i];
+      EXPECT_NEAR(got[i], ds + dk, 2 * u * (std::fabs(ds) + std::fabs(dk)))
+          << "n " << n << " " << i;
+    }
+  }
+}
+
 // out = silu(g) u. The SIMD levels: e = e^-|g| within a few ulp (say 4u), then
 // 1 + e, the quotient, and two products each round once: within (4 + 4) u of
 // |silu(g) u| with room to spare. Below g = -87 every level may take e^g as 0
