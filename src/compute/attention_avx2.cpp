@@ -88,19 +88,14 @@ inline float hmax(__m256 x) {
 
 namespace {
 
-// softcap tanh(s / softcap) for sc[0, n) (n <= 32) in 8 lanes: tanh(y) =
-// sign(y) (1 - e) / (1 + e) with e = e^-2|y| <= 1, as attention_avx512.cpp's
-// softcap16 (which says why); decode_t and fold_scores both cap through this.
+// softcap tanh(s / softcap) for sc[0, n) (n <= 32), by exp_avx2.h's softcap8;
+// decode_t and fold_scores both cap through this, so a row's bits do not
+// depend on which ran.
 inline void softcap_scores(float* sc, int n, float softcap) {
-  const __m256 sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f);
-  const __m256 cap = _mm256_set1_ps(softcap);
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   for (int j = 0; j < n; j += 8) {
     const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - j), lane);
-    const __m256 y = _mm256_div_ps(_mm256_maskload_ps(sc + j, m), cap);
-    const __m256 e = exp8_nonpositive(_mm256_or_ps(_mm256_add_ps(y, y), sign));  // e^-2|y|
-    const __m256 t = _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e));
-    _mm256_maskstore_ps(sc + j, m, _mm256_mul_ps(cap, _mm256_or_ps(t, _mm256_and_ps(y, sign))));
+    _mm256_maskstore_ps(sc + j, m, softcap8(_mm256_maskload_ps(sc + j, m), softcap));
   }
 }
 

@@ -25,26 +25,6 @@ namespace {
 
 constexpr int C = kAttnChunk;
 
-// softcap tanh(x / softcap) (Gemma 2's logit capping) in 16 lanes: tanh(y) =
-// sign(y) (1 - e) / (1 + e) with e = e^-2|y| <= 1, no overflow. decode_t and
-// fold_scores both cap through this, so a row's bits do not depend on which
-// ran; per element it is within a few ulp of softcap (the exp's error, and
-// 1 - e's cancellation near 0, both absolute), far below what the F16 cache's
-// rounding of K moves a score by. tanhf per score was a quarter of a Gemma-2-shaped
-// prefill after 4,096 cells.
-inline __m512 softcap16(__m512 x, float softcap) {
-  const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000u));
-  const __m512 y = _mm512_div_ps(x, _mm512_set1_ps(softcap));
-  const __m512i y_sign = _mm512_and_si512(_mm512_castps_si512(y), sign);
-  // -2|y|, its sign bit set whatever y's.
-  const __m512 neg2 =
-      _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(_mm512_add_ps(y, y)), sign));
-  const __m512 e = exp16_nonpositive(neg2), one = _mm512_set1_ps(1.0f);
-  const __m512 t = _mm512_div_ps(_mm512_sub_ps(one, e), _mm512_add_ps(one, e));
-  return _mm512_mul_ps(_mm512_set1_ps(softcap),
-                       _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(t), y_sign)));
-}
-
 // Lanes [lo, hi) of 16 as a mask (lo, hi in [0, 16]).
 inline __mmask16 lanes(int lo, int hi) {
   const std::uint32_t upto_hi = (1u << hi) - 1u, below_lo = (1u << lo) - 1u;

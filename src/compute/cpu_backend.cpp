@@ -9,6 +9,7 @@
 #include "compute/ops.h"
 #include "compute/quant.h"
 #include "compute/recurrent_ops.h"
+#include "compute/vec.h"
 #include "seam/error.h"
 
 namespace seam {
@@ -110,11 +111,17 @@ void CpuBackend::copy_rows(const float* src, std::int64_t src_stride, std::int64
     std::memmove(dst + r * dst_stride, src + r * src_stride, bytes);
 }
 
-void CpuBackend::softplus(const float* x, std::int64_t n, float* y) { ops::softplus(x, n, y); }
+void CpuBackend::softplus(const float* x, std::int64_t n, float* y) {
+  for_elements(n, [&](std::int64_t b, std::int64_t e) { ops::softplus(x + b, e - b, y + b); });
+}
 
-void CpuBackend::sigmoid(const float* x, std::int64_t n, float* y) { ops::sigmoid(x, n, y); }
+void CpuBackend::sigmoid(const float* x, std::int64_t n, float* y) {
+  for_elements(n, [&](std::int64_t b, std::int64_t e) { ops::sigmoid(x + b, e - b, y + b); });
+}
 
-void CpuBackend::silu(const float* x, std::int64_t n, float* y) { ops::silu(x, n, y); }
+void CpuBackend::silu(const float* x, std::int64_t n, float* y) {
+  for_elements(n, [&](std::int64_t b, std::int64_t e) { ops::silu(x + b, e - b, y + b); });
+}
 
 void CpuBackend::l2_norm(const float* x, std::int64_t n_rows, std::int64_t n, float eps, float* y) {
   for_items(n_rows, n, [&](std::size_t b, std::size_t e) {
@@ -175,7 +182,8 @@ void CpuBackend::scale_by_expert(float* weights, const std::int32_t* ids, std::i
 }
 
 void CpuBackend::softcap(float* x, std::int64_t n, float cap) {
-  for (std::int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
+  for_elements(n,
+               [&](std::int64_t b, std::int64_t e) { vec::vec_fns().softcap(x + b, e - b, cap); });
 }
 
 void CpuBackend::store_kv(void* k_cache, void* v_cache, KvType type, std::int64_t width,

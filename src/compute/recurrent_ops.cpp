@@ -11,20 +11,9 @@ void softplus(const float* x, std::int64_t n, float* y) {
   for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] > 20.0f ? x[i] : std::log1p(std::exp(x[i]));
 }
 
-void sigmoid(const float* x, std::int64_t n, float* y) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    if (x[i] >= 0.0f) {
-      y[i] = 1.0f / (1.0f + std::exp(-x[i]));
-    } else {
-      const float e = std::exp(x[i]);
-      y[i] = e / (1.0f + e);
-    }
-  }
-}
+void sigmoid(const float* x, std::int64_t n, float* y) { vec::vec_fns().sigmoid(x, n, y); }
 
-void silu(const float* x, std::int64_t n, float* y) {
-  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] / (1.0f + std::exp(-x[i]));
-}
+void silu(const float* x, std::int64_t n, float* y) { vec::vec_fns().silu(x, n, y); }
 
 void l2_norm_row(const float* x, std::int64_t n, float eps, float* y) {
   double sum = 0.0;

@@ -40,6 +40,25 @@ void gelu_mul_scalar(const float* gate, const float* up, std::int64_t n, float* 
   }
 }
 
+void silu_scalar(const float* x, std::int64_t n, float* y) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] / (1.0f + std::exp(-x[i]));
+}
+
+void sigmoid_scalar(const float* x, std::int64_t n, float* y) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (x[i] >= 0.0f) {
+      y[i] = 1.0f / (1.0f + std::exp(-x[i]));
+    } else {
+      const float e = std::exp(x[i]);
+      y[i] = e / (1.0f + e);
+    }
+  }
+}
+
+void softcap_scalar(float* x, std::int64_t n, float cap) {
+  for (std::int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
+}
+
 float delta_row_scalar(float* s, const float* k, const float* q, std::int64_t n, float decay,
                        float beta, float v, float* d) {
   const float sk = decay * dot_f32_scalar(s, k, n);
@@ -50,11 +69,14 @@ float delta_row_scalar(float* s, const float* k, const float* q, std::int64_t n,
 }
 
 constexpr VecFns kScalar = {dot_f32_scalar,  f32_to_f16_scalar, f16_to_f32_scalar, scale_add_scalar,
-                            silu_mul_scalar, gelu_mul_scalar,   delta_row_scalar};
+                            silu_mul_scalar, gelu_mul_scalar,   silu_scalar,       sigmoid_scalar,
+                            softcap_scalar,  delta_row_scalar};
 constexpr VecFns kAvx2 = {avx2::dot_f32,  avx2::f32_to_f16, avx2::f16_to_f32, avx2::scale_add,
-                          avx2::silu_mul, avx2::gelu_mul,   avx2::delta_row};
+                          avx2::silu_mul, avx2::gelu_mul,   avx2::silu,       avx2::sigmoid,
+                          avx2::softcap,  avx2::delta_row};
 constexpr VecFns kAvx512 = {avx2::dot_f32,    avx2::f32_to_f16, avx2::f16_to_f32, avx2::scale_add,
-                            avx512::silu_mul, avx512::gelu_mul, avx512::delta_row};
+                            avx512::silu_mul, avx512::gelu_mul, avx512::silu,     avx512::sigmoid,
+                            avx512::softcap,  avx512::delta_row};
 
 }  // namespace
 

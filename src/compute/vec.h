@@ -26,6 +26,12 @@ struct VecFns {
   // gelu(g) = g sigmoid(2 sqrt(2/pi) (g + 0.044715 g^3)), which is
   // 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))); out may be gate or up.
   void (*gelu_mul)(const float* gate, const float* up, std::int64_t n, float* out);
+  // y[i] = silu(x[i]) = x[i] sigmoid(x[i]) (silu_mul with up = 1); y may be x.
+  void (*silu)(const float* x, std::int64_t n, float* y);
+  // y[i] = 1 / (1 + e^-x[i]); y may be x.
+  void (*sigmoid)(const float* x, std::int64_t n, float* y);
+  // x[i] = cap tanh(x[i] / cap) (Gemma 2's final logit soft cap), in place.
+  void (*softcap)(float* x, std::int64_t n, float cap);
   // One state row s[0, n) of the gated delta rule (recurrent_ops.cpp): with s
   // as it is before the step, *d = beta (v - decay (s . k)), then
   // s = decay s + *d k; returns decay (s . q) (s before the step). Both dot
@@ -50,6 +56,9 @@ void f16_to_f32(const std::uint16_t* src, float* dst, std::int64_t n);
 void scale_add(float* y, float a, float b, const float* x, std::int64_t n);
 void silu_mul(const float* gate, const float* up, std::int64_t n, float* out);
 void gelu_mul(const float* gate, const float* up, std::int64_t n, float* out);
+void silu(const float* x, std::int64_t n, float* y);
+void sigmoid(const float* x, std::int64_t n, float* y);
+void softcap(float* x, std::int64_t n, float cap);
 float delta_row(float* s, const float* k, const float* q, std::int64_t n, float decay, float beta,
                 float v, float* d);
 }  // namespace avx2
@@ -57,6 +66,9 @@ float delta_row(float* s, const float* k, const float* q, std::int64_t n, float 
 namespace avx512 {
 void silu_mul(const float* gate, const float* up, std::int64_t n, float* out);
 void gelu_mul(const float* gate, const float* up, std::int64_t n, float* out);
+void silu(const float* x, std::int64_t n, float* y);
+void sigmoid(const float* x, std::int64_t n, float* y);
+void softcap(float* x, std::int64_t n, float cap);
 float delta_row(float* s, const float* k, const float* q, std::int64_t n, float decay, float beta,
                 float v, float* d);
 }  // namespace avx512

@@ -65,43 +65,63 @@ void scale_add(float* y, float a, float b, const float* x, std::int64_t n) {
   for (; i < n; ++i) y[i] = a * y[i] + b * x[i];
 }
 
-// g sigmoid(t) up, with e = e^-|t| <= 1 so the exp never overflows:
-// sigmoid(t) = 1 / (1 + e) for t >= 0, e / (1 + e) below. SiLU is t = g, the
-// tanh GELU t = 2 sqrt(2/pi) (g + 0.044715 g^3) (0.5 (1 + tanh(z)) = sigmoid(2 z)).
-// The scalar std::exp per element cost a 135M-shape decode ~3% of its time,
-// and tanhf 38% of a Gemma-shaped prefill. The last n % 8 go through the same
-// lanes (masked), so an element's value does not depend on where it sits in
-// the call: a prompt read in one batch or token by token gives the same
-// activations.
-template <class Arg>
-void gated_mul(const float* gate, const float* up, std::int64_t n, float* out, Arg arg) {
+namespace {
+
+// out[i] = f(a[i], b[i]) 8 lanes at a time (b may be null: f gets 1s). The
+// last n % 8 go through the same lanes (masked), so an element's value does
+// not depend on where it sits in the call: a prompt read in one batch or
+// token by token gives the same activations.
+template <class F>
+void map8(const float* a, const float* b, std::int64_t n, float* out, F f) {
   const __m256 one = _mm256_set1_ps(1.0f);
-  const auto gated8 = [&](__m256 g, __m256 u) {
-    const __m256 t = arg(g);
-    const __m256 e = exp8_nonpositive(_mm256_or_ps(t, _mm256_set1_ps(-0.0f)));  // e^-|t|
-    const __m256 num = _mm256_blendv_ps(one, e, t);  // the sign bit of t picks e
-    return _mm256_mul_ps(_mm256_mul_ps(g, _mm256_div_ps(num, _mm256_add_ps(one, e))), u);
-  };
   std::int64_t i = 0;
   for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(out + i, gated8(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
+    _mm256_storeu_ps(out + i, f(_mm256_loadu_ps(a + i), b ? _mm256_loadu_ps(b + i) : one));
   if (i < n) {
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - i)), lane);
     _mm256_maskstore_ps(out + i, m,
-                        gated8(_mm256_maskload_ps(gate + i, m), _mm256_maskload_ps(up + i, m)));
+                        f(_mm256_maskload_ps(a + i, m), b ? _mm256_maskload_ps(b + i, m) : one));
   }
 }
 
+// sigmoid(t) with e = e^-|t| <= 1, so the exp never overflows: 1 / (1 + e)
+// for t >= 0, e / (1 + e) below.
+inline __m256 sigmoid8(__m256 t) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 e = exp8_nonpositive(_mm256_or_ps(t, _mm256_set1_ps(-0.0f)));  // e^-|t|
+  const __m256 num = _mm256_blendv_ps(one, e, t);  // the sign bit of t picks e
+  return _mm256_div_ps(num, _mm256_add_ps(one, e));
+}
+
+}  // namespace
+
+// The gates are g sigmoid(t) up: SiLU t = g, the tanh GELU t = 2 sqrt(2/pi)
+// (g + 0.044715 g^3) (0.5 (1 + tanh(z)) = sigmoid(2 z)). The scalar std::exp
+// per element cost a 135M-shape decode ~3% of its time, and tanhf 38% of a
+// Gemma-shaped prefill. Multiplying by up = 1 is exact: silu(x) is
+// silu_mul(x, 1) bit for bit.
 void silu_mul(const float* gate, const float* up, std::int64_t n, float* out) {
-  gated_mul(gate, up, n, out, [](__m256 g) { return g; });
+  map8(gate, up, n, out,
+       [](__m256 g, __m256 u) { return _mm256_mul_ps(_mm256_mul_ps(g, sigmoid8(g)), u); });
 }
 
 void gelu_mul(const float* gate, const float* up, std::int64_t n, float* out) {
   const __m256 c = _mm256_set1_ps(kGeluCubic), k = _mm256_set1_ps(kGeluTwiceSqrt2OverPi);
-  gated_mul(gate, up, n, out, [&](__m256 g) {
-    return _mm256_mul_ps(k, _mm256_fmadd_ps(_mm256_mul_ps(c, g), _mm256_mul_ps(g, g), g));
+  map8(gate, up, n, out, [&](__m256 g, __m256 u) {
+    const __m256 t = _mm256_mul_ps(k, _mm256_fmadd_ps(_mm256_mul_ps(c, g), _mm256_mul_ps(g, g), g));
+    return _mm256_mul_ps(_mm256_mul_ps(g, sigmoid8(t)), u);
   });
+}
+
+void silu(const float* x, std::int64_t n, float* y) { silu_mul(x, nullptr, n, y); }
+
+void sigmoid(const float* x, std::int64_t n, float* y) {
+  map8(x, nullptr, n, y, [](__m256 t, __m256) { return sigmoid8(t); });
+}
+
+void softcap(float* x, std::int64_t n, float cap) {
+  map8(x, nullptr, n, x, [&](__m256 v, __m256) { return softcap8(v, cap); });
 }
 
 // dot_f32's sums for s . k and s . q in one pass over s (the same additions in

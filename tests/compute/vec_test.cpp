@@ -66,6 +66,41 @@ TEST_P(VecLevels, ScaleAddWithinTwoRoundings) {
   }
 }
 
+// silu is silu_mul with up = 1 (multiplying by 1 is exact); sigmoid's e, 1 + e
+// and quotient round within 8u of it (e^x taken as 0 below -87); the soft cap
+// cap tanh(x / cap) from e = e^-2|y|: (1 - e) / (1 + e) is within a few u of
+// tanh absolutely (1 - e cancels near 0) and relatively elsewhere, so within
+// 8u (|ref| + cap).
+TEST_P(VecLevels, SiluSigmoidAndSoftCapWithinTheirRoundings) {
+  const vec::VecFns& f = vec::vec_fns(GetParam());
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 4.0f);
+  const double u = std::ldexp(1.0, -24);
+  for (std::int64_t n : {1, 7, 8, 15, 16, 17, 100}) {
+    std::vector<float> x(static_cast<std::size_t>(n));
+    for (float& v : x) v = normal(rng);
+    x[0] = n % 2 ? -95.0f : 0.0f;
+    std::vector<float> ones(x.size(), 1.0f), silu(x.size()), want(x.size()), sig(x.size());
+    f.silu(x.data(), n, silu.data());
+    f.silu_mul(x.data(), ones.data(), n, want.data());
+    EXPECT_EQ(silu, want) << "n " << n;
+    f.sigmoid(x.data(), n, sig.data());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const double ref = 1 / (1 + std::exp(-double{x[i]}));
+      EXPECT_NEAR(sig[i], ref, 8 * u * ref + std::exp(-87.0)) << "x " << x[i];
+    }
+    for (float cap : {1.0f, 30.0f}) {
+      std::vector<float> capped = x;
+      f.softcap(capped.data(), n, cap);
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        const double ref = cap * std::tanh(double{x[i]} / cap);
+        EXPECT_NEAR(capped[i], ref, 8 * u * (std::fabs(ref) + cap))
+            << "x " << x[i] << " cap " << cap;
+      }
+    }
+  }
+}
+
 // One row of the gated delta rule: d = beta (v - decay (s . k)), s' = decay s +
 // d k, returns decay (s . q). Each dot is within gamma_n sum |s x| (as
 // dot_f32), the product by decay one rounding more, v - that and beta's
