@@ -191,12 +191,7 @@ void gated_activation(const float* gate, const float* up, std::int64_t n, Activa
   if (act == Activation::Silu) {
     vec::vec_fns().silu_mul(gate, up, n, out);
   } else if (act == Activation::SwigluOai) {
-    constexpr float kAlpha = 1.702f, kLimit = 7.0f;
-    for (std::int64_t i = 0; i < n; ++i) {
-      const float g = std::min(gate[i], kLimit);
-      const float u = std::clamp(up[i], -kLimit, kLimit);
-      out[i] = g / (1.0f + std::exp(-kAlpha * g)) * (u + 1.0f);
-    }
+    vec::vec_fns().swiglu_oai_mul(gate, up, n, out);
   } else {
     vec::vec_fns().gelu_mul(gate, up, n, out);
   }

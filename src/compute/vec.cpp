@@ -1,5 +1,6 @@
 #include "compute/vec.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/half.h"
@@ -40,6 +41,14 @@ void gelu_mul_scalar(const float* gate, const float* up, std::int64_t n, float* 
   }
 }
 
+void swiglu_oai_mul_scalar(const float* gate, const float* up, std::int64_t n, float* out) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float g = std::min(gate[i], kSwigluOaiLimit);
+    const float u = std::clamp(up[i], -kSwigluOaiLimit, kSwigluOaiLimit);
+    out[i] = g / (1.0f + std::exp(-kSwigluOaiAlpha * g)) * (u + 1.0f);
+  }
+}
+
 void silu_scalar(const float* x, std::int64_t n, float* y) {
   for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] / (1.0f + std::exp(-x[i]));
 }
@@ -68,15 +77,40 @@ float delta_row_scalar(float* s, const float* k, const float* q, std::int64_t n,
   return sq;
 }
 
-constexpr VecFns kScalar = {dot_f32_scalar,  f32_to_f16_scalar, f16_to_f32_scalar, scale_add_scalar,
-                            silu_mul_scalar, gelu_mul_scalar,   silu_scalar,       sigmoid_scalar,
-                            softcap_scalar,  delta_row_scalar};
-constexpr VecFns kAvx2 = {avx2::dot_f32,  avx2::f32_to_f16, avx2::f16_to_f32, avx2::scale_add,
-                          avx2::silu_mul, avx2::gelu_mul,   avx2::silu,       avx2::sigmoid,
-                          avx2::softcap,  avx2::delta_row};
-constexpr VecFns kAvx512 = {avx2::dot_f32,    avx2::f32_to_f16, avx2::f16_to_f32, avx2::scale_add,
-                            avx512::silu_mul, avx512::gelu_mul, avx512::silu,     avx512::sigmoid,
-                            avx512::softcap,  avx512::delta_row};
+constexpr VecFns kScalar = {.dot_f32 = dot_f32_scalar,
+                            .f32_to_f16 = f32_to_f16_scalar,
+                            .f16_to_f32 = f16_to_f32_scalar,
+                            .scale_add = scale_add_scalar,
+                            .silu_mul = silu_mul_scalar,
+                            .gelu_mul = gelu_mul_scalar,
+                            .swiglu_oai_mul = swiglu_oai_mul_scalar,
+                            .silu = silu_scalar,
+                            .sigmoid = sigmoid_scalar,
+                            .softcap = softcap_scalar,
+                            .delta_row = delta_row_scalar};
+constexpr VecFns kAvx2 = {.dot_f32 = avx2::dot_f32,
+                          .f32_to_f16 = avx2::f32_to_f16,
+                          .f16_to_f32 = avx2::f16_to_f32,
+                          .scale_add = avx2::scale_add,
+                          .silu_mul = avx2::silu_mul,
+                          .gelu_mul = avx2::gelu_mul,
+                          .swiglu_oai_mul = avx2::swiglu_oai_mul,
+                          .silu = avx2::silu,
+                          .sigmoid = avx2::sigmoid,
+                          .softcap = avx2::softcap,
+                          .delta_row = avx2::delta_row};
+// The AVX2 dot product, conversions and scale_add serve this level too.
+constexpr VecFns kAvx512 = {.dot_f32 = avx2::dot_f32,
+                            .f32_to_f16 = avx2::f32_to_f16,
+                            .f16_to_f32 = avx2::f16_to_f32,
+                            .scale_add = avx2::scale_add,
+                            .silu_mul = avx512::silu_mul,
+                            .gelu_mul = avx512::gelu_mul,
+                            .swiglu_oai_mul = avx512::swiglu_oai_mul,
+                            .silu = avx512::silu,
+                            .sigmoid = avx512::sigmoid,
+                            .softcap = avx512::softcap,
+                            .delta_row = avx512::delta_row};
 
 }  // namespace
 

@@ -26,6 +26,9 @@ struct VecFns {
   // gelu(g) = g sigmoid(2 sqrt(2/pi) (g + 0.044715 g^3)), which is
   // 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))); out may be gate or up.
   void (*gelu_mul)(const float* gate, const float* up, std::int64_t n, float* out);
+  // gpt-oss's gate: g = min(gate, 7), u = clamp(up, -7, 7),
+  // out = g sigmoid(1.702 g) (u + 1); out may be gate or up.
+  void (*swiglu_oai_mul)(const float* gate, const float* up, std::int64_t n, float* out);
   // y[i] = silu(x[i]) = x[i] sigmoid(x[i]) (silu_mul with up = 1); y may be x.
   void (*silu)(const float* x, std::int64_t n, float* y);
   // y[i] = 1 / (1 + e^-x[i]); y may be x.
@@ -43,6 +46,9 @@ struct VecFns {
 // The tanh GELU's constants: the cubic term's and 2 sqrt(2/pi).
 inline constexpr float kGeluCubic = 0.044715f;
 inline constexpr float kGeluTwiceSqrt2OverPi = 1.5957691216057308f;
+// gpt-oss's SwiGLU: the sigmoid's slope and the limit of gate and up.
+inline constexpr float kSwigluOaiAlpha = 1.702f;
+inline constexpr float kSwigluOaiLimit = 7.0f;
 
 // The functions of `level` (the highest present at or below it).
 const VecFns& vec_fns(CpuLevel level);
@@ -56,6 +62,7 @@ void f16_to_f32(const std::uint16_t* src, float* dst, std::int64_t n);
 void scale_add(float* y, float a, float b, const float* x, std::int64_t n);
 void silu_mul(const float* gate, const float* up, std::int64_t n, float* out);
 void gelu_mul(const float* gate, const float* up, std::int64_t n, float* out);
+void swiglu_oai_mul(const float* gate, const float* up, std::int64_t n, float* out);
 void silu(const float* x, std::int64_t n, float* y);
 void sigmoid(const float* x, std::int64_t n, float* y);
 void softcap(float* x, std::int64_t n, float cap);
@@ -66,6 +73,7 @@ float delta_row(float* s, const float* k, const float* q, std::int64_t n, float 
 namespace avx512 {
 void silu_mul(const float* gate, const float* up, std::int64_t n, float* out);
 void gelu_mul(const float* gate, const float* up, std::int64_t n, float* out);
+void swiglu_oai_mul(const float* gate, const float* up, std::int64_t n, float* out);
 void silu(const float* x, std::int64_t n, float* y);
 void sigmoid(const float* x, std::int64_t n, float* y);
 void softcap(float* x, std::int64_t n, float cap);

@@ -114,6 +114,19 @@ void gelu_mul(const float* gate, const float* up, std::int64_t n, float* out) {
   });
 }
 
+// min and max return their second operand for a NaN, as std::min(gate, 7)
+// and std::clamp do: a NaN gate or up stays NaN.
+void swiglu_oai_mul(const float* gate, const float* up, std::int64_t n, float* out) {
+  const __m256 lim = _mm256_set1_ps(kSwigluOaiLimit), neg = _mm256_set1_ps(-kSwigluOaiLimit);
+  const __m256 alpha = _mm256_set1_ps(kSwigluOaiAlpha), one = _mm256_set1_ps(1.0f);
+  map8(gate, up, n, out, [&](__m256 g, __m256 u) {
+    g = _mm256_min_ps(lim, g);
+    u = _mm256_max_ps(neg, _mm256_min_ps(lim, u));
+    return _mm256_mul_ps(_mm256_mul_ps(g, sigmoid8(_mm256_mul_ps(alpha, g))),
+                         _mm256_add_ps(u, one));
+  });
+}
+
 void silu(const float* x, std::int64_t n, float* y) { silu_mul(x, nullptr, n, y); }
 
 void sigmoid(const float* x, std::int64_t n, float* y) {

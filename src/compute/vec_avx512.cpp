@@ -61,6 +61,17 @@ void gelu_mul(const float* gate, const float* up, std::int64_t n, float* out) {
   });
 }
 
+void swiglu_oai_mul(const float* gate, const float* up, std::int64_t n, float* out) {
+  const __m512 lim = _mm512_set1_ps(kSwigluOaiLimit), neg = _mm512_set1_ps(-kSwigluOaiLimit);
+  const __m512 alpha = _mm512_set1_ps(kSwigluOaiAlpha), one = _mm512_set1_ps(1.0f);
+  map16(gate, up, n, out, [&](__m512 g, __m512 u) {
+    g = _mm512_min_ps(lim, g);
+    u = _mm512_max_ps(neg, _mm512_min_ps(lim, u));
+    return _mm512_mul_ps(_mm512_mul_ps(g, sigmoid16(_mm512_mul_ps(alpha, g))),
+                         _mm512_add_ps(u, one));
+  });
+}
+
 void silu(const float* x, std::int64_t n, float* y) { silu_mul(x, nullptr, n, y); }
 
 void sigmoid(const float* x, std::int64_t n, float* y) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -64,6 +65,39 @@ TEST_P(VecLevels, ScaleAddWithinTwoRoundings) {
           << "n " << n << " i " << i;
     }
   }
+}
+
+// gpt-oss's gate g sigmoid(1.702 g) (u + 1), g = min(gate, 7), u = clamp(up,
+// -7, 7): the product 1.702 g moves sigmoid's argument by u |1.702 g|, which
+// moves it relatively by at most that; the sigmoid, the sum and two products
+// add under 12u. A NaN gate or up gives NaN, as std::min and std::clamp do.
+TEST_P(VecLevels, SwigluOaiWithinItsRoundings) {
+  const vec::VecFns& f = vec::vec_fns(GetParam());
+  std::mt19937 rng(12);
+  std::normal_distribution<float> normal(0.0f, 6.0f);
+  const double u = std::ldexp(1.0, -24);
+  for (std::int64_t n : {1, 7, 8, 9, 16, 17, 200}) {
+    std::vector<float> g(static_cast<std::size_t>(n)), up(g.size()), out(g.size());
+    for (float& v : g) v = normal(rng);
+    for (float& v : up) v = normal(rng);
+    f.swiglu_oai_mul(g.data(), up.data(), n, out.data());
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      const double gc = std::min(double{g[i]}, 7.0), uc = std::clamp(double{up[i]}, -7.0, 7.0);
+      const double ref = gc / (1 + std::exp(-1.702 * gc)) * (uc + 1);
+      const double bound =
+          (12 * u + u * std::fabs(1.702 * gc)) * std::fabs(ref) + std::fabs(gc * (uc + 1)) * 1e-37;
+      EXPECT_NEAR(out[i], ref, bound) << "g " << g[i] << " up " << up[i];
+    }
+    std::vector<float> in_place = g;
+    f.swiglu_oai_mul(in_place.data(), up.data(), n, in_place.data());
+    EXPECT_EQ(in_place, out);
+  }
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> g = {nan, 1.0f, 2.0f}, up = {1.0f, nan, 50.0f}, out(3);
+  f.swiglu_oai_mul(g.data(), up.data(), 3, out.data());
+  EXPECT_TRUE(std::isnan(out[0]));
+  EXPECT_TRUE(std::isnan(out[1]));
+  EXPECT_NEAR(out[2], 2.0 / (1 + std::exp(-3.404)) * 8, 1e-5);
 }
 
 // silu is silu_mul with up = 1 (multiplying by 1 is exact); sigmoid's e, 1 + e
