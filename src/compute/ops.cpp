@@ -24,7 +24,7 @@ float dot_f32(const float* a, const float* b, std::int64_t n) {
   return vec::vec_fns().dot_f32(a, b, n);
 }
 
-void rms_norm_row(const float* x, const float* w, std::int64_t n, float eps, float* y) {
+double sum_squares(const float* x, std::int64_t n) {
   // Eight running sums (element i in sum i % 8) met in a fixed tree: one
   // chain of dependent double adds per element was a prefill's rms_norm
   // (3.5% of a 135M pp512); this form the compiler turns into vector adds at
@@ -34,8 +34,11 @@ void rms_norm_row(const float* x, const float* w, std::int64_t n, float eps, flo
   for (; i + 8 <= n; i += 8)
     for (int k = 0; k < 8; ++k) part[k] += static_cast<double>(x[i + k]) * x[i + k];
   for (; i < n; ++i) part[i % 8] += static_cast<double>(x[i]) * x[i];
-  const double sum =
-      ((part[0] + part[4]) + (part[2] + part[6])) + ((part[1] + part[5]) + (part[3] + part[7]));
+  return ((part[0] + part[4]) + (part[2] + part[6])) + ((part[1] + part[5]) + (part[3] + part[7]));
+}
+
+void rms_norm_row(const float* x, const float* w, std::int64_t n, float eps, float* y) {
+  const double sum = sum_squares(x, n);
   const float scale = static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(n) + eps));
   if (w) {
     for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] * scale * w[i];

@@ -14,6 +14,9 @@ float dot_f32(const float* a, const float* b, std::int64_t n);
 float dot_f32_ref(const float* a, const float* b, std::int64_t n);
 
 // y = x / sqrt(mean(x^2) + eps) * w   (w null: no scale)
+// sum_i x[i]^2 in double, the same value at every level and in every build
+// (a fixed order of eight running sums; the norms below share it).
+double sum_squares(const float* x, std::int64_t n);
 void rms_norm_row(const float* x, const float* w, std::int64_t n, float eps, float* y);
 
 // cs[2i], cs[2i+1] = attn_factor * (cos, sin) of theta_i, i < n_rot/2, where

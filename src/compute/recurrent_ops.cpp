@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "compute/ops.h"
 #include "compute/vec.h"
 
 namespace seam::ops {
@@ -16,19 +17,19 @@ void sigmoid(const float* x, std::int64_t n, float* y) { vec::vec_fns().sigmoid(
 void silu(const float* x, std::int64_t n, float* y) { vec::vec_fns().silu(x, n, y); }
 
 void l2_norm_row(const float* x, std::int64_t n, float eps, float* y) {
-  double sum = 0.0;
-  for (std::int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  const double sum = sum_squares(x, n);
   const float inv = static_cast<float>(1.0 / std::max(std::sqrt(sum), static_cast<double>(eps)));
   for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] * inv;
 }
 
 void rms_norm_gated_row(const float* x, const float* w, const float* z, std::int64_t n, float eps,
                         float* y) {
-  double sum = 0.0;
-  for (std::int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  const double sum = sum_squares(x, n);
   const float scale = static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(n) + eps));
-  for (std::int64_t i = 0; i < n; ++i)
-    y[i] = x[i] * scale * w[i] * (z[i] / (1.0f + std::exp(-z[i])));
+  // x scale w first (in place is allowed), then silu(z) times it in the
+  // level's lanes: a std::exp per element was most of this op's time.
+  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] * scale * w[i];
+  vec::vec_fns().silu_mul(z, y, n, y);
 }
 
 void ssm_conv_ref(const float* x, std::int64_t n_tokens, std::int64_t n_ch, const float* w,
