@@ -1,7 +1,8 @@
-// e^x in 8 lanes for the AVX2 + FMA units (attention's softmax, SiLU, the
-// logits scan): the scalar exp_nonpositive (attention_kernels.cpp) with FMA for
-// the reduction r = x - n ln2 (a rounding fewer, same bound). Include only from units
-// compiled with -mavx2 -mfma; internal linkage keeps each unit's copy its own.
+// e^x in 8 lanes for the AVX2 + FMA units (attention's softmax, the gates, the
+// logits scan, the soft cap): the scalar exp_nonpositive (attention_kernels.cpp)
+// with FMA for the reduction r = x - n ln2 (a rounding fewer, same bound).
+// Include only from units compiled with -mavx2 -mfma; internal linkage keeps
+// each unit's copy its own.
 #pragma once
 
 #include <immintrin.h>

@@ -1,7 +1,8 @@
-// e^x in 16 lanes for the AVX-512 units (attention's softmax, SiLU, the soft cap): the
-// reduction and polynomial of exp_avx2.h's exp8_nonpositive (degree 6), 2^n by
-// vscalefps. Include only from units compiled with the AVX-512 flags; internal
-// linkage keeps each unit's copy its own.
+// e^x and the soft cap in 16 lanes for the AVX-512 units (attention's softmax,
+// the gates, the logit cap): the reduction and polynomial of exp_avx2.h's
+// exp8_nonpositive (degree 6), 2^n by vscalefps. Include only from units
+// compiled with the AVX-512 flags; internal linkage keeps each unit's copy its
+// own.
 #pragma once
 
 #include <immintrin.h>

@@ -1,7 +1,7 @@
 // AVX-512 row primitives (vec.h): the gates, SiLU, sigmoid, the soft cap and
-// the delta rule's state row in 16 lanes. The other
-// primitives stay the AVX2 ones (vec.cpp). Compiled with the AVX-512 flags; see
-// dot.h on keeping this unit's code out of baseline callers.
+// the delta rule's state row in 16 lanes; the others stay the AVX2 ones
+// (vec.cpp). Compiled with the AVX-512 flags; see dot.h on keeping this
+// unit's code out of baseline callers.
 // GCC 12's AVX-512 headers self-initialize their "undefined" vectors
 // (__m512 __Y = __Y), which -Wuninitialized reports once inlined here.
 #if !defined(__clang__)
