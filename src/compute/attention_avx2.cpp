@@ -9,6 +9,7 @@
 
 #include "compute/attention_kernels.h"
 #include "compute/exp_avx2.h"
+#include "compute/vec.h"
 
 namespace seam::attn::avx2 {
 
@@ -87,17 +88,6 @@ inline float hmax(__m256 x) {
 }  // namespace
 
 namespace {
-
-// softcap tanh(s / softcap) for sc[0, n) (n <= 32), by exp_avx2.h's softcap8;
-// decode_t and fold_scores both cap through this, so a row's bits do not
-// depend on which ran.
-inline void softcap_scores(float* sc, int n, float softcap) {
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  for (int j = 0; j < n; j += 8) {
-    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - j), lane);
-    _mm256_maskstore_ps(sc + j, m, softcap8(_mm256_maskload_ps(sc + j, m), softcap));
-  }
-}
 
 // load_chunk for one cache type: the type is fixed at compile time so the
 // inner loops carry no branch on it.
@@ -212,7 +202,8 @@ void scores(const float* q, const float* kt, int hd, __m256 (*x)[4]) {
                                                float* acc, float* sc) {
   const __m256 vs = _mm256_set1_ps(scale);
   for (int g = 0; g < 4; ++g) _mm256_store_ps(sc + 8 * g, _mm256_mul_ps(x[g], vs));
-  if (softcap > 0.0f) softcap_scores(sc, C, softcap);
+  // The cap through vec's, as decode_t: a row's bits do not depend on which ran.
+  if (softcap > 0.0f) vec::avx2::softcap(sc, C, softcap);
   // Lanes outside [jlo, jhi) get -inf: weight 0 below, and no effect on the max.
   for (int j = 0; j < jlo; ++j) sc[j] = -__builtin_inff();
   for (int j = jhi; j < C; ++j) sc[j] = -__builtin_inff();
@@ -344,7 +335,7 @@ void decode_t(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, cons
   for (int h = 0; h < NQ; ++h) {
     float* sh = sc[h];
     for (int j = 0; j < nc; ++j) sh[j] *= scale;
-    if (softcap > 0.0f) softcap_scores(sh, nc, softcap);
+    if (softcap > 0.0f) vec::avx2::softcap(sh, nc, softcap);
     for (int j = nc; j < C; ++j) sh[j] = -__builtin_inff();  // weight 0, no effect on the max
     __m256 x0 = _mm256_load_ps(sh), x1 = _mm256_load_ps(sh + 8);
     __m256 x2 = _mm256_load_ps(sh + 16), x3 = _mm256_load_ps(sh + 24);

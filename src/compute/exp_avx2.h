@@ -1,5 +1,5 @@
 // e^x in 8 lanes for the AVX2 + FMA units (attention's softmax, the gates, the
-// logits scan, the soft cap): the scalar exp_nonpositive (attention_kernels.cpp)
+// logits scan): the scalar exp_nonpositive (attention_kernels.cpp)
 // with FMA for the reduction r = x - n ln2 (a rounding fewer, same bound).
 // Include only from units compiled with -mavx2 -mfma; internal linkage keeps
 // each unit's copy its own.
@@ -34,15 +34,6 @@ inline __m256 exp8_nonpositive(__m256 x) {
   const __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
   const __m256 tiny = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_LT_OQ);
   return _mm256_andnot_ps(tiny, y);
-}
-
-// cap tanh(x / cap) in 8 lanes, as exp_avx512.h's softcap16 (which says why).
-inline __m256 softcap8(__m256 x, float cap) {
-  const __m256 sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f), vcap = _mm256_set1_ps(cap);
-  const __m256 y = _mm256_div_ps(x, vcap);
-  const __m256 e = exp8_nonpositive(_mm256_or_ps(_mm256_add_ps(y, y), sign));  // e^-2|y|
-  const __m256 t = _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e));
-  return _mm256_mul_ps(vcap, _mm256_or_ps(t, _mm256_and_ps(y, sign)));
 }
 
 }  // namespace

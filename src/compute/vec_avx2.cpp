@@ -94,6 +94,16 @@ inline __m256 sigmoid8(__m256 t) {
   return _mm256_div_ps(num, _mm256_add_ps(one, e));
 }
 
+// cap tanh(x / cap) in 8 lanes, as exp_avx512.h's softcap16 (which says why);
+// attention_avx2.cpp caps its scores through softcap() below.
+inline __m256 softcap8(__m256 x, float cap) {
+  const __m256 sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f), vcap = _mm256_set1_ps(cap);
+  const __m256 y = _mm256_div_ps(x, vcap);
+  const __m256 e = exp8_nonpositive(_mm256_or_ps(_mm256_add_ps(y, y), sign));  // e^-2|y|
+  const __m256 t = _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e));
+  return _mm256_mul_ps(vcap, _mm256_or_ps(t, _mm256_and_ps(y, sign)));
+}
+
 }  // namespace
 
 // The gates are g sigmoid(t) up: SiLU t = g, the tanh GELU t = 2 sqrt(2/pi)
