@@ -205,9 +205,10 @@ std::string human_size(std::uint64_t bytes) {
   return buf;
 }
 
-// The first entry of ModelInfo::quantization ("Q4_K x25, ...") names the
-// type most weights are stored in.
+// The file's own type ("Q4_K_M"), else the type that holds most of its
+// bytes (the first entry of ModelInfo::quantization).
 std::string main_type(const ModelInfo& info) {
+  if (!info.file_type.empty()) return info.file_type;
   return info.quantization.substr(0, info.quantization.find(' '));
 }
 

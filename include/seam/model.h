@@ -42,7 +42,8 @@ struct ModelInfo {
   // router did not choose and the other rows of an input embedding that is not
   // also the output matrix. Decode speed is bounded by DRAM bandwidth / this.
   std::uint64_t decode_bytes = 0;
-  std::string quantization{};  // e.g. "Q4_K x25, Q6_K x5, F32 x9"
+  std::string quantization{};  // tensors per type, most bytes first: "Q4_K x25, Q6_K x5, F32 x9"
+  std::string file_type{};  // general.file_type as llama.cpp names it ("Q4_K_M"); empty if unsaid
   Capabilities capabilities{};
   std::optional<std::string> chat_template{};
 };

@@ -69,4 +69,37 @@ std::optional<std::uint64_t> row_bytes(TensorType t, std::uint64_t row_len) {
   return blocks * info->type_size;
 }
 
+namespace {
+
+struct FileTypeName {
+  std::uint32_t id;
+  std::string_view name;
+};
+// 4 (Q4_1 with F16 output) and 5/6 (Q4_2, Q4_3) are gone from llama.cpp, as
+// are 33-35 (the Q4_0 repacks it now makes at load).
+constexpr FileTypeName kFileTypes[] = {
+    {0, "F32"},      {1, "F16"},      {2, "Q4_0"},       {3, "Q4_1"},    {7, "Q8_0"},
+    {8, "Q5_0"},     {9, "Q5_1"},     {10, "Q2_K"},      {11, "Q3_K_S"}, {12, "Q3_K_M"},
+    {13, "Q3_K_L"},  {14, "Q4_K_S"},  {15, "Q4_K_M"},    {16, "Q5_K_S"}, {17, "Q5_K_M"},
+    {18, "Q6_K"},    {19, "IQ2_XXS"}, {20, "IQ2_XS"},    {21, "Q2_K_S"}, {22, "IQ3_XS"},
+    {23, "IQ3_XXS"}, {24, "IQ1_S"},   {25, "IQ4_NL"},    {26, "IQ3_S"},  {27, "IQ3_M"},
+    {28, "IQ2_S"},   {29, "IQ2_M"},   {30, "IQ4_XS"},    {31, "IQ1_M"},  {32, "BF16"},
+    {36, "TQ1_0"},   {37, "TQ2_0"},   {38, "MXFP4_MOE"}, {39, "NVFP4"},  {40, "Q1_0"},
+    {41, "Q2_0"},
+};
+
+}  // namespace
+
+std::optional<std::string_view> file_type_name(std::uint32_t id) {
+  for (const FileTypeName& f : kFileTypes)
+    if (f.id == id) return f.name;
+  return std::nullopt;
+}
+
+std::optional<std::uint32_t> file_type_id(std::string_view name) {
+  for (const FileTypeName& f : kFileTypes)
+    if (f.name == name) return f.id;
+  return std::nullopt;
+}
+
 }  // namespace seam

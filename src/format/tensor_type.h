@@ -62,4 +62,10 @@ inline TensorTypeInfo type_info(TensorType t) {
 // nullopt when row_len is not a multiple of the block size or on overflow.
 std::optional<std::uint64_t> row_bytes(TensorType t, std::uint64_t row_len);
 
+// llama.cpp's names for the whole-file types of `general.file_type` (its
+// llama_ftype): "Q4_K_M" for 15. nullopt for an id it never defined.
+std::optional<std::string_view> file_type_name(std::uint32_t id);
+// The id of such a name (exact spelling), or nullopt.
+std::optional<std::uint32_t> file_type_id(std::string_view name);
+
 }  // namespace seam

@@ -1,7 +1,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <map>
 #include <string>
 
 #include "compute/cpu_level.h"
@@ -17,17 +16,27 @@ namespace seam {
 namespace {
 
 std::string quant_summary(const GgufFile& file) {
-  std::map<std::string, int> counts;
+  struct Share {
+    std::string name;
+    int tensors = 0;
+    std::uint64_t bytes = 0;
+  };
+  std::vector<Share> shares;
   for (const GgufTensor& t : file.tensors()) {
     auto info = tensor_type_info(static_cast<std::uint32_t>(t.type));
-    counts[info ? std::string(info->name) : "?"]++;
+    const std::string name = info ? std::string(info->name) : "?";
+    auto it =
+        std::find_if(shares.begin(), shares.end(), [&](const Share& x) { return x.name == name; });
+    if (it == shares.end()) it = shares.insert(shares.end(), Share{name});
+    ++it->tensors;
+    it->bytes += t.nbytes;
   }
-  std::vector<std::pair<std::string, int>> sorted(counts.begin(), counts.end());
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  // Most bytes first: a mix's many small F32 norms do not name the file.
+  std::stable_sort(shares.begin(), shares.end(),
+                   [](const Share& a, const Share& b) { return a.bytes > b.bytes; });
   std::string s;
-  for (const auto& [name, n] : sorted)
-    s += (s.empty() ? "" : ", ") + name + " x" + std::to_string(n);
+  for (const Share& x : shares)
+    s += (s.empty() ? "" : ", ") + x.name + " x" + std::to_string(x.tensors);
   return s;
 }
 
@@ -65,6 +74,9 @@ ModelInfo describe(const GgufFile& file, const std::string& path, const ModelSpe
   }
   info.decode_bytes = spec ? decode_bytes(file, *spec) : info.weight_bytes;
   info.quantization = quant_summary(file);
+  if (const auto id = file.get_uint("general.file_type")) {
+    if (const auto name = file_type_name(static_cast<std::uint32_t>(*id))) info.file_type = *name;
+  }
   info.chat_template = file.get_string("tokenizer.chat_template");
   info.capabilities.chat_template = info.chat_template.has_value();
   info.capabilities.tool_use =

@@ -13,6 +13,7 @@
 #include "core/thread_pool.h"
 #include "format/gguf.h"
 #include "format/hf_model.h"
+#include "format/tensor_type.h"
 #include "runtime/quantize_plan.h"
 #include "seam/error.h"
 
@@ -119,21 +120,20 @@ namespace {
 
 struct MixName {
   QuantMix mix;
-  const char* name;
-  std::uint32_t file_type;  // llama_ftype
+  const char* name;  // llama.cpp's, which is also its file type's (file_type_name)
   TensorType base;
 };
 constexpr MixName kMixes[] = {
-    {QuantMix::Q2_K, "Q2_K", 10, TensorType::Q2_K},
-    {QuantMix::Q3_K_S, "Q3_K_S", 11, TensorType::Q3_K},
-    {QuantMix::Q3_K_M, "Q3_K_M", 12, TensorType::Q3_K},
-    {QuantMix::Q3_K_L, "Q3_K_L", 13, TensorType::Q3_K},
-    {QuantMix::Q4_K_S, "Q4_K_S", 14, TensorType::Q4_K},
-    {QuantMix::Q4_K_M, "Q4_K_M", 15, TensorType::Q4_K},
-    {QuantMix::Q5_K_S, "Q5_K_S", 16, TensorType::Q5_K},
-    {QuantMix::Q5_K_M, "Q5_K_M", 17, TensorType::Q5_K},
-    {QuantMix::IQ4_NL, "IQ4_NL", 25, TensorType::IQ4_NL},
-    {QuantMix::IQ4_XS, "IQ4_XS", 30, TensorType::IQ4_XS},
+    {QuantMix::Q2_K, "Q2_K", TensorType::Q2_K},
+    {QuantMix::Q3_K_S, "Q3_K_S", TensorType::Q3_K},
+    {QuantMix::Q3_K_M, "Q3_K_M", TensorType::Q3_K},
+    {QuantMix::Q3_K_L, "Q3_K_L", TensorType::Q3_K},
+    {QuantMix::Q4_K_S, "Q4_K_S", TensorType::Q4_K},
+    {QuantMix::Q4_K_M, "Q4_K_M", TensorType::Q4_K},
+    {QuantMix::Q5_K_S, "Q5_K_S", TensorType::Q5_K},
+    {QuantMix::Q5_K_M, "Q5_K_M", TensorType::Q5_K},
+    {QuantMix::IQ4_NL, "IQ4_NL", TensorType::IQ4_NL},
+    {QuantMix::IQ4_XS, "IQ4_XS", TensorType::IQ4_XS},
 };
 
 const MixName& mix_name(QuantMix mix) {
@@ -159,33 +159,13 @@ QuantMix parse_quant_mix(const std::string& name) {
 TensorType mix_base_type(QuantMix mix) { return mix_name(mix).base; }
 
 std::uint32_t llama_file_type(TensorType target, QuantMix mix) {
-  if (mix != QuantMix::None) return mix_name(mix).file_type;
-  switch (target) {
-    case TensorType::F32:
-      return 0;
-    case TensorType::F16:
-      return 1;
-    case TensorType::Q4_0:
-      return 2;
-    case TensorType::Q4_1:
-      return 3;
-    case TensorType::Q8_0:
-      return 7;
-    case TensorType::Q5_0:
-      return 8;
-    case TensorType::Q5_1:
-      return 9;
-    case TensorType::Q4_K:
-      return 14;  // llama.cpp names an all-Q4_K file Q4_K_S
-    case TensorType::Q5_K:
-      return 16;  // Q5_K_S
-    case TensorType::Q6_K:
-      return 18;
-    case TensorType::BF16:
-      return 32;
-    default:
-      return 0;
-  }
+  if (mix != QuantMix::None) return file_type_id(mix_name(mix).name).value();
+  // llama.cpp names an all-Q4_K (Q5_K) file Q4_K_S (Q5_K_S). A type with no
+  // file type of its own (Q3_K alone) is written as 0, F32's, as before.
+  const std::string_view name = target == TensorType::Q4_K   ? "Q4_K_S"
+                                : target == TensorType::Q5_K ? "Q5_K_S"
+                                                             : type_info(target).name;
+  return file_type_id(name).value_or(0);
 }
 
 namespace {

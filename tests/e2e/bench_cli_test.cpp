@@ -65,6 +65,19 @@ TEST(BenchCli, JsonHasOneResultPerThreadsDepthAndTest) {
   }
 }
 
+// A mix is named by its file type, not by the type most tensors have (a
+// Q4_K_M file holds more F32 norms than Q4_K matrices); the summary puts the
+// type holding most bytes first.
+TEST(BenchCli, TypeIsTheFilesOwn) {
+  const std::string q4km = std::string(SEAM_SHARED_DIR) + "/models/quant/ref-llama-512-q4_k_m.gguf";
+  const Output o = seam_bench({"-m", q4km, "-p", "4", "-n", "1", "-d", "0", "-t", "1", "-r", "1",
+                               "--membw", "10", "--json"});
+  ASSERT_EQ(o.rc, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j["type"], "Q4_K_M");
+  EXPECT_EQ(j["quantization"], "Q4_K x25, Q6_K x5, F32 x9");
+}
+
 TEST(BenchCli, TableNamesTheModelTheTestsAndPeakRss) {
   const Output o = seam_bench(
       {"-m", kModel, "-p", "8", "-n", "2", "-d", "0,8", "-t", "1", "-r", "1", "--membw", "10"});

@@ -52,6 +52,28 @@ TEST(TensorType, UndefinedIdsAreUnknown) {
   }
 }
 
+// general.file_type ids as llama.h numbers them (llama_ftype), some of each
+// kind, and the ids it removed or never used.
+TEST(TensorType, FileTypeNamesAreLlamaCpps) {
+  const std::pair<std::uint32_t, std::string_view> known[] = {
+      {0, "F32"},     {1, "F16"},     {2, "Q4_0"},    {7, "Q8_0"},    {8, "Q5_0"},
+      {10, "Q2_K"},   {14, "Q4_K_S"}, {15, "Q4_K_M"}, {17, "Q5_K_M"}, {18, "Q6_K"},
+      {21, "Q2_K_S"}, {25, "IQ4_NL"}, {30, "IQ4_XS"}, {32, "BF16"},   {38, "MXFP4_MOE"}};
+  for (const auto& [id, name] : known) {
+    EXPECT_EQ(file_type_name(id), name) << id;
+    EXPECT_EQ(file_type_id(name), id) << name;
+  }
+  for (std::uint32_t id : {4u, 5u, 6u, 33u, 34u, 35u, 1024u, 0xffffffffu}) {
+    EXPECT_FALSE(file_type_name(id).has_value()) << id;
+  }
+  EXPECT_FALSE(file_type_id("Q4_K").has_value());  // a tensor type, not a file type
+  for (std::uint32_t id = 0; id < 64; ++id) {
+    if (const auto name = file_type_name(id)) {
+      EXPECT_EQ(file_type_id(*name), id) << *name;
+    }
+  }
+}
+
 TEST(TensorType, DecodableIsExactlyTheKernelSet) {
   const std::set<std::string_view> kernels = {"F32",  "F16",    "BF16",   "Q8_0", "Q4_0", "Q4_1",
                                               "Q5_0", "Q5_1",   "Q2_K",   "Q3_K", "Q4_K", "Q5_K",

@@ -223,6 +223,13 @@ TEST(QuantizeMix, NamesAndFileTypes) {
   EXPECT_EQ(llama_file_type(TensorType::F32, QuantMix::Q4_K_M), 15u);
   EXPECT_EQ(llama_file_type(TensorType::F32, QuantMix::Q5_K_S), 16u);
   EXPECT_EQ(llama_file_type(TensorType::F32, QuantMix::Q5_K_M), 17u);
+  // One type throughout: its own id; an all-Q4_K (Q5_K) file is llama.cpp's Q4_K_S (Q5_K_S).
+  EXPECT_EQ(llama_file_type(TensorType::F16, QuantMix::None), 1u);
+  EXPECT_EQ(llama_file_type(TensorType::Q5_1, QuantMix::None), 9u);
+  EXPECT_EQ(llama_file_type(TensorType::Q4_K, QuantMix::None), 14u);
+  EXPECT_EQ(llama_file_type(TensorType::Q5_K, QuantMix::None), 16u);
+  EXPECT_EQ(llama_file_type(TensorType::Q6_K, QuantMix::None), 18u);
+  EXPECT_EQ(llama_file_type(TensorType::BF16, QuantMix::None), 32u);
   EXPECT_EQ(mix_base_type(QuantMix::Q5_K_M), TensorType::Q5_K);
   EXPECT_EQ(mix_base_type(QuantMix::Q4_K_S), TensorType::Q4_K);
 }
