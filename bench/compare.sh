@@ -6,13 +6,14 @@
 # shapes, by ../shared/tools/mkgguf.py in F32, F16, Q8_0 and Q4_0; Q4_K_M,
 # Q5_K_M and llama.cpp's other mixes by `seam quantize --mix`, any other type
 # (Q4_1, Q6_K, ...) by `seam quantize --type`, both from the F16 file; the
-# per-layer shapes moe, moe-dense and hybrid in F32 by tools/families.py or
-# tools/reference.py, every other type by `seam quantize` from that), then for every file, thread count and depth runs
-# `seam bench` and the peer's `llamacpp-cbench` with the same method
+# per-layer shapes moe, moe-dense, hybrid and gemma3 in F32 (gemma2: F16) by
+# tools/families.py or tools/reference.py, every other type by `seam quantize`
+# from that), then for every file, thread count and depth runs `seam bench`
+# and the peer's `llamacpp-cbench` with the same method
 # (llama-bench's: pp = one decode of P random tokens, tg = N one-token
 # decodes, D tokens already cached, R timed runs after a warm-up).
 #
-#   bench/compare.sh [--smoke] [--shapes "small 1b moe moe-dense hybrid"] [--types "F16 Q8_0 Q4_0 Q4_K_M"]
+#   bench/compare.sh [--smoke] [--shapes "small 1b moe moe-dense hybrid gemma3 gemma2"] [--types "F16 Q8_0 Q4_0 Q4_K_M"]
 #                    [-t 1,2] [-d 0,4096] [-p 512] [-n 128] [-r 3] [--cache-type f16]
 #                    [--cache DIR] [--seam BIN] [--peer DIR] [--python PY] [--membw GBPS]
 #                    [--level avx2] [--rounds 1]
@@ -30,6 +31,7 @@
 # timed on the llama.cpp side by our own harness). Without the
 # peer (../peer, or $LLAMACPP_PEER_DIR) only seam's figures are printed.
 set -euo pipefail
+shopt -s inherit_errexit  # a file that failed to be made stops the script
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -119,7 +121,7 @@ shape_args() {
     smoke) echo "--arch llama --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 512 --ctx 256 --tied" ;;
     small) echo "--preset small --ctx 8192" ;;  # SmolLM-135M
     1b) echo "--preset 1b --ctx 8192" ;;        # Llama-3.2-1B
-    *) die "unknown shape '$1' (smoke, small, 1b, moe, moe-dense, hybrid, hybrid-smoke)" ;;
+    *) die "unknown shape '$1' (smoke, small, 1b, moe, moe-dense, hybrid, hybrid-smoke, gemma3, gemma2)" ;;
   esac
 }
 
@@ -128,7 +130,12 @@ shape_args() {
 # KV heads, experts of width 768, 8 used) with 8 layers, 32 experts and a
 # 32,000-token vocabulary; moe-dense: a qwen3 of the same active size (FFN
 # 8 x 768); hybrid: a Qwen3.5-0.8B-shaped gated-delta-net hybrid (24 layers,
-# every 4th full attention, S = 128, 8 key / 16 value heads).
+# every 4th full attention, S = 128, 8 key / 16 value heads); gemma3: Gemma 3
+# 1B (E = 1152, 26 layers, 4 heads of 256 with 1 KV head, GeGLU 6,912, a
+# 262,144-token vocabulary tied to the LM head, a 512-cell window on five
+# layers of six); gemma2: Gemma 2 2B (E = 2304, 26 layers, 8 heads of 256 with
+# 4 KV heads, GeGLU 9,216, 256,000 tokens tied, a 4,096-cell window on every
+# other layer, soft caps 50 on the scores and 30 on the logits).
 families_gen() {  # OUT ARCH, then tools/families.py _gen_family keyword arguments
   "$python" -c "import sys; sys.path.insert(0, '$root/tools'); import families
 families._gen_family('$1', '$2', seed=1, $3)"
@@ -144,10 +151,19 @@ family_gen() {
     hybrid) families_gen "$out" qwen35 "ctx=8192, dim=1024, layers=24, heads=8, kv_heads=2,
       ffn=3072, vocab=32000, hybrid_head_dim=256, ssm_state=128, ssm_groups=8, ssm_heads=16" ;;
     hybrid-smoke) families_gen "$out" qwen35 "ctx=256" ;;
+    gemma3) "$python" "$root/tools/reference.py" gen --arch gemma3 --dim 1152 --layers 26 \
+      --heads 4 --kv-heads 1 --head-dim 256 --ffn 6912 --vocab 262144 --ctx 8192 --window 512 \
+      --rope-theta 1000000 --norm-eps 1e-6 --tied --seed 1 --out "$out" 2>/dev/null ;;
+    gemma2) "$python" "$root/tools/reference.py" gen --arch gemma2 --dim 2304 --layers 26 \
+      --heads 8 --kv-heads 4 --head-dim 256 --ffn 9216 --vocab 256000 --ctx 8192 --window 4096 \
+      --norm-eps 1e-6 --tied --seed 1 --dtype F16 --out "$out" 2>/dev/null ;;
     *) return 1 ;;
   esac
 }
-is_family() { case "$1" in moe | moe-dense | hybrid | hybrid-smoke) return 0 ;; *) return 1 ;; esac; }
+is_family() { case "$1" in moe | moe-dense | hybrid | hybrid-smoke | gemma3 | gemma2) return 0 ;; *) return 1 ;; esac; }
+# The type a per-layer shape is generated in: F16 for gemma2, whose 2.6 B
+# weights in F32 do not fit the generator's memory on a 24 GiB machine.
+family_source() { case "$1" in gemma2) echo F16 ;; *) echo F32 ;; esac; }
 is_recurrent() { case "$1" in hybrid | hybrid-smoke) return 0 ;; *) return 1 ;; esac; }
 
 # Makes $cache/<shape>-<type>.gguf unless it is there; prints its path.
@@ -160,11 +176,12 @@ is_generated() { [[ $1 == F32 || $1 == F16 || $1 == Q8_0 || $1 == Q4_0 ]]; }
 model_file() {
   local shape=$1 type=$2 out="$cache/$1-$2.gguf"
   if [ ! -f "$out" ]; then
-    if is_family "$shape" && [ "$type" = F32 ]; then
+    if is_family "$shape" && [ "$type" = "$(family_source "$shape")" ]; then
       echo "compare.sh: generating $out" >&2
-      family_gen "$out.tmp" "$shape" >/dev/null
+      family_gen "$out.tmp" "$shape" >/dev/null ||
+        die "could not generate $out: the generator failed (out of memory for a big shape?)"
     elif is_family "$shape"; then
-      local src; src=$(model_file "$shape" F32)
+      local src; src=$(model_file "$shape" "$(family_source "$shape")")
       echo "compare.sh: quantizing $out" >&2
       if is_mix "$type"; then
         "$seam" quantize "$src" "$out.tmp" --mix "${type,,}" --no-eval >&2
@@ -184,6 +201,7 @@ model_file() {
       echo "compare.sh: quantizing $out" >&2
       "$seam" quantize "$src" "$out.tmp" --type "$type" --no-eval >&2
     fi
+    [ -s "$out.tmp" ] || die "could not make $out"
     mv "$out.tmp" "$out"
   fi
   echo "$out"
