@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "compute/cpu_level.h"
 #include "core/mapped_file.h"
