@@ -9,6 +9,7 @@
 
 #include "compute/attention_kernels.h"
 #include "compute/exp_avx2.h"
+#include "compute/reduce_avx2.h"
 #include "compute/vec.h"
 
 namespace seam::attn::avx2 {
@@ -71,20 +72,6 @@ inline void transpose8(__m256 r[8]) {
   r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
-inline float hsum(__m256 x) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-inline float hmax(__m256 x) {
-  __m128 s = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
-  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_max_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
 }  // namespace
 
 namespace {
@@ -138,7 +125,7 @@ namespace {
 
 // The 32 scores of NQ queries (q [NQ][hd]) against the chunk, unscaled, in
 // decode_t's order: the lane of a cell in residue r sums the dimensions
-// d = r mod 8 below hd8 in turn, the eight residue sums are added as hsum
+// d = r mod 8 below hd8 in turn, the eight residue sums are added as hsum8
 // adds a register's lanes, then the dimensions past hd8 one by one. Residues are
 // taken in the tree's leaf order, so that only the partial sums it still
 // needs stay live; each K^T row loaded serves all NQ queries (one query alone
@@ -209,7 +196,7 @@ void scores(const float* q, const float* kt, int hd, __m256 (*x)[4]) {
   for (int j = jhi; j < C; ++j) sc[j] = -__builtin_inff();
   __m256 x0 = _mm256_load_ps(sc), x1 = _mm256_load_ps(sc + 8);
   __m256 x2 = _mm256_load_ps(sc + 16), x3 = _mm256_load_ps(sc + 24);
-  const float mx = hmax(_mm256_max_ps(_mm256_max_ps(x0, x1), _mm256_max_ps(x2, x3)));
+  const float mx = hmax8(_mm256_max_ps(_mm256_max_ps(x0, x1), _mm256_max_ps(x2, x3)));
   const float m_old = *m;
   const float m_new = m_old > mx ? m_old : mx;
   if (m_old != m_new) {
@@ -227,7 +214,7 @@ void scores(const float* q, const float* kt, int hd, __m256 (*x)[4]) {
   x1 = exp8_nonpositive(_mm256_sub_ps(x1, vm));
   x2 = exp8_nonpositive(_mm256_sub_ps(x2, vm));
   x3 = exp8_nonpositive(_mm256_sub_ps(x3, vm));
-  *l += hsum(_mm256_add_ps(_mm256_add_ps(x0, x1), _mm256_add_ps(x2, x3)));
+  *l += hsum8(_mm256_add_ps(_mm256_add_ps(x0, x1), _mm256_add_ps(x2, x3)));
   _mm256_store_ps(sc, x0);
   _mm256_store_ps(sc + 8, x1);
   _mm256_store_ps(sc + 16, x2);
@@ -327,7 +314,7 @@ void decode_t(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, cons
         s[h] = _mm256_fmadd_ps(_mm256_loadu_ps(q + h * hd + d0), kx, s[h]);
     }
     for (int h = 0; h < NQ; ++h) {
-      float x = hsum(s[h]);
+      float x = hsum8(s[h]);
       for (int d = hd8; d < hd; ++d) x = fmaf(q[h * hd + d], load1<t>(row, d), x);
       sc[h][j] = x;
     }
@@ -339,7 +326,7 @@ void decode_t(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, cons
     for (int j = nc; j < C; ++j) sh[j] = -__builtin_inff();  // weight 0, no effect on the max
     __m256 x0 = _mm256_load_ps(sh), x1 = _mm256_load_ps(sh + 8);
     __m256 x2 = _mm256_load_ps(sh + 16), x3 = _mm256_load_ps(sh + 24);
-    const float mx = hmax(_mm256_max_ps(_mm256_max_ps(x0, x1), _mm256_max_ps(x2, x3)));
+    const float mx = hmax8(_mm256_max_ps(_mm256_max_ps(x0, x1), _mm256_max_ps(x2, x3)));
     const float m_new = m[h] > mx ? m[h] : mx;
     if (m[h] != m_new) {
       const float corr = exp_nonpositive(m[h] - m_new);  // 0 when m was -inf
@@ -357,7 +344,7 @@ void decode_t(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, cons
     x1 = exp8_nonpositive(_mm256_sub_ps(x1, vm));
     x2 = exp8_nonpositive(_mm256_sub_ps(x2, vm));
     x3 = exp8_nonpositive(_mm256_sub_ps(x3, vm));
-    l[h] += hsum(_mm256_add_ps(_mm256_add_ps(x0, x1), _mm256_add_ps(x2, x3)));
+    l[h] += hsum8(_mm256_add_ps(_mm256_add_ps(x0, x1), _mm256_add_ps(x2, x3)));
     _mm256_store_ps(sh, x0);
     _mm256_store_ps(sh + 8, x1);
     _mm256_store_ps(sh + 16, x2);

@@ -13,6 +13,7 @@
 #include "compute/dot_tile.h"
 #include "compute/prefetch.h"
 #include "compute/quant_blocks.h"
+#include "compute/reduce_avx2.h"
 
 namespace seam::dot::avx2 {
 namespace {
@@ -20,13 +21,6 @@ namespace {
 using namespace seam::quant;
 
 inline float h2f(std::uint16_t h) { return _cvtsh_ss(h); }
-
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 inline float hsum128(__m128 s) {
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -129,7 +123,7 @@ void float_block(std::int64_t n, const void* w, std::size_t row_stride, const vo
   }
   for (int r = 0; r < R; ++r) {
     for (int t = 0; t < NT; ++t) {
-      float s = hsum(_mm256_add_ps(acc0[r][t], acc1[r][t]));
+      float s = hsum8(_mm256_add_ps(acc0[r][t], acc1[r][t]));
       for (std::int64_t j = k; j < n; ++j) s = fmaf(L::one(rows[r], j), a[t][j], s);
       out[t * os + r] = s;
     }
@@ -362,7 +356,7 @@ void k4(std::int64_t n, const void* w, const void* act, std::size_t as, float* o
       acc_m[t] = _mm_fmadd_ps(_mm_set1_ps(y[t][i].d * dmx), _mm_cvtepi32_ps(prod), acc_m[t]);
     }
   }
-  for (int t = 0; t < NT; ++t) out[t * os] = hsum(acc[t]) - hsum128(acc_m[t]);
+  for (int t = 0; t < NT; ++t) out[t * os] = hsum8(acc[t]) - hsum128(acc_m[t]);
 }
 
 // ---------------------------------------------------------------- Q2_K, Q3_K
@@ -430,7 +424,7 @@ void k23(std::int64_t n, const void* w, const void* act, std::size_t as, float* 
       }
     }
   }
-  for (int t = 0; t < NT; ++t) out[t * os] = hsum(_mm256_sub_ps(acc[t], acc_m[t]));
+  for (int t = 0; t < NT; ++t) out[t * os] = hsum8(_mm256_sub_ps(acc[t], acc_m[t]));
 }
 
 // ---------------------------------------------------------------- Q6_K
@@ -500,7 +494,7 @@ void q6_k(std::int64_t n, const void* w, const void* act, std::size_t as, float*
       acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(y[t][i].d * dx), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
     }
   }
-  for (int t = 0; t < NT; ++t) out[t * os] = hsum(acc[t]);
+  for (int t = 0; t < NT; ++t) out[t * os] = hsum8(acc[t]);
 }
 
 // ---------------------------------------------------------------- IQ4_NL, IQ4_XS
@@ -554,7 +548,7 @@ void iq4_xs(std::int64_t n, const void* w, const void* act, std::size_t as, floa
       acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[t][i].d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
     }
   }
-  for (int t = 0; t < NT; ++t) out[t * os] = hsum(acc[t]);
+  for (int t = 0; t < NT; ++t) out[t * os] = hsum8(acc[t]);
 }
 
 // n_act (any count) in tiles of up to 4: accumulators for more would spill.

@@ -8,19 +8,13 @@
 
 #include "compute/exp_avx2.h"
 #include "compute/logit_scan.h"
+#include "compute/reduce_avx2.h"
 
 namespace seam::logit::avx2 {
 
 namespace {
 
 constexpr float kNegInf = -__builtin_inff();
-
-inline float hmax(__m256 m) {
-  __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-  h = _mm_max_ss(h, _mm_movehdup_ps(h));
-  return _mm_cvtss_f32(h);
-}
 
 inline double hsum(__m256d a) {
   __m128d h = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
@@ -112,7 +106,7 @@ Scan scan(const float* row, std::size_t n, std::uint32_t t, std::uint32_t k, std
     m1 = _mm256_max_ps(_mm256_loadu_ps(row + v + 8), m1);
   }
   for (; v + 8 <= n; v += 8) m0 = _mm256_max_ps(_mm256_loadu_ps(row + v), m0);
-  float mx = hmax(_mm256_max_ps(m0, m1));
+  float mx = hmax8(_mm256_max_ps(m0, m1));
   for (; v < n; ++v)
     if (row[v] > mx) mx = row[v];
   // No finite logit (nothing to normalise) or +inf: the reference's answer.

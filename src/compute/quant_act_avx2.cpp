@@ -15,27 +15,20 @@
 
 #include "compute/quant.h"
 #include "compute/quant_blocks.h"
+#include "compute/reduce_avx2.h"
 
 namespace seam::quant::avx2 {
 namespace {
 
-// Largest lane; the lanes are never NaN (see abs_max).
-inline float hmax(__m256 v) {
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  m = _mm_max_ss(m, _mm_movehdup_ps(m));
-  return _mm_cvtss_f32(m);
-}
-
 // max(|x[i]|) over i < n (n a multiple of 8). max_ps returns its second
 // operand when either is NaN, so NaN elements are skipped, as std::max(amax,
-// |x|) skips them in the reference.
+// |x|) skips them in the reference, and hmax8 never sees a NaN lane.
 inline float abs_max(const float* x, int n) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
   __m256 m = _mm256_setzero_ps();
   for (int j = 0; j < n; j += 8)
     m = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)), m);
-  return hmax(m);
+  return hmax8(m);
 }
 
 // quant.cpp's round_i8 on 8 lanes: NaN -> 0, saturate to [-128, 127], else

@@ -5,20 +5,10 @@
 #include <cstdint>
 
 #include "compute/exp_avx2.h"
+#include "compute/reduce_avx2.h"
 #include "compute/vec.h"
 
 namespace seam::vec::avx2 {
-
-namespace {
-
-inline float hsum8(__m256 acc) {
-  __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-  s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  s4 = _mm_add_ss(s4, _mm_movehdup_ps(s4));
-  return _mm_cvtss_f32(s4);
-}
-
-}  // namespace
 
 float dot_f32(const float* a, const float* b, std::int64_t n) {
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
