@@ -1,5 +1,7 @@
 // Attention alone at SmolLM-135M's head shape (9 query heads, 3 KV heads,
-// head_dim 64) and a Llama-3.2-1B-like one (32 query heads, 8 KV heads) over D
+// head_dim 64), a Llama-3.2-1B-like one (32 query heads, 8 KV heads), Gemma 2
+// 2B's (8 query heads, 4 KV heads, head_dim 256) and Gemma 3 1B's (4 query
+// heads, 1 KV head, head_dim 256) over D
 // cached cells (32,768: a layer's cache well past L3, read from DRAM): the per-(token, head)
 // two-pass reference (what CpuBackend ran before the tiled kernel) against the tiled online softmax
 // over F32, F16 and Q8_0 caches, at the CPU level in use and (F16) at the scalar level. Reported as
@@ -9,6 +11,7 @@
 //   SEAM_BENCH_THREADS=1 bench_kernels --benchmark_filter=Attention
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <random>
 #include <vector>
@@ -22,13 +25,12 @@
 namespace seam {
 namespace {
 
-constexpr std::int32_t kHeadDim = 64;
-
-// The benchmarks' third argument: 0 the 135M shape, 1 the 1B one.
+// The benchmarks' third argument: 0 the 135M shape, 1 the 1B one, 2 Gemma 2
+// 2B's, 3 Gemma 3 1B's.
 struct HeadShape {
-  std::int32_t heads, kv_heads;
+  std::int32_t heads, kv_heads, head_dim;
 };
-constexpr HeadShape kShapes[] = {{9, 3}, {32, 8}};
+constexpr HeadShape kShapes[] = {{9, 3, 64}, {32, 8, 64}, {8, 4, 256}, {4, 1, 256}};
 
 int bench_threads() {
   const char* t = std::getenv("SEAM_BENCH_THREADS");
@@ -55,8 +57,8 @@ struct Setup {
     a.n_tokens = static_cast<std::int64_t>(offsets.size() - 1);
     a.n_head = shape.heads;
     a.n_head_kv = shape.kv_heads;
-    a.head_dim = kHeadDim;
-    a.scale = 0.125f;
+    a.head_dim = shape.head_dim;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
     const std::span<const std::uint32_t> off(offsets);  // row t: off[t] .. off[t + 1]
     a.mask = {off.first(off.size() - 1), off.subspan(1), cells};
     return a;
@@ -70,16 +72,16 @@ Setup make(std::int64_t depth, std::int64_t n, std::int64_t shape) {
   Setup s;
   s.shape = kShapes[shape];
   const std::size_t cells = static_cast<std::size_t>(depth + n);
-  s.q.resize(static_cast<std::size_t>(n) * s.shape.heads * kHeadDim);
+  s.q.resize(static_cast<std::size_t>(n) * s.shape.heads * s.shape.head_dim);
   s.out.resize(s.q.size());
-  s.k.resize(cells * s.shape.kv_heads * kHeadDim);
+  s.k.resize(cells * s.shape.kv_heads * s.shape.head_dim);
   s.v.resize(s.k.size());
   for (float& x : s.q) x = nd(rng);
   for (float& x : s.k) x = nd(rng);
   for (float& x : s.v) x = nd(rng);
   for (float x : s.k) s.k16.push_back(f32_to_fp16(x));
   for (float x : s.v) s.v16.push_back(f32_to_fp16(x));
-  const std::int64_t w = s.shape.kv_heads * kHeadDim;
+  const std::int64_t w = s.shape.kv_heads * s.shape.head_dim;
   const std::size_t rb = kv_row_bytes(KvType::Q8_0, w);
   s.k8.resize(cells * rb);
   s.v8.resize(cells * rb);
@@ -131,13 +133,18 @@ void BM_AttentionTiledQ8_0(benchmark::State& st) { tiled(st, KvType::Q8_0); }
 void BM_AttentionTiledF16Scalar(benchmark::State& st) { tiled(st, KvType::F16, CpuLevel::Scalar); }
 
 // {depth, rows, shape}: decode at 4096, prefill of 64 rows at 0 and 4096 (135M);
-// decode at 4096 and 32768 (1B).
+// decode at 4096 and 32768 (1B, Gemma 2 2B); decode at 4096 and 131072 (Gemma
+// 3 1B: its one kv head needs that many cells to pass L3).
 #define SHAPES                        \
   ->Args({4096, 1, 0})                \
       ->Args({0, 64, 0})              \
       ->Args({4096, 64, 0})           \
       ->Args({4096, 1, 1})            \
       ->Args({32768, 1, 1})           \
+      ->Args({4096, 1, 2})            \
+      ->Args({32768, 1, 2})           \
+      ->Args({4096, 1, 3})            \
+      ->Args({131072, 1, 3})          \
       ->Unit(benchmark::kMillisecond) \
       ->UseRealTime()
 BENCHMARK(BM_AttentionReference) SHAPES;

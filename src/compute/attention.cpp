@@ -116,21 +116,22 @@ std::size_t query_index(std::size_t r, std::int32_t g, std::int32_t hr, const At
   return ((static_cast<std::size_t>(g) - it.g_lo) * rows + (r - r0)) * n_rep + hr;
 }
 
-// Asks for one kv head's K and V bytes (head_row each) of cells[0, n) to be
-// brought into L2. A decode item walks the cache rows in order, yet the
-// hardware prefetchers keep too few lines in flight for a head's slice of a
-// row at a time: the kernel waits on DRAM for each chunk. One chunk ahead,
-// a decode over 32,768 cached cells of a 1B shape went from 13.4 to 6.0-7.3
-// ms per layer call (2 threads, Zen 4); two chunks ahead or into L1 was slower.
-void prefetch_rows(const attn::KvHead& kv, const std::uint32_t* cells, std::size_t n,
-                   std::size_t head_row) {
-  for (std::size_t j = 0; j < n; ++j) {
-    const std::size_t at = static_cast<std::size_t>(cells[j]) * kv.row_bytes + kv.head_bytes;
-    for (std::size_t o = 0; o < head_row; o += 64) {
-      __builtin_prefetch(kv.k + at + o, 0, 2);
-      __builtin_prefetch(kv.v + at + o, 0, 2);
-    }
-  }
+// How many cells ahead of the one it reads a decode asks for a kv head's K
+// and V slices (KvHead::ahead): 16 KiB of them, at most a chunk. The hardware
+// prefetchers alone leave the kernel waiting on DRAM (a head's slices are
+// short runs at the row's stride, and the prefetchers stop at each 4 KiB
+// page); asking for the next chunk's rows all at once before a chunk, as
+// before, stalled the core on its miss buffers instead. Spread over the cells,
+// F16 attention over a cache read from DRAM (bench_kernels AttentionTiled, two
+// runs each, Zen 5, 1 thread) went at a 1B shape (head size 64, 8 kv heads,
+// 32,768 cells) from 9.0 / 9.8 to 5.1 / 5.8 ms, at Gemma 2's (256, 4) from
+// 12.9 / 12.2 to 8.8 / 9.5, at Gemma 3's (256, 1; 131,072 cells) from 13.9 /
+// 14.7 to 8.2 / 8.1; about the same at 2 threads and at the AVX2 level. 8 and
+// 32 KiB were no better over 1 and 2 threads.
+int decode_prefetch_cells(std::size_t slice_bytes) {
+  constexpr std::size_t kAheadBytes = 16384;
+  const std::size_t cells = kAheadBytes / (2 * slice_bytes);
+  return static_cast<int>(std::clamp<std::size_t>(cells, 1, kAttnChunk));
 }
 
 // Segment `seg` (cells [seg S, seg S + S) of the union) for the query heads of
@@ -148,9 +149,16 @@ void run_segment(const AttentionArgs& a, const AttentionScratch& s, const attn::
   const std::size_t c0 = seg * kAttnSegment, c1 = std::min(c0 + kAttnSegment, nu);
   const std::size_t n_query = (r1 - r0) * (it.g_hi - it.g_lo) * static_cast<std::size_t>(n_rep);
   const std::size_t row_bytes = kv_row_bytes(a.kv_type, std::int64_t{a.n_head_kv} * hd);
+  const std::size_t slice_bytes = kv_row_bytes(a.kv_type, hd);
+  const int ahead = decode_prefetch_cells(slice_bytes);
   const auto head = [&](std::int32_t g) {
-    return attn::KvHead{static_cast<const std::byte*>(a.k), static_cast<const std::byte*>(a.v),
-                        a.kv_type, row_bytes, kv_row_bytes(a.kv_type, std::int64_t{g} * hd)};
+    return attn::KvHead{static_cast<const std::byte*>(a.k),
+                        static_cast<const std::byte*>(a.v),
+                        a.kv_type,
+                        row_bytes,
+                        kv_row_bytes(a.kv_type, std::int64_t{g} * hd),
+                        slice_bytes,
+                        ahead};
   };
 
   b.acc.assign(n_query * hd, 0.0f);
@@ -160,18 +168,17 @@ void run_segment(const AttentionArgs& a, const AttentionScratch& s, const attn::
   if (r1 - r0 == 1) {
     // One row (decode): the heads of each kv head are contiguous in q and read
     // the cache rows directly; decode_chunk's arithmetic is query_chunk's.
+    // The cells the next call for the same head reads are asked for too
+    // (past the segment's end: the next segment, read by this thread or another).
     const float* q = a.q + static_cast<std::int64_t>(r0) * a.n_head * hd;
-    const std::size_t head_row = kv_row_bytes(a.kv_type, hd);
     for (std::size_t cb = c0; cb < c1; cb += C) {
       const int nc = static_cast<int>(std::min(cb + C, c1) - cb);
+      const int n_next = static_cast<int>(std::min(cb + nc + C, nu) - (cb + nc));
       for (std::int32_t g = static_cast<std::int32_t>(it.g_lo);
            g < static_cast<std::int32_t>(it.g_hi); ++g) {
         const std::size_t qi = query_index(r0, g, 0, it, r0, 1, n_rep);
-        const attn::KvHead kv = head(g);
-        const std::size_t next = std::min(cb + C, nu);
-        prefetch_rows(kv, U + next, std::min(next + C, nu) - next, head_row);
-        fns.decode_chunk(kv, U + cb, nc, hd, n_rep, q + std::int64_t{g} * n_rep * hd, a.scale,
-                         a.softcap, &b.m[qi], &b.l[qi], b.acc.data() + qi * hd);
+        fns.decode_chunk(head(g), U + cb, nc, n_next, hd, n_rep, q + std::int64_t{g} * n_rep * hd,
+                         a.scale, a.softcap, &b.m[qi], &b.l[qi], b.acc.data() + qi * hd);
       }
     }
     return;

@@ -297,12 +297,13 @@ namespace {
 // decode_chunk for NQ query heads of one cache type (attention_avx512.cpp has
 // the same steps in 16 lanes).
 template <KvType t, int NQ>
-void decode_t(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, const float* q,
-              float scale, float softcap, float* m, float* l, float* acc) {
+void decode_t(const KvHead& kv, const std::uint32_t* cells, int nc, int n_next, int hd,
+              const float* q, float scale, float softcap, float* m, float* l, float* acc) {
   alignas(32) float sc[NQ][C];  // [head][cell] scores, then weights
   const std::byte* vrow[C];
   const int hd8 = hd & ~7;
   for (int j = 0; j < nc; ++j) {
+    if (j + kv.ahead < nc + n_next) prefetch_cell(kv, cells[j + kv.ahead]);
     const std::size_t at = static_cast<std::size_t>(cells[j]) * kv.row_bytes + kv.head_bytes;
     const std::byte* row = kv.k + at;
     vrow[j] = kv.v + at;
@@ -387,23 +388,27 @@ void decode_t(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, cons
 // Heads in groups of at most 4 (the V step's registers); a K or V row is
 // converted again per group, from L1.
 template <KvType t>
-void decode_type(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, int nq,
+void decode_type(const KvHead& kv, const std::uint32_t* cells, int nc, int n_next, int hd, int nq,
                  const float* q, float scale, float softcap, float* m, float* l, float* acc) {
   for (int h0 = 0; h0 < nq; h0 += 4) {
     const int n = nq - h0 < 4 ? nq - h0 : 4;
     const std::size_t off = static_cast<std::size_t>(h0) * hd;
     switch (n) {
       case 1:
-        decode_t<t, 1>(kv, cells, nc, hd, q + off, scale, softcap, m + h0, l + h0, acc + off);
+        decode_t<t, 1>(kv, cells, nc, n_next, hd, q + off, scale, softcap, m + h0, l + h0,
+                       acc + off);
         break;
       case 2:
-        decode_t<t, 2>(kv, cells, nc, hd, q + off, scale, softcap, m + h0, l + h0, acc + off);
+        decode_t<t, 2>(kv, cells, nc, n_next, hd, q + off, scale, softcap, m + h0, l + h0,
+                       acc + off);
         break;
       case 3:
-        decode_t<t, 3>(kv, cells, nc, hd, q + off, scale, softcap, m + h0, l + h0, acc + off);
+        decode_t<t, 3>(kv, cells, nc, n_next, hd, q + off, scale, softcap, m + h0, l + h0,
+                       acc + off);
         break;
       default:
-        decode_t<t, 4>(kv, cells, nc, hd, q + off, scale, softcap, m + h0, l + h0, acc + off);
+        decode_t<t, 4>(kv, cells, nc, n_next, hd, q + off, scale, softcap, m + h0, l + h0,
+                       acc + off);
         break;
     }
   }
@@ -411,15 +416,15 @@ void decode_type(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, i
 
 }  // namespace
 
-void decode_chunk(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, int nq,
+void decode_chunk(const KvHead& kv, const std::uint32_t* cells, int nc, int n_next, int hd, int nq,
                   const float* q, float scale, float softcap, float* m, float* l, float* acc) {
   switch (kv.type) {
     case KvType::F32:
-      return decode_type<KvType::F32>(kv, cells, nc, hd, nq, q, scale, softcap, m, l, acc);
+      return decode_type<KvType::F32>(kv, cells, nc, n_next, hd, nq, q, scale, softcap, m, l, acc);
     case KvType::F16:
-      return decode_type<KvType::F16>(kv, cells, nc, hd, nq, q, scale, softcap, m, l, acc);
+      return decode_type<KvType::F16>(kv, cells, nc, n_next, hd, nq, q, scale, softcap, m, l, acc);
     case KvType::Q8_0:
-      return decode_type<KvType::Q8_0>(kv, cells, nc, hd, nq, q, scale, softcap, m, l, acc);
+      return decode_type<KvType::Q8_0>(kv, cells, nc, n_next, hd, nq, q, scale, softcap, m, l, acc);
   }
 }
 

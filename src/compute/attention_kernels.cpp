@@ -144,9 +144,10 @@ void query_chunk_scalar(const float* q, const float* kt, const float* v, int jlo
   }
 }
 
-void decode_chunk_scalar(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, int nq,
-                         const float* q, float scale, float softcap, float* m, float* l,
-                         float* acc) {
+// The reference asks for nothing ahead (n_next unused).
+void decode_chunk_scalar(const KvHead& kv, const std::uint32_t* cells, int nc, int /*n_next*/,
+                         int hd, int nq, const float* q, float scale, float softcap, float* m,
+                         float* l, float* acc) {
   // [kAttnChunk][hd] each; grown once per thread, so decoding allocates nothing.
   thread_local std::vector<float> k, v;
   k.resize(static_cast<std::size_t>(C) * hd);
