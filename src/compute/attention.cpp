@@ -116,24 +116,6 @@ std::size_t query_index(std::size_t r, std::int32_t g, std::int32_t hr, const At
   return ((static_cast<std::size_t>(g) - it.g_lo) * rows + (r - r0)) * n_rep + hr;
 }
 
-// How many cells ahead of the one it reads a decode asks for a kv head's K
-// and V slices (KvHead::ahead): 16 KiB of them, at most a chunk. The hardware
-// prefetchers alone leave the kernel waiting on DRAM (a head's slices are
-// short runs at the row's stride, and the prefetchers stop at each 4 KiB
-// page); asking for the next chunk's rows all at once before a chunk, as
-// before, stalled the core on its miss buffers instead. Spread over the cells,
-// F16 attention over a cache read from DRAM (bench_kernels AttentionTiled, two
-// runs each, Zen 5, 1 thread) went at a 1B shape (head size 64, 8 kv heads,
-// 32,768 cells) from 9.0 / 9.8 to 5.1 / 5.8 ms, at Gemma 2's (256, 4) from
-// 12.9 / 12.2 to 8.8 / 9.5, at Gemma 3's (256, 1; 131,072 cells) from 13.9 /
-// 14.7 to 8.2 / 8.1; about the same at 2 threads and at the AVX2 level. 8 and
-// 32 KiB were no better over 1 and 2 threads.
-int decode_prefetch_cells(std::size_t slice_bytes) {
-  constexpr std::size_t kAheadBytes = 16384;
-  const std::size_t cells = kAheadBytes / (2 * slice_bytes);
-  return static_cast<int>(std::clamp<std::size_t>(cells, 1, kAttnChunk));
-}
-
 // Segment `seg` (cells [seg S, seg S + S) of the union) for the query heads of
 // the item's kv heads and every row of its tile that reaches it, from a fresh
 // state. Chunk by chunk, every kv head of the item in turn, so that an item
@@ -150,15 +132,13 @@ void run_segment(const AttentionArgs& a, const AttentionScratch& s, const attn::
   const std::size_t n_query = (r1 - r0) * (it.g_hi - it.g_lo) * static_cast<std::size_t>(n_rep);
   const std::size_t row_bytes = kv_row_bytes(a.kv_type, std::int64_t{a.n_head_kv} * hd);
   const std::size_t slice_bytes = kv_row_bytes(a.kv_type, hd);
-  const int ahead = decode_prefetch_cells(slice_bytes);
   const auto head = [&](std::int32_t g) {
     return attn::KvHead{static_cast<const std::byte*>(a.k),
                         static_cast<const std::byte*>(a.v),
                         a.kv_type,
                         row_bytes,
                         kv_row_bytes(a.kv_type, std::int64_t{g} * hd),
-                        slice_bytes,
-                        ahead};
+                        slice_bytes};
   };
 
   b.acc.assign(n_query * hd, 0.0f);

@@ -296,14 +296,16 @@ namespace {
 
 // decode_chunk for NQ query heads of one cache type (attention_avx512.cpp has
 // the same steps in 16 lanes).
+// cells[0, n_ask) are the ones it may ask for ahead (none: 0).
 template <KvType t, int NQ>
-void decode_t(const KvHead& kv, const std::uint32_t* cells, int nc, int n_next, int hd,
+void decode_t(const KvHead& kv, const std::uint32_t* cells, int nc, int n_ask, int hd,
               const float* q, float scale, float softcap, float* m, float* l, float* acc) {
   alignas(32) float sc[NQ][C];  // [head][cell] scores, then weights
   const std::byte* vrow[C];
+  const int ahead = prefetch_distance(kv);
   const int hd8 = hd & ~7;
   for (int j = 0; j < nc; ++j) {
-    if (j + kv.ahead < nc + n_next) prefetch_cell(kv, cells[j + kv.ahead]);
+    if (j + ahead < n_ask) prefetch_cell(kv, cells[j + ahead]);
     const std::size_t at = static_cast<std::size_t>(cells[j]) * kv.row_bytes + kv.head_bytes;
     const std::byte* row = kv.k + at;
     vrow[j] = kv.v + at;
@@ -393,21 +395,22 @@ void decode_type(const KvHead& kv, const std::uint32_t* cells, int nc, int n_nex
   for (int h0 = 0; h0 < nq; h0 += 4) {
     const int n = nq - h0 < 4 ? nq - h0 : 4;
     const std::size_t off = static_cast<std::size_t>(h0) * hd;
+    const int n_ask = h0 == 0 ? nc + n_next : 0;  // later groups find the lines asked for
     switch (n) {
       case 1:
-        decode_t<t, 1>(kv, cells, nc, n_next, hd, q + off, scale, softcap, m + h0, l + h0,
+        decode_t<t, 1>(kv, cells, nc, n_ask, hd, q + off, scale, softcap, m + h0, l + h0,
                        acc + off);
         break;
       case 2:
-        decode_t<t, 2>(kv, cells, nc, n_next, hd, q + off, scale, softcap, m + h0, l + h0,
+        decode_t<t, 2>(kv, cells, nc, n_ask, hd, q + off, scale, softcap, m + h0, l + h0,
                        acc + off);
         break;
       case 3:
-        decode_t<t, 3>(kv, cells, nc, n_next, hd, q + off, scale, softcap, m + h0, l + h0,
+        decode_t<t, 3>(kv, cells, nc, n_ask, hd, q + off, scale, softcap, m + h0, l + h0,
                        acc + off);
         break;
       default:
-        decode_t<t, 4>(kv, cells, nc, n_next, hd, q + off, scale, softcap, m + h0, l + h0,
+        decode_t<t, 4>(kv, cells, nc, n_ask, hd, q + off, scale, softcap, m + h0, l + h0,
                        acc + off);
         break;
     }

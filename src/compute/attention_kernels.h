@@ -32,11 +32,29 @@ struct KvHead {
   std::size_t row_bytes;    // bytes per cell (all kv heads)
   std::size_t head_bytes;   // offset of this kv head within a cell's row
   std::size_t slice_bytes;  // bytes of this kv head's part of a row
-  int ahead = 1;            // decode_chunk asks for cell j + ahead's slices while at cell j
 };
 
+// How many cells ahead of the one it reads decode_chunk asks for K and V
+// slices: 16 KiB of them, at most a chunk. The hardware prefetchers alone
+// leave the kernel waiting on DRAM (a head's slices are short runs at the
+// row's stride, and the prefetchers stop at each 4 KiB page); asking for the
+// next chunk's rows all at once before a chunk, as before, stalled the core on
+// its miss buffers instead. Spread over the cells, F16 attention over a cache
+// read from DRAM (bench_kernels AttentionTiled, two runs each, Zen 5, 1
+// thread) went at a 1B shape (head size 64, 8 kv heads, 32,768 cells) from
+// 9.0 / 9.8 to 5.1 / 5.8 ms, at Gemma 2's (256, 4) from 12.9 / 12.2 to 8.8 /
+// 9.5, at Gemma 3's (256, 1; 131,072 cells) from 13.9 / 14.7 to 8.2 / 8.1;
+// about the same at 2 threads and at the AVX2 level. 8 and 32 KiB were no
+// better over 1 and 2 threads. `static` here and below: each SIMD unit keeps
+// its own copy (dot.h).
+static inline int prefetch_distance(const KvHead& kv) {
+  constexpr std::size_t kAheadBytes = 16384;
+  const std::size_t cells = kAheadBytes / (2 * kv.slice_bytes);
+  constexpr std::size_t kMost = kAttnChunk;
+  return static_cast<int>(cells < 1 ? 1 : cells > kMost ? kMost : cells);
+}
+
 // Asks for the K and V slices of `cell` (dot::prefetch_range: into L1).
-// `static`: each SIMD unit keeps its own copy (dot.h).
 static inline void prefetch_cell(const KvHead& kv, std::uint32_t cell) {
   const std::size_t at = static_cast<std::size_t>(cell) * kv.row_bytes + kv.head_bytes;
   dot::prefetch_range(kv.k + at, kv.slice_bytes);
@@ -58,8 +76,8 @@ struct AttnFns {
   // query_chunk's fold for nq query heads of one row that read this kv head
   // (q, acc [nq][hd]; m, l [nq]), over cells[0, nc), 0 < nc <= kAttnChunk,
   // with K and V read straight from the cache rows. cells[nc, nc + n_next)
-  // are the cells the next call reads: their slices are asked for kv.ahead
-  // cells before they are needed, as those of this call. Bit for bit what
+  // are the cells the next call reads: their slices are asked for
+  // prefetch_distance(kv) cells before they are needed, as those of this call. Bit for bit what
   // query_chunk gives with jlo = 0, jhi = nc: the same additions in the same
   // order (scores summed by lanes of the vector width, then across them in one
   // fixed tree), so a row's result does not depend on which of the two ran.
