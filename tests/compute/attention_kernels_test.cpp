@@ -1,0 +1,150 @@
+// decode_chunk's look-ahead (attention_kernels.h) at every CPU level this
+// machine runs: while at cell j it asks for the K and V slices of cell j +
+// prefetch_distance(kv), into the next call's cells. A prefetch is a hint, so
+// the state it leaves must be the bits of the same calls told of no next
+// cells; and the cell lists here are heap allocations of exactly the cells
+// named, so under AddressSanitizer (CI's second run) an index read past them
+// fails the test. The numbers themselves are attention_test.cpp's: decode
+// against the two-pass reference through attention_tiled, which runs these
+// kernels.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "compute/attention_kernels.h"
+#include "compute/quant.h"
+#include "core/half.h"
+
+namespace seam {
+namespace {
+
+// Rows of `width` floats in a cache of type t (kv_row_bytes(t, width) each).
+std::vector<std::byte> encode(KvType t, const std::vector<float>& x, std::int64_t width) {
+  const std::size_t rows = x.size() / static_cast<std::size_t>(width);
+  const std::size_t rb = kv_row_bytes(t, width);
+  std::vector<std::byte> out(rows * rb);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* src = x.data() + r * static_cast<std::size_t>(width);
+    std::byte* dst = out.data() + r * rb;
+    if (t == KvType::F32) {
+      std::memcpy(dst, src, rb);
+    } else if (t == KvType::F16) {
+      for (std::int64_t i = 0; i < width; ++i) {
+        const std::uint16_t h = f32_to_fp16(src[i]);
+        std::memcpy(dst + 2 * i, &h, 2);
+      }
+    } else {
+      quant::quantize_row_q8_0(src, dst, width);
+    }
+  }
+  return out;
+}
+
+struct State {
+  std::vector<float> m, l, acc;
+};
+
+// The online-softmax state of nq query heads reading kv head `kv` after
+// decode_chunk over `cells` a chunk at a time, as run_segment calls it. With
+// look_ahead each call is told the next chunk's cells; without, each chunk
+// gets a list of its own holding exactly its cells.
+State decode(const attn::AttnFns& f, const attn::KvHead& kv,
+             const std::vector<std::uint32_t>& cells, int hd, int nq, const std::vector<float>& q,
+             float scale, bool look_ahead) {
+  State s{std::vector<float>(nq, -std::numeric_limits<float>::infinity()),
+          std::vector<float>(nq, 0.0f),
+          std::vector<float>(static_cast<std::size_t>(nq) * hd, 0.0f)};
+  const int n = static_cast<int>(cells.size());
+  for (int c0 = 0; c0 < n; c0 += kAttnChunk) {
+    const int nc = std::min(kAttnChunk, n - c0);
+    if (look_ahead) {
+      const int n_next = std::min(kAttnChunk, n - c0 - nc);
+      f.decode_chunk(kv, cells.data() + c0, nc, n_next, hd, nq, q.data(), scale, 0.0f, s.m.data(),
+                     s.l.data(), s.acc.data());
+    } else {
+      const std::vector<std::uint32_t> own(cells.begin() + c0, cells.begin() + c0 + nc);
+      f.decode_chunk(kv, own.data(), nc, 0, hd, nq, q.data(), scale, 0.0f, s.m.data(), s.l.data(),
+                     s.acc.data());
+    }
+  }
+  return s;
+}
+
+TEST(AttentionKernels, DecodeAsksAheadOnlyWithinItsCellsAndKeepsTheBits) {
+  constexpr std::uint32_t kCells = 300;
+  constexpr int kHeadsKv = 2;
+  constexpr int kQueryHeads = 6;  // two groups of heads: only the first asks ahead
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const CpuLevel level : {CpuLevel::Scalar, CpuLevel::Avx2, CpuLevel::Avx512}) {
+    if (level > detected_cpu_level()) {
+      std::printf("(%s skipped: this CPU runs up to %s)\n", cpu_level_name(level),
+                  cpu_level_name(detected_cpu_level()));
+      continue;
+    }
+    const attn::AttnFns& f = attn::attn_fns(level);
+    // Look-ahead distances (prefetch_distance) from 1 to a whole chunk.
+    for (const int hd : {40, 64, 256, 4096}) {
+      const std::int64_t width = std::int64_t{kHeadsKv} * hd;
+      std::vector<float> k(kCells * width), v(kCells * width), q(kQueryHeads * hd);
+      for (float& x : k) x = normal(rng);
+      for (float& x : v) x = normal(rng);
+      for (float& x : q) x = normal(rng);
+      const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+      for (const KvType t : {KvType::F32, KvType::F16, KvType::Q8_0}) {
+        if (t == KvType::Q8_0 && hd % 32 != 0) continue;
+        const std::vector<std::byte> kc = encode(t, k, width), vc = encode(t, v, width);
+        for (const std::uint32_t n : {1u, 31u, 32u, 33u, 100u}) {
+          std::vector<std::uint32_t> order(kCells);
+          std::iota(order.begin(), order.end(), 0u);
+          std::shuffle(order.begin(), order.end(), rng);
+          const std::vector<std::uint32_t> cells(order.begin(), order.begin() + n);  // exact size
+          for (int g = 0; g < kHeadsKv; ++g) {
+            const attn::KvHead kv{kc.data(),
+                                  vc.data(),
+                                  t,
+                                  kv_row_bytes(t, width),
+                                  kv_row_bytes(t, std::int64_t{g} * hd),
+                                  kv_row_bytes(t, hd)};
+            const State ahead = decode(f, kv, cells, hd, kQueryHeads, q, scale, true);
+            const State alone = decode(f, kv, cells, hd, kQueryHeads, q, scale, false);
+            const std::string where = std::string(cpu_level_name(level)) + " head size " +
+                                      std::to_string(hd) + " type " +
+                                      std::to_string(static_cast<int>(t)) + ", " +
+                                      std::to_string(n) + " cells, kv head " + std::to_string(g);
+            EXPECT_EQ(ahead.m, alone.m) << where;
+            EXPECT_EQ(ahead.l, alone.l) << where;
+            EXPECT_EQ(ahead.acc, alone.acc) << where;
+            // Every head saw its cells: the largest weight is e^0 = 1.
+            for (float l : ahead.l) EXPECT_GE(l, 1.0f) << where;
+          }
+        }
+      }
+    }
+  }
+}
+
+// 16 KiB of K and V slices ahead, at least the next cell and at most a chunk.
+TEST(AttentionKernels, PrefetchDistanceIsSixteenKiBOfSlicesWithinAChunk) {
+  const auto distance = [](KvType t, std::int64_t hd) {
+    attn::KvHead kv{};
+    kv.slice_bytes = kv_row_bytes(t, hd);
+    return attn::prefetch_distance(kv);
+  };
+  EXPECT_EQ(distance(KvType::F16, 256), 16);  // 512-byte slices: 16 KiB / 1 KiB
+  EXPECT_EQ(distance(KvType::F32, 256), 8);
+  EXPECT_EQ(distance(KvType::Q8_0, 256), 30);        // 8 blocks of 34 bytes
+  EXPECT_EQ(distance(KvType::F16, 64), kAttnChunk);  // 64 cells' worth: a chunk at most
+  EXPECT_EQ(distance(KvType::F32, 4096), 1);         // 16 KiB slices: the next cell
+}
+
+}  // namespace
+}  // namespace seam
