@@ -1,13 +1,13 @@
 #include "compute/quant.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "compute/dot.h"
 #include "compute/quant_blocks.h"
+#include "compute/round.h"
 #include "core/half.h"
 #include "seam/error.h"
 
@@ -28,13 +28,6 @@ namespace seam::quant {
 namespace {
 
 float h2f(std::uint16_t h) { return fp16_to_f32(h); }
-
-// Round to nearest, ties to even, for |v| < 2^22: adding 1.5 * 2^23 leaves the
-// rounded integer in the low mantissa bits (ggml's nearest_int).
-int nearest_int(float v) {
-  const float t = v + 12582912.0f;
-  return static_cast<int>(std::bit_cast<std::uint32_t>(t) & 0x007fffffu) - 0x00400000;
-}
 
 // C's roundf (half away from zero), narrowed to int8. Out-of-range values occur
 // only when 1/d overflows (subnormal scales); they saturate, as the numpy

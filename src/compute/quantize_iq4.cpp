@@ -5,6 +5,8 @@
 #include <string>
 
 #include "compute/quant_blocks.h"
+#include "compute/quantize_fit.h"
+#include "compute/round.h"
 #include "core/half.h"
 #include "seam/error.h"
 
@@ -19,10 +21,6 @@
 namespace seam::quant {
 
 namespace {
-
-constexpr float kGroupEps = 1e-15f;  // as quantize_k.cpp: a smaller group is all zero
-
-int nearest(float x) { return static_cast<int>(std::lrintf(x)); }
 
 // The codebook index whose value is nearest to v (the lower one on a tie).
 int nearest_code(float v) {
@@ -124,7 +122,7 @@ void quantize_row_iq4_xs(const float* x, void* dst, std::int64_t n) {
     std::memset(blk.scales_l, 0, sizeof blk.scales_l);
     const float id = d != 0 ? 1.f / d : 0.f;
     for (int ib = 0; ib < 8; ++ib) {
-      int l = nearest(id * scales[ib]);
+      int l = nearest_int(id * scales[ib]);
       l = l < -32 ? -32 : l > 31 ? 31 : l;
       const float dl = d * l;
       pack_codes(x + 32 * ib, dl != 0 ? 1.f / dl : 0.f, blk.qs + 16 * ib);

@@ -7,7 +7,9 @@
 
 #include "compute/quant.h"
 #include "compute/quant_blocks.h"
+#include "compute/quantize_fit.h"
 #include "compute/quantize_iq4.h"
+#include "compute/round.h"
 #include "core/half.h"
 #include "seam/error.h"
 
@@ -24,131 +26,11 @@ namespace seam::quant {
 
 namespace {
 
-// Round half to even, as ggml's nearest_int does with its float trick.
-int nearest(float x) { return static_cast<int>(std::lrintf(x)); }
-
-// Below this every value of a group is taken as zero (ggml's GROUP_MAX_EPS).
-constexpr float kGroupEps = 1e-15f;
-
 void check_k_row(std::int64_t n, const char* type) {
   if (n < 0 || n % kQK_K != 0) {
     throw Error(Errc::InvalidArgument, std::string(type) + " rows must be a multiple of 256 " +
                                            "elements; got " + std::to_string(n));
   }
-}
-
-// Asymmetric fit x ~= scale * q - min_out, q in [0, nmax], weighted by w.
-// Starts from the plain min/max mapping, then tries nstep stretched grids
-// (iscale = (nmax + rmin + rdelta*k) / range) and for each solves the weighted
-// least-squares scale and offset for the rounded levels; keeps the best by
-// weighted squared error, or by weighted absolute error when `abs_error` (Q2_K,
-// whose four levels make the squared error favour the extremes too much).
-// L[0..n) receives the levels. Returns scale; *min_out is the positive offset.
-float fit_scale_min(int n, int nmax, const float* x, const float* w, std::uint8_t* L,
-                    float* min_out, float rmin, float rdelta, int nstep, bool abs_error = false) {
-  auto cost = [abs_error](float diff) { return abs_error ? std::fabs(diff) : diff * diff; };
-  float lo = x[0], hi = x[0];
-  float sum_w = w[0], sum_x = w[0] * x[0];
-  for (int i = 1; i < n; ++i) {
-    lo = std::min(lo, x[i]);
-    hi = std::max(hi, x[i]);
-    sum_w += w[i];
-    sum_x += w[i] * x[i];
-  }
-  // The offset only shifts down: a group of positive values still decodes 0 exactly.
-  if (lo > 0) lo = 0;
-  if (hi == lo) {
-    std::fill(L, L + n, 0);
-    *min_out = -lo;
-    return 0.f;
-  }
-  float iscale = nmax / (hi - lo);
-  float scale = 1.f / iscale;
-  float best = 0;
-  for (int i = 0; i < n; ++i) {
-    const int l = std::clamp(nearest(iscale * (x[i] - lo)), 0, nmax);
-    L[i] = static_cast<std::uint8_t>(l);
-    best += w[i] * cost(scale * l + lo - x[i]);
-  }
-  std::uint8_t aux[32];  // n <= 32
-  for (int step = 0; step <= nstep; ++step) {
-    iscale = (rmin + rdelta * step + nmax) / (hi - lo);
-    float sum_l = 0, sum_l2 = 0, sum_xl = 0;
-    for (int i = 0; i < n; ++i) {
-      const int l = std::clamp(nearest(iscale * (x[i] - lo)), 0, nmax);
-      aux[i] = static_cast<std::uint8_t>(l);
-      sum_l += w[i] * l;
-      sum_l2 += w[i] * l * l;
-      sum_xl += w[i] * l * x[i];
-    }
-    const float det = sum_w * sum_l2 - sum_l * sum_l;
-    if (det <= 0) continue;
-    float s = (sum_w * sum_xl - sum_x * sum_l) / det;
-    float m = (sum_l2 * sum_x - sum_l * sum_xl) / det;
-    if (m > 0) {  // keep the offset non-positive, as the format's "- dmin * mn" requires
-      m = 0;
-      s = sum_xl / sum_l2;
-    }
-    float err = 0;
-    for (int i = 0; i < n; ++i) err += w[i] * cost(s * aux[i] + m - x[i]);
-    if (err < best) {
-      std::copy(aux, aux + n, L);
-      best = err;
-      scale = s;
-      lo = m;
-    }
-  }
-  *min_out = -lo;
-  return scale;
-}
-
-// Symmetric fit x ~= scale * (L - nmax), levels in [0, 2*nmax), weighted by x^2 so
-// that large values (which dominate a matmul) are reproduced best. Tries
-// iscale = -(nmax + 0.1k) / max for k in [-9, 9] and keeps the largest
-// explained energy sum(w*x*l)^2 / sum(w*l^2).
-float fit_scale_sym(int n, int nmax, const float* x, std::int8_t* L) {
-  float amax = 0, vmax = 0;
-  for (int i = 0; i < n; ++i) {
-    if (std::fabs(x[i]) > amax) {
-      amax = std::fabs(x[i]);
-      vmax = x[i];
-    }
-  }
-  if (amax < kGroupEps) {
-    std::fill(L, L + n, 0);
-    return 0.f;
-  }
-  auto level = [&](float iscale, float v) {
-    return std::clamp(nearest(iscale * v), -nmax, nmax - 1);
-  };
-  float iscale = -nmax / vmax;
-  float sumlx = 0, suml2 = 0;
-  for (int i = 0; i < n; ++i) {
-    const int l = level(iscale, x[i]);
-    L[i] = static_cast<std::int8_t>(l);
-    const float w = x[i] * x[i];
-    sumlx += w * x[i] * l;
-    suml2 += w * l * l;
-  }
-  float scale = suml2 > 0 ? sumlx / suml2 : 0.f;
-  float best = scale * sumlx;
-  for (int k = -9; k <= 9; ++k) {
-    if (k == 0) continue;
-    iscale = -(nmax + 0.1f * k) / vmax;
-    sumlx = suml2 = 0;
-    for (int i = 0; i < n; ++i) {
-      const int l = level(iscale, x[i]);
-      const float w = x[i] * x[i];
-      sumlx += w * x[i] * l;
-      suml2 += w * l * l;
-    }
-    if (suml2 > 0 && sumlx * sumlx > best * suml2) {
-      for (int i = 0; i < n; ++i) L[i] = static_cast<std::int8_t>(level(iscale, x[i]));
-      scale = sumlx / suml2;
-      best = scale * sumlx;
-    }
-  }
-  return scale;
 }
 
 // Symmetric fit for Q3_K, x ~= scale * (L - nmax) with L - nmax in [-nmax, nmax),
@@ -171,7 +53,7 @@ float fit_scale_sym_refined(int n, int nmax, const float* x, std::int8_t* L) {
   const float iscale = -nmax / vmax;
   float sumlx = 0, suml2 = 0;
   for (int i = 0; i < n; ++i) {
-    const int l = std::clamp(nearest(iscale * x[i]), -nmax, nmax - 1);
+    const int l = std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
     L[i] = static_cast<std::int8_t>(l);
     const float w = x[i] * x[i];
     sumlx += w * x[i] * l;
@@ -184,7 +66,7 @@ float fit_scale_sym_refined(int n, int nmax, const float* x, std::int8_t* L) {
       float slx = sumlx - w * x[i] * L[i];
       if (slx <= 0) continue;
       float sl2 = suml2 - w * L[i] * L[i];
-      const int l = std::clamp(nearest(x[i] * sl2 / slx), -nmax, nmax - 1);
+      const int l = std::clamp(nearest_int(x[i] * sl2 / slx), -nmax, nmax - 1);
       if (l == L[i]) continue;
       slx += w * x[i] * l;
       sl2 += w * l * l;
@@ -217,16 +99,19 @@ void pack_2bit(const std::uint8_t* L, std::uint8_t* qs) {
 // Fills the header (d, dmin, scales[12]) and L[256] (levels 0..nmax).
 void quantize_k_superblock(const float* x, int nmax, float rmin, int nstep, std::uint16_t& d_out,
                            std::uint16_t& dmin_out, std::uint8_t* packed, std::uint8_t* L) {
-  float scales[8], mins[8], w[32];
-  float max_scale = 0, max_min = 0;
+  float scales[8], mins[8], w[kQK_K];
   for (int j = 0; j < 8; ++j) {
     const float* xs = x + 32 * j;
     float sum_x2 = 0;
     for (int l = 0; l < 32; ++l) sum_x2 += xs[l] * xs[l];
     const float av_x = std::sqrt(sum_x2 / 32);
     // Weight by magnitude, floored by the group's RMS so small values still count.
-    for (int l = 0; l < 32; ++l) w[l] = av_x + std::fabs(xs[l]);
-    scales[j] = fit_scale_min(32, nmax, xs, w, L + 32 * j, &mins[j], rmin, 0.1f, nstep);
+    for (int l = 0; l < 32; ++l) w[32 * j + l] = av_x + std::fabs(xs[l]);
+  }
+  for (int j = 0; j < 8; j += 4)
+    fit_scale_min_x4(32, nmax, x + 32 * j, w + 32 * j, scales + j, mins + j, rmin, 0.1f, nstep);
+  float max_scale = 0, max_min = 0;
+  for (int j = 0; j < 8; ++j) {
     max_scale = std::max(max_scale, scales[j]);
     max_min = std::max(max_min, mins[j]);
   }
@@ -234,8 +119,8 @@ void quantize_k_superblock(const float* x, int nmax, float rmin, int nstep, std:
   const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
   std::uint8_t ls[8], lm[8];
   for (int j = 0; j < 8; ++j) {
-    ls[j] = static_cast<std::uint8_t>(std::min(63, nearest(inv_scale * scales[j])));
-    lm[j] = static_cast<std::uint8_t>(std::min(63, nearest(inv_min * mins[j])));
+    ls[j] = static_cast<std::uint8_t>(std::min(63, nearest_int(inv_scale * scales[j])));
+    lm[j] = static_cast<std::uint8_t>(std::min(63, nearest_int(inv_min * mins[j])));
   }
   set_scale_min_k4(ls, lm, packed);
   d_out = f32_to_fp16(max_scale / 63.f);
@@ -254,7 +139,7 @@ void quantize_k_superblock(const float* x, int nmax, float rmin, int nstep, std:
     const float dm = dmin * mn;
     for (int l = 0; l < 32; ++l) {
       L[32 * j + l] =
-          static_cast<std::uint8_t>(std::clamp(nearest((x[32 * j + l] + dm) / ds), 0, nmax));
+          static_cast<std::uint8_t>(std::clamp(nearest_int((x[32 * j + l] + dm) / ds), 0, nmax));
     }
   }
 }
@@ -299,14 +184,13 @@ void quantize_row_q5_K(const float* x, void* dst, std::int64_t n) {
 void quantize_row_q6_K(const float* x, void* dst, std::int64_t n) {
   check_k_row(n, "Q6_K");
   auto* out = static_cast<BlockQ6_K*>(dst);
-  std::int8_t Ls[kQK_K];
   std::uint8_t L[kQK_K];
   for (std::int64_t b = 0; b < n / kQK_K; ++b, x += kQK_K) {
     BlockQ6_K& blk = out[b];
     float scales[16];
+    for (int j = 0; j < 16; j += 4) fit_scale_sym_x4(16, 32, x + 16 * j, scales + j);
     float max_scale = 0, max_abs = 0;
     for (int j = 0; j < 16; ++j) {
-      scales[j] = fit_scale_sym(16, 32, x + 16 * j, Ls + 16 * j);
       if (std::fabs(scales[j]) > max_abs) {
         max_abs = std::fabs(scales[j]);
         max_scale = scales[j];
@@ -318,13 +202,13 @@ void quantize_row_q6_K(const float* x, void* dst, std::int64_t n) {
     const float iscale = -128.f / max_scale;
     blk.d = f32_to_fp16(1.f / iscale);
     for (int j = 0; j < 16; ++j) {
-      blk.scales[j] = static_cast<std::int8_t>(std::min(127, nearest(iscale * scales[j])));
+      blk.scales[j] = static_cast<std::int8_t>(std::min(127, nearest_int(iscale * scales[j])));
     }
     const float d = fp16_to_f32(blk.d);
     for (int j = 0; j < 16; ++j) {
       const float ds = d * blk.scales[j];
       for (int l = 0; l < 16; ++l) {
-        const int q = ds == 0 ? 0 : std::clamp(nearest(x[16 * j + l] / ds), -32, 31);
+        const int q = ds == 0 ? 0 : std::clamp(nearest_int(x[16 * j + l] / ds), -32, 31);
         L[16 * j + l] = static_cast<std::uint8_t>(q + 32);
       }
     }
@@ -351,6 +235,7 @@ void quantize_row_q2_K(const float* x, void* dst, std::int64_t n) {
   for (std::int64_t b = 0; b < n / kQK_K; ++b, x += kQK_K) {
     BlockQ2_K& blk = out[b];
     // 16 sub-blocks of 16, each x ~= scale * q - min with q in 0..3, weighted by |x|.
+    // The one-group fit: a sub-block whose scale rounds to zero keeps its levels.
     float scales[16], mins[16], w[16];
     float max_scale = 0, max_min = 0;
     for (int j = 0; j < 16; ++j) {
@@ -367,13 +252,13 @@ void quantize_row_q2_K(const float* x, void* dst, std::int64_t n) {
     if (max_scale > 0) {
       const float inv = 15.f / max_scale;
       for (int j = 0; j < 16; ++j)
-        blk.scales[j] = static_cast<std::uint8_t>(nearest(inv * scales[j]));
+        blk.scales[j] = static_cast<std::uint8_t>(nearest_int(inv * scales[j]));
       blk.d = f32_to_fp16(max_scale / 15.f);
     }
     if (max_min > 0) {
       const float inv = 15.f / max_min;
       for (int j = 0; j < 16; ++j)
-        blk.scales[j] |= static_cast<std::uint8_t>(nearest(inv * mins[j]) << 4);
+        blk.scales[j] |= static_cast<std::uint8_t>(nearest_int(inv * mins[j]) << 4);
       blk.dmin = f32_to_fp16(max_min / 15.f);
     }
     // Requantize against the scales as decoded; a zero scale keeps the fit's levels.
@@ -384,7 +269,7 @@ void quantize_row_q2_K(const float* x, void* dst, std::int64_t n) {
       const float dm = dmin * (blk.scales[j] >> 4);
       for (int l = 0; l < 16; ++l)
         L[16 * j + l] =
-            static_cast<std::uint8_t>(std::clamp(nearest((x[16 * j + l] + dm) / ds), 0, 3));
+            static_cast<std::uint8_t>(std::clamp(nearest_int((x[16 * j + l] + dm) / ds), 0, 3));
     }
     pack_2bit(L, blk.qs);
   }
@@ -414,7 +299,7 @@ void quantize_row_q3_K(const float* x, void* dst, std::int64_t n) {
     if (max_scale != 0) {
       const float iscale = -32.f / max_scale;
       for (int j = 0; j < 16; ++j) {
-        const int l = std::clamp(nearest(iscale * scales[j]), -32, 31) + 32;
+        const int l = std::clamp(nearest_int(iscale * scales[j]), -32, 31) + 32;
         blk.scales[j % 8] |= static_cast<std::uint8_t>((l & 0xF) << (4 * (j / 8)));
         blk.scales[8 + j % 4] |= static_cast<std::uint8_t>((l >> 4) << (2 * (j / 4)));
       }
@@ -428,8 +313,9 @@ void quantize_row_q3_K(const float* x, void* dst, std::int64_t n) {
       for (int l = 0; l < 16; ++l) {
         // A zero scale keeps the fit's levels.
         L[16 * j + l] =
-            ds == 0 ? static_cast<std::uint8_t>(Ls[16 * j + l])
-                    : static_cast<std::uint8_t>(std::clamp(nearest(x[16 * j + l] / ds), -4, 3) + 4);
+            ds == 0
+                ? static_cast<std::uint8_t>(Ls[16 * j + l])
+                : static_cast<std::uint8_t>(std::clamp(nearest_int(x[16 * j + l] / ds), -4, 3) + 4);
       }
     }
     // The third bit of element 32k + l goes to bit k of hmask[l]; qs keeps the low two.

@@ -1,0 +1,247 @@
+#include "compute/quantize_fit.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "compute/round.h"
+
+// As quantize_k.cpp: no contraction, so that both fits round every product as
+// ggml's (built without FMA) does and near-ties resolve the same way.
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+namespace seam::quant {
+
+float fit_scale_min(int n, int nmax, const float* x, const float* w, std::uint8_t* L,
+                    float* min_out, float rmin, float rdelta, int nstep, bool abs_error) {
+  auto cost = [abs_error](float diff) { return abs_error ? std::fabs(diff) : diff * diff; };
+  float lo = x[0], hi = x[0];
+  float sum_w = w[0], sum_x = w[0] * x[0];
+  for (int i = 1; i < n; ++i) {
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+    sum_w += w[i];
+    sum_x += w[i] * x[i];
+  }
+  // The offset only shifts down: a group of positive values still decodes 0 exactly.
+  if (lo > 0) lo = 0;
+  if (hi == lo) {
+    std::fill(L, L + n, 0);
+    *min_out = -lo;
+    return 0.f;
+  }
+  float iscale = nmax / (hi - lo);
+  float scale = 1.f / iscale;
+  float best = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = std::clamp(nearest_int(iscale * (x[i] - lo)), 0, nmax);
+    L[i] = static_cast<std::uint8_t>(l);
+    best += w[i] * cost(scale * l + lo - x[i]);
+  }
+  std::uint8_t aux[32];  // n <= 32
+  for (int step = 0; step <= nstep; ++step) {
+    iscale = (rmin + rdelta * step + nmax) / (hi - lo);
+    float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+    for (int i = 0; i < n; ++i) {
+      const int l = std::clamp(nearest_int(iscale * (x[i] - lo)), 0, nmax);
+      aux[i] = static_cast<std::uint8_t>(l);
+      sum_l += w[i] * l;
+      sum_l2 += w[i] * l * l;
+      sum_xl += w[i] * l * x[i];
+    }
+    const float det = sum_w * sum_l2 - sum_l * sum_l;
+    if (det <= 0) continue;
+    float s = (sum_w * sum_xl - sum_x * sum_l) / det;
+    float m = (sum_l2 * sum_x - sum_l * sum_xl) / det;
+    if (m > 0) {  // keep the offset non-positive, as the format's "- dmin * mn" requires
+      m = 0;
+      s = sum_xl / sum_l2;
+    }
+    float err = 0;
+    for (int i = 0; i < n; ++i) err += w[i] * cost(s * aux[i] + m - x[i]);
+    if (err < best) {
+      std::copy(aux, aux + n, L);
+      best = err;
+      scale = s;
+      lo = m;
+    }
+  }
+  *min_out = -lo;
+  return scale;
+}
+
+float fit_scale_sym(int n, int nmax, const float* x, std::int8_t* L) {
+  float amax = 0, vmax = 0;
+  for (int i = 0; i < n; ++i) {
+    if (std::fabs(x[i]) > amax) {
+      amax = std::fabs(x[i]);
+      vmax = x[i];
+    }
+  }
+  if (amax < kGroupEps) {
+    std::fill(L, L + n, 0);
+    return 0.f;
+  }
+  auto level = [&](float iscale, float v) {
+    return std::clamp(nearest_int(iscale * v), -nmax, nmax - 1);
+  };
+  float iscale = -nmax / vmax;
+  float sumlx = 0, suml2 = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = level(iscale, x[i]);
+    L[i] = static_cast<std::int8_t>(l);
+    const float w = x[i] * x[i];
+    sumlx += w * x[i] * l;
+    suml2 += w * l * l;
+  }
+  float scale = suml2 > 0 ? sumlx / suml2 : 0.f;
+  float best = scale * sumlx;
+  for (int k = -9; k <= 9; ++k) {
+    if (k == 0) continue;
+    iscale = -(nmax + 0.1f * k) / vmax;
+    sumlx = suml2 = 0;
+    for (int i = 0; i < n; ++i) {
+      const int l = level(iscale, x[i]);
+      const float w = x[i] * x[i];
+      sumlx += w * x[i] * l;
+      suml2 += w * l * l;
+    }
+    if (suml2 > 0 && sumlx * sumlx > best * suml2) {
+      for (int i = 0; i < n; ++i) L[i] = static_cast<std::int8_t>(level(iscale, x[i]));
+      scale = sumlx / suml2;
+      best = scale * sumlx;
+    }
+  }
+  return scale;
+}
+
+namespace {
+
+// Four lanes, one group each: GCC's vector extensions give lane-wise IEEE
+// operations; at 16 bytes they map onto SSE2's, which every x86-64 build has
+// (at 32 bytes, without AVX, GCC splits comparisons into scalar code).
+using F4 = float __attribute__((vector_size(16)));
+using I4 = std::int32_t __attribute__((vector_size(16)));
+
+// std::clamp(nearest_int(v), lo, hi) as a float, lane by lane, for integer
+// bounds lo <= 0 <= hi: NaN -> 0 as nearest_int gives, clamped (the same
+// result as clamping the rounded value), then rounded to even by adding and
+// taking away 1.5 * 2^23. No integer lanes, whose min and max SSE2 lacks.
+[[gnu::always_inline]] inline F4 round_clamped_x4(F4 v, float lo, float hi) {
+  if (lo < 0) v = v == v ? v : F4{};  // for lo = 0 the next line maps NaN to 0
+  v = v > lo ? v : lo + F4{};
+  v = v < hi ? v : hi + F4{};
+  return (v + 12582912.0f) - 12582912.0f;
+}
+
+// in[n*g + i] -> out[i][g].
+void transpose_x4(int n, const float* in, F4* out) {
+  for (int i = 0; i < n; ++i) {
+    F4 v{};
+    for (int g = 0; g < 4; ++g) v[g] = in[n * g + i];
+    out[i] = v;
+  }
+}
+
+}  // namespace
+
+// Each lane runs fit_scale_min's statements in its order; where fit_scale_min
+// branches, the lanes select. std::min(lo, x) is (x < lo ? x : lo), and so on.
+void fit_scale_min_x4(int n, int nmax, const float* x, const float* w, float* scale, float* min_out,
+                      float rmin, float rdelta, int nstep, bool abs_error) {
+  F4 xt[32] = {}, wt[32] = {};  // [i][group]; n <= 32 of them used
+  transpose_x4(n, x, xt);
+  transpose_x4(n, w, wt);
+  auto cost = [abs_error](F4 diff) {  // fabs clears the sign bit
+    return abs_error ? reinterpret_cast<F4>(reinterpret_cast<I4>(diff) & 0x7fffffff) : diff * diff;
+  };
+  const auto fmax = static_cast<float>(nmax);
+  F4 lo = xt[0], hi = xt[0];
+  F4 sum_w = wt[0], sum_x = wt[0] * xt[0];
+  for (int i = 1; i < n; ++i) {
+    lo = xt[i] < lo ? xt[i] : lo;
+    hi = hi < xt[i] ? xt[i] : hi;
+    sum_w += wt[i];
+    sum_x += wt[i] * xt[i];
+  }
+  lo = lo > 0 ? F4{} : lo;
+  const auto flat = hi == lo;  // fit_scale_min returns early for these
+  const F4 flat_min = -lo;
+  F4 iscale = fmax / (hi - lo);
+  F4 best_scale = 1.f / iscale;
+  F4 best{};
+  for (int i = 0; i < n; ++i) {
+    const F4 l = round_clamped_x4(iscale * (xt[i] - lo), 0.f, fmax);
+    best += wt[i] * cost(best_scale * l + lo - xt[i]);
+  }
+  F4 aux[32];
+  for (int step = 0; step <= nstep; ++step) {
+    iscale = (rmin + rdelta * static_cast<float>(step) + fmax) / (hi - lo);
+    F4 sum_l{}, sum_l2{}, sum_xl{};
+    for (int i = 0; i < n; ++i) {
+      const F4 l = round_clamped_x4(iscale * (xt[i] - lo), 0.f, fmax);
+      aux[i] = l;
+      sum_l += wt[i] * l;
+      sum_l2 += wt[i] * l * l;
+      sum_xl += wt[i] * l * xt[i];
+    }
+    const F4 det = sum_w * sum_l2 - sum_l * sum_l;
+    F4 s = (sum_w * sum_xl - sum_x * sum_l) / det;
+    F4 m = (sum_l2 * sum_x - sum_l * sum_xl) / det;
+    const auto positive = m > 0;
+    s = positive ? sum_xl / sum_l2 : s;
+    m = positive ? F4{} : m;
+    F4 err{};
+    for (int i = 0; i < n; ++i) err += wt[i] * cost(s * aux[i] + m - xt[i]);
+    const auto better = ~(det <= 0) & (err < best);
+    best = better ? err : best;
+    best_scale = better ? s : best_scale;
+    lo = better ? m : lo;
+  }
+  for (int g = 0; g < 4; ++g) {
+    scale[g] = flat[g] ? 0.f : best_scale[g];
+    min_out[g] = flat[g] ? flat_min[g] : -lo[g];
+  }
+}
+
+// As fit_scale_min_x4, fit_scale_sym's statements lane by lane.
+void fit_scale_sym_x4(int n, int nmax, const float* x, float* scale) {
+  F4 xt[32] = {};
+  transpose_x4(n, x, xt);
+  F4 amax{}, vmax{};
+  for (int i = 0; i < n; ++i) {
+    const F4 a = reinterpret_cast<F4>(reinterpret_cast<I4>(xt[i]) & 0x7fffffff);
+    const auto larger = a > amax;
+    amax = larger ? a : amax;
+    vmax = larger ? xt[i] : vmax;
+  }
+  const auto flat = amax < kGroupEps;
+  const auto fmax = static_cast<float>(nmax);
+  auto sums = [&](F4 iscale, F4& sumlx, F4& suml2) {
+    sumlx = suml2 = F4{};
+    for (int i = 0; i < n; ++i) {
+      const F4 l = round_clamped_x4(iscale * xt[i], -fmax, fmax - 1);
+      const F4 w = xt[i] * xt[i];
+      sumlx += w * xt[i] * l;
+      suml2 += w * l * l;
+    }
+  };
+  F4 sumlx, suml2;
+  sums(-fmax / vmax, sumlx, suml2);
+  F4 best_scale = suml2 > 0 ? sumlx / suml2 : F4{};
+  F4 best = best_scale * sumlx;
+  for (int k = -9; k <= 9; ++k) {
+    if (k == 0) continue;
+    sums(-(fmax + 0.1f * static_cast<float>(k)) / vmax, sumlx, suml2);
+    const auto better = (suml2 > 0) & (sumlx * sumlx > best * suml2);
+    const F4 s = sumlx / suml2;
+    best_scale = better ? s : best_scale;
+    best = better ? s * sumlx : best;
+  }
+  for (int g = 0; g < 4; ++g) scale[g] = flat[g] ? 0.f : best_scale[g];
+}
+
+}  // namespace seam::quant

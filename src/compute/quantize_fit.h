@@ -1,0 +1,43 @@
+// The scale searches of the K-quant weight quantizers: the asymmetric scale and
+// min of Q2_K, Q4_K and Q5_K (ggml's make_qkx2_quants) and the symmetric scale
+// of Q6_K (make_qx_quants), each for one group and for four groups side by
+// side with the same operations in the same order (each SIMD lane one group).
+// The four give the same bits several times faster: a search is a chain of
+// dependent float additions per group.
+#pragma once
+
+#include <cstdint>
+
+namespace seam::quant {
+
+// Below this every value of a group is taken as zero (ggml's GROUP_MAX_EPS).
+inline constexpr float kGroupEps = 1e-15f;
+
+// Asymmetric fit x ~= scale * q - min_out, q in [0, nmax], weighted by w.
+// Starts from the plain min/max mapping, then tries nstep stretched grids
+// (iscale = (nmax + rmin + rdelta*k) / range) and for each solves the weighted
+// least-squares scale and offset for the rounded levels; keeps the best by
+// weighted squared error, or by weighted absolute error when `abs_error` (Q2_K,
+// whose four levels make the squared error favour the extremes too much).
+// L[0..n) receives the levels. Returns scale; *min_out is the positive offset.
+float fit_scale_min(int n, int nmax, const float* x, const float* w, std::uint8_t* L,
+                    float* min_out, float rmin, float rdelta, int nstep, bool abs_error = false);
+
+// fit_scale_min for the four groups x[n*g .. n*g + n) (weights w likewise),
+// g = 0..3, n <= 32, without the levels: scale[g] and min_out[g] are the bits
+// fit_scale_min gives for group g.
+void fit_scale_min_x4(int n, int nmax, const float* x, const float* w, float* scale, float* min_out,
+                      float rmin, float rdelta, int nstep, bool abs_error = false);
+
+// Symmetric fit x ~= scale * (L - nmax), levels in [0, 2*nmax), weighted by x^2 so
+// that large values (which dominate a matmul) are reproduced best. Tries
+// iscale = -(nmax + 0.1k) / max for k in [-9, 9] and keeps the largest
+// explained energy sum(w*x*l)^2 / sum(w*l^2). L[0..n) receives the levels
+// in [-nmax, nmax). Returns the scale.
+float fit_scale_sym(int n, int nmax, const float* x, std::int8_t* L);
+
+// fit_scale_sym for the four groups x[n*g .. n*g + n), g = 0..3, n <= 32,
+// without the levels: scale[g] is the bits fit_scale_sym gives for group g.
+void fit_scale_sym_x4(int n, int nmax, const float* x, float* scale);
+
+}  // namespace seam::quant
