@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -156,6 +157,14 @@ class GgufWriter {
   // `data` must hold exactly row_bytes(type, ne[0]) * (rows) bytes; it is copied.
   void add_tensor(std::string name, std::vector<std::uint64_t> ne, TensorType type,
                   std::span<const std::byte> data);
+  // A tensor whose bytes are made only when write() or to_bytes() reaches it:
+  // `fill` gets a buffer of exactly row_bytes(type, ne[0]) * rows bytes to
+  // fill. A writer of such tensors holds one tensor's data at a time, not the
+  // file's (a quantizer's output may be larger than memory). What fill throws
+  // passes through, and write() then leaves no file behind.
+  using TensorFill = std::function<void(std::span<std::byte>)>;
+  void add_deferred_tensor(std::string name, std::vector<std::uint64_t> ne, TensorType type,
+                           TensorFill fill);
   std::vector<std::byte> to_bytes() const;
   void write(const std::string& path) const;  // Error(Io) on failure
 
@@ -166,8 +175,14 @@ class GgufWriter {
     std::string name;
     std::vector<std::uint64_t> ne;
     TensorType type;
-    std::vector<std::byte> data;
+    std::uint64_t size;           // bytes of data
+    std::vector<std::byte> data;  // empty where fill makes them
+    TensorFill fill;
   };
+  // Checks a tensor's name and shape against the file's rules and the tensors
+  // already added; returns its size in bytes.
+  std::uint64_t checked_size(const std::string& name, const std::vector<std::uint64_t>& ne,
+                             TensorType type) const;
   std::vector<Pending> tensors_;
 };
 

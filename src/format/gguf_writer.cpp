@@ -202,8 +202,9 @@ void GgufWriter::set(std::string key, GgufValue value) {
   kv_.emplace_back(std::move(key), std::move(value));
 }
 
-void GgufWriter::add_tensor(std::string name, std::vector<std::uint64_t> ne, TensorType type,
-                            std::span<const std::byte> data) {
+std::uint64_t GgufWriter::checked_size(const std::string& name,
+                                       const std::vector<std::uint64_t>& ne,
+                                       TensorType type) const {
   const std::string what = "tensor '" + name + "'";
   if (name.empty()) bad_arg("tensor names must not be empty");
   for (const Pending& p : tensors_) {
@@ -229,11 +230,26 @@ void GgufWriter::add_tensor(std::string name, std::vector<std::uint64_t> ne, Ten
     bad_arg(what + " has row length " + std::to_string(ne[0]) + ", not a multiple of " +
             std::string(info->name) + "'s block size " + std::to_string(info->block_size));
   }
-  if (rows > kMax / *rb || data.size() != *rb * rows) {
-    bad_arg(what + " needs " + std::to_string(*rb) + " x " + std::to_string(rows) +
+  if (rows > kMax / *rb) bad_arg(what + " has too many bytes of data");
+  return *rb * rows;
+}
+
+void GgufWriter::add_tensor(std::string name, std::vector<std::uint64_t> ne, TensorType type,
+                            std::span<const std::byte> data) {
+  const std::uint64_t size = checked_size(name, ne, type);
+  if (data.size() != size) {
+    bad_arg("tensor '" + name + "' needs " + std::to_string(size) +
             " bytes of data but was given " + std::to_string(data.size()));
   }
-  tensors_.push_back(Pending{std::move(name), std::move(ne), type, {data.begin(), data.end()}});
+  tensors_.push_back(
+      Pending{std::move(name), std::move(ne), type, size, {data.begin(), data.end()}, {}});
+}
+
+void GgufWriter::add_deferred_tensor(std::string name, std::vector<std::uint64_t> ne,
+                                     TensorType type, TensorFill fill) {
+  if (!fill) bad_arg("tensor '" + name + "' has no function to make its data");
+  const std::uint64_t size = checked_size(name, ne, type);
+  tensors_.push_back(Pending{std::move(name), std::move(ne), type, size, {}, std::move(fill)});
 }
 
 namespace {
@@ -263,12 +279,19 @@ void serialize(const std::vector<std::pair<std::string, GgufValue>>& kv, const a
     for (std::uint64_t d : t.ne) put(sink, d);
     put(sink, static_cast<std::uint32_t>(t.type));
     put(sink, offset);
-    offset += t.data.size() + padding(t.data.size(), align);
+    offset += t.size + padding(t.size, align);
   }
   put_zeros(sink, padding(written, align));
+  std::vector<std::byte> made;  // one filled tensor at a time
   for (const auto& t : tensors) {
-    sink(t.data.data(), t.data.size());
-    put_zeros(sink, padding(t.data.size(), align));
+    if (t.fill) {
+      made.resize(t.size);
+      t.fill(made);
+      sink(made.data(), made.size());
+    } else {
+      sink(t.data.data(), t.data.size());
+    }
+    put_zeros(sink, padding(t.size, align));
   }
 }
 
@@ -298,7 +321,13 @@ void GgufWriter::write(const std::string& path) const {
       write_errno = errno;
     }
   };
-  serialize(kv_, tensors_, alignment_, Sink(to_file));
+  try {
+    serialize(kv_, tensors_, alignment_, Sink(to_file));
+  } catch (...) {  // a tensor's fill failed
+    std::fclose(f);
+    std::remove(tmp.c_str());
+    throw;
+  }
   if (std::fclose(f) != 0 && ok) {
     ok = false;
     write_errno = errno;

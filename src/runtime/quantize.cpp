@@ -318,8 +318,15 @@ QuantizeReport quantize_model(const std::string& in, const std::string& out,
   ThreadPool pool(options.n_threads);
   QuantizeReport report;
   report.file_type = file_type;
+  // Each tensor is made when the writer reaches it, so that memory holds one
+  // output tensor at a time rather than the whole output file.
+  const std::size_t n_tensors = plan.size();
+  auto done = [&options, n_tensors](std::size_t i) {
+    if (options.on_tensor) options.on_tensor(i + 1, n_tensors);
+  };
   for (const PlannedTensor& p : plan) {
     const GgufTensor& t = *p.src;
+    const std::size_t index = report.tensors.size();
     QuantizedTensor r;
     r.name = t.name;
     r.from = quant::type_name(t.type);
@@ -328,30 +335,36 @@ QuantizeReport quantize_model(const std::string& in, const std::string& out,
     r.bytes_in = t.nbytes;
     if (p.to == t.type) {
       // Unchanged type: the bytes are copied as they are (no decode/encode drift).
-      w.add_tensor(t.name, t.ne, t.type, {t.data, t.nbytes});
+      w.add_deferred_tensor(t.name, t.ne, t.type, [&t, index, &done](std::span<std::byte> dst) {
+        std::memcpy(dst.data(), t.data, dst.size());
+        done(index);
+      });
       r.bytes_out = t.nbytes;
     } else {
       const std::uint64_t row = t.ne[0];
       const std::uint64_t rows = t.n_rows();
       const std::size_t in_row = quant::row_size(t.type, static_cast<std::int64_t>(row));
       const std::size_t out_row = *row_bytes(p.to, row);
-      std::vector<std::byte> buf(out_row * rows);  // [rows][out_row]
-      pool.parallel_for(rows, 16, [&](std::size_t r0, std::size_t r1) {
-        std::vector<float> tmp(row);
-        for (std::size_t i = r0; i < r1; ++i) {
-          quant::dequantize_row(t.type, t.data + i * in_row, tmp.data(),
-                                static_cast<std::int64_t>(row));
-          quant::quantize_weight_row(p.to, tmp.data(), buf.data() + i * out_row,
-                                     static_cast<std::int64_t>(row));
-        }
-      });
-      w.add_tensor(t.name, t.ne, p.to, buf);
-      r.bytes_out = buf.size();
+      const TensorType to = p.to;
+      w.add_deferred_tensor(
+          t.name, t.ne, to,
+          [&t, &pool, &done, to, row, rows, in_row, out_row, index](std::span<std::byte> dst) {
+            pool.parallel_for(rows, 16, [&](std::size_t r0, std::size_t r1) {
+              std::vector<float> tmp(row);
+              for (std::size_t i = r0; i < r1; ++i) {
+                quant::dequantize_row(t.type, t.data + i * in_row, tmp.data(),
+                                      static_cast<std::int64_t>(row));
+                quant::quantize_weight_row(to, tmp.data(), dst.data() + i * out_row,
+                                           static_cast<std::int64_t>(row));
+              }
+            });
+            done(index);
+          });
+      r.bytes_out = out_row * rows;
     }
     report.bytes_in += r.bytes_in;
     report.bytes_out += r.bytes_out;
     report.tensors.push_back(std::move(r));
-    if (options.on_tensor) options.on_tensor(report.tensors.size(), plan.size());
   }
   const std::string tmp = out + ".part";
   w.write(tmp);

@@ -2,11 +2,15 @@
 // type's geometry, alignment, typed getters, and the writer's own refusals.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <span>
+#include <string>
+#include <vector>
 
 #include "format/gguf.h"
 #include "seam/error.h"
@@ -255,6 +259,70 @@ TEST(GgufRoundTrip, WriteAndOpenFile) {
     ADD_FAILURE() << "opening a missing file must fail";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), Errc::Io);
+  }
+}
+
+// Tensors made only when the writer reaches them (the quantizer's output, one
+// tensor in memory at a time) give the bytes of the same tensors added whole;
+// a fill that fails leaves the file that was there untouched and no other.
+TEST(GgufRoundTrip, DeferredTensorsGiveTheSameBytesAndFailCleanly) {
+  GgufWriter whole, deferred;
+  for (GgufWriter* w : {&whole, &deferred}) w->set("general.name", GgufValue::str("later"));
+  whole.add_tensor("a", {64, 3}, TensorType::Q8_0, fill(3 * 2 * 34, 1));
+  whole.add_tensor("b", {5}, TensorType::F32, fill(20, 2));
+  whole.add_tensor("c", {7, 3}, TensorType::F16, fill(42, 3));  // 42 bytes: padded
+  std::vector<std::string> made;
+  auto from = [&made](std::string name, std::size_t n, unsigned salt) {
+    return [&made, name, n, salt](std::span<std::byte> dst) {
+      EXPECT_EQ(dst.size(), n) << name;
+      const auto src = fill(n, salt);
+      std::memcpy(dst.data(), src.data(), std::min(n, dst.size()));
+      made.push_back(name);
+    };
+  };
+  deferred.add_deferred_tensor("a", {64, 3}, TensorType::Q8_0, from("a", 3 * 2 * 34, 1));
+  deferred.add_tensor("b", {5}, TensorType::F32, fill(20, 2));
+  deferred.add_deferred_tensor("c", {7, 3}, TensorType::F16, from("c", 42, 3));
+  EXPECT_TRUE(made.empty()) << "nothing is made before the writer reaches it";
+  EXPECT_EQ(deferred.to_bytes(), whole.to_bytes());
+  EXPECT_EQ(made, (std::vector<std::string>{"a", "c"}));
+
+  const std::filesystem::path dir = SEAM_SCRATCH_DIR;
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "gguf_deferred.gguf").string();
+  deferred.write(path);
+  const auto bytes = whole.to_bytes();
+  ASSERT_EQ(std::filesystem::file_size(path), bytes.size());
+  const GgufFile g = GgufFile::open(path);
+  EXPECT_EQ(std::memcmp(g.find_tensor("c")->data, fill(42, 3).data(), 42), 0);
+
+  GgufWriter failing;
+  failing.add_tensor("ok", {4}, TensorType::F32, fill(16, 0));
+  failing.add_deferred_tensor("bad", {4}, TensorType::F32, [](std::span<std::byte>) {
+    throw Error(Errc::Io, "the source went away");
+  });
+  try {
+    failing.write(path);
+    ADD_FAILURE() << "a failing fill must fail the write";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::Io);
+    EXPECT_NE(std::string(e.what()).find("went away"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  EXPECT_EQ(std::filesystem::file_size(path), bytes.size()) << "the earlier file was touched";
+  std::filesystem::remove(path);
+
+  try {
+    failing.add_deferred_tensor("none", {4}, TensorType::F32, {});
+    ADD_FAILURE() << "a deferred tensor without a fill must be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::InvalidArgument);
+  }
+  try {
+    failing.add_deferred_tensor("ok", {4}, TensorType::F32, [](std::span<std::byte>) {});
+    ADD_FAILURE() << "a name added twice must be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::InvalidArgument);
   }
 }
 
