@@ -5,7 +5,7 @@
 # It makes the benchmark files once into a cache folder (random weights in real
 # shapes, by ../shared/tools/mkgguf.py in F32, F16, Q8_0 and Q4_0; Q4_K_M,
 # Q5_K_M and llama.cpp's other mixes by `seam quantize --mix`, any other type
-# (Q4_1, Q6_K, ...) by `seam quantize --type`, both from the F16 file; the
+# (Q4_1, Q6_K, ...) by `seam quantize --type`, both from the F16 file (8b: Q8_0); the
 # per-layer shapes moe, moe-dense, hybrid and gemma3 in F32 (gemma2: F16) by
 # tools/families.py or tools/reference.py, every other type by `seam quantize`
 # from that), then for every file, thread count and depth runs `seam bench`
@@ -13,7 +13,7 @@
 # (llama-bench's: pp = one decode of P random tokens, tg = N one-token
 # decodes, D tokens already cached, R timed runs after a warm-up).
 #
-#   bench/compare.sh [--smoke] [--shapes "small 1b moe moe-dense hybrid gemma3 gemma2"] [--types "F16 Q8_0 Q4_0 Q4_K_M"]
+#   bench/compare.sh [--smoke] [--shapes "small 1b 8b moe moe-dense hybrid gemma3 gemma2"] [--types "F16 Q8_0 Q4_0 Q4_K_M"]
 #                    [-t 1,2] [-d 0,4096] [-p 512] [-n 128] [-r 3] [--cache-type f16]
 #                    [--cache DIR] [--seam BIN] [--peer DIR] [--python PY] [--membw GBPS]
 #                    [--level avx2] [--rounds 1]
@@ -121,7 +121,9 @@ shape_args() {
     smoke) echo "--arch llama --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 512 --ctx 256 --tied" ;;
     small) echo "--preset small --ctx 8192" ;;  # SmolLM-135M
     1b) echo "--preset 1b --ctx 8192" ;;        # Llama-3.2-1B
-    *) die "unknown shape '$1' (smoke, small, 1b, moe, moe-dense, hybrid, hybrid-smoke, gemma3, gemma2)" ;;
+    8b) echo "--arch llama --dim 4096 --layers 32 --heads 32 --kv-heads 8 --ffn 14336
+      --vocab 128256 --ctx 8192 --rope-theta 500000 --untied" ;;  # Llama-3.1-8B
+    *) die "unknown shape '$1' (smoke, small, 1b, 8b, moe, moe-dense, hybrid, hybrid-smoke, gemma3, gemma2)" ;;
   esac
 }
 
@@ -166,11 +168,15 @@ is_family() { case "$1" in moe | moe-dense | hybrid | hybrid-smoke | gemma3 | ge
 family_source() { case "$1" in gemma2) echo F16 ;; *) echo F32 ;; esac; }
 is_recurrent() { case "$1" in hybrid | hybrid-smoke) return 0 ;; *) return 1 ;; esac; }
 
+# The file a llama shape's other types are quantized from: F16, but Q8_0 for
+# 8b, whose F16 file (15 GiB) would fill a small disk.
+quant_source() { case "$1" in 8b) echo Q8_0 ;; *) echo F16 ;; esac; }
+
 # Makes $cache/<shape>-<type>.gguf unless it is there; prints its path.
 # llama.cpp's mixes (Q4_K_M, Q5_K_M, ..., Q2_K, IQ4_XS): made by `seam quantize --mix`.
 is_mix() { [[ $1 == *_K_[MSL] || $1 == Q2_K || $1 == IQ4_NL || $1 == IQ4_XS ]]; }
 # The types mkgguf.py writes itself; any other (Q4_1, Q5_0, Q6_K, ...) by
-# `seam quantize --type` from the F16 file.
+# `seam quantize --type` from quant_source's file.
 is_generated() { [[ $1 == F32 || $1 == F16 || $1 == Q8_0 || $1 == Q4_0 ]]; }
 
 model_file() {
@@ -189,7 +195,7 @@ model_file() {
         "$seam" quantize "$src" "$out.tmp" --type "$type" --no-eval >&2
       fi
     elif is_mix "$type"; then
-      local src; src=$(model_file "$shape" F16)
+      local src; src=$(model_file "$shape" "$(quant_source "$shape")")
       echo "compare.sh: quantizing $out" >&2
       "$seam" quantize "$src" "$out.tmp" --mix "${type,,}" --no-eval >&2
     elif is_generated "$type"; then
@@ -197,7 +203,7 @@ model_file() {
       # shellcheck disable=SC2046
       "$python" "$tools/mkgguf.py" $(shape_args "$shape") --dtype "$type" --seed 1 -o "$out.tmp" >/dev/null
     else
-      local src; src=$(model_file "$shape" F16)
+      local src; src=$(model_file "$shape" "$(quant_source "$shape")")
       echo "compare.sh: quantizing $out" >&2
       "$seam" quantize "$src" "$out.tmp" --type "$type" --no-eval >&2
     fi
