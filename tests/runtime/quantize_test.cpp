@@ -110,6 +110,34 @@ TEST(Quantize, MetadataCopiedAndFileTypeUpdated) {
   }
 }
 
+// Tensors are made as the writer reaches them: progress comes once per tensor,
+// in order, and the report's sizes are those of the tensors written.
+TEST(Quantize, ReportsEachTensorOnceInOrderWithTheSizesWritten) {
+  const std::string src = small_f32_model();
+  const std::string out = scratch_dir() + "/quantize_progress.gguf";
+  QuantizeOptions o;
+  o.mix = "q4_k_m";
+  o.n_threads = 2;
+  std::vector<std::pair<std::size_t, std::size_t>> calls;
+  o.on_tensor = [&calls](std::size_t done, std::size_t total) { calls.emplace_back(done, total); };
+  const QuantizeReport r = quantize_model(src, out, o);
+  ASSERT_EQ(calls.size(), r.tensors.size());
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    EXPECT_EQ(calls[i].first, i + 1);
+    EXPECT_EQ(calls[i].second, r.tensors.size());
+  }
+  const GgufFile q = GgufFile::open(out);
+  std::uint64_t total = 0;
+  for (const QuantizedTensor& t : r.tensors) {
+    const GgufTensor* w = q.find_tensor(t.name);
+    ASSERT_NE(w, nullptr) << t.name;
+    EXPECT_EQ(t.bytes_out, w->nbytes) << t.name;
+    EXPECT_EQ(t.to, type_info(w->type).name) << t.name;
+    total += w->nbytes;
+  }
+  EXPECT_EQ(r.bytes_out, total);
+}
+
 TEST(Quantize, RowsThatDoNotFitFallBackAndSaySo) {
   // dim 48 and ffn 100: no row length is a multiple of 32, so Q8_0 falls back to F16.
   const std::string src = generate_model("quant_src_odd", "--dim 48 --ffn 100 --seed 3");
