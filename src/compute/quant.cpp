@@ -11,18 +11,8 @@
 #include "core/half.h"
 #include "seam/error.h"
 
-// No FP contraction in this file: the builds use -march=native, where GCC would
-// fuse a*b+c into one FMA (x * id + 8.5f, (x - min) * id + 0.5f, the
-// 1.5 * 2^23 rounding trick), rounding once where ggml's reference quantizers
-// and the numpy ports in tools/ round twice. On an input whose product lands
-// on a rounding boundary the two give a different quant; every product here is
-// rounded on its own, as in quantize_k.cpp (quant_quantize_test checks such
-// boundary inputs bit for bit).
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+// Last: every product from here on rounded on its own, as ggml's quantizers do.
+#include "compute/no_fp_contraction.h"
 
 namespace seam::quant {
 namespace {

@@ -5,15 +5,26 @@
 
 #include "compute/round.h"
 
-// As quantize_k.cpp: no contraction, so that both fits round every product as
-// ggml's (built without FMA) does and near-ties resolve the same way.
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+// Last: every product from here on rounded on its own, as ggml's quantizers do.
+#include "compute/no_fp_contraction.h"
 
 namespace seam::quant {
+
+namespace {
+
+// The value of largest magnitude, the first of equals (ggml's max search).
+float largest_magnitude(int n, const float* x) {
+  float amax = 0, vmax = 0;
+  for (int i = 0; i < n; ++i) {
+    if (std::fabs(x[i]) > amax) {
+      amax = std::fabs(x[i]);
+      vmax = x[i];
+    }
+  }
+  return vmax;
+}
+
+}  // namespace
 
 float fit_scale_min(int n, int nmax, const float* x, const float* w, std::uint8_t* L,
                     float* min_out, float rmin, float rdelta, int nstep, bool abs_error) {
@@ -74,14 +85,8 @@ float fit_scale_min(int n, int nmax, const float* x, const float* w, std::uint8_
 }
 
 float fit_scale_sym(int n, int nmax, const float* x, std::int8_t* L) {
-  float amax = 0, vmax = 0;
-  for (int i = 0; i < n; ++i) {
-    if (std::fabs(x[i]) > amax) {
-      amax = std::fabs(x[i]);
-      vmax = x[i];
-    }
-  }
-  if (amax < kGroupEps) {
+  const float vmax = largest_magnitude(n, x);
+  if (std::fabs(vmax) < kGroupEps) {
     std::fill(L, L + n, 0);
     return 0.f;
   }
@@ -116,6 +121,45 @@ float fit_scale_sym(int n, int nmax, const float* x, std::int8_t* L) {
     }
   }
   return scale;
+}
+
+float fit_scale_sym_refined(int n, int nmax, const float* x, std::int8_t* L) {
+  const float vmax = largest_magnitude(n, x);
+  if (std::fabs(vmax) < kGroupEps) {
+    std::fill(L, L + n, 0);
+    return 0.f;
+  }
+  const float iscale = -nmax / vmax;
+  float sumlx = 0, suml2 = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+    L[i] = static_cast<std::int8_t>(l);
+    const float w = x[i] * x[i];
+    sumlx += w * x[i] * l;
+    suml2 += w * l * l;
+  }
+  for (int pass = 0; pass < 5; ++pass) {
+    int changed = 0;
+    for (int i = 0; i < n; ++i) {
+      const float w = x[i] * x[i];
+      float slx = sumlx - w * x[i] * L[i];
+      if (slx <= 0) continue;
+      float sl2 = suml2 - w * L[i] * L[i];
+      const int l = std::clamp(nearest_int(x[i] * sl2 / slx), -nmax, nmax - 1);
+      if (l == L[i]) continue;
+      slx += w * x[i] * l;
+      sl2 += w * l * l;
+      if (sl2 > 0 && slx * slx * suml2 > sumlx * sumlx * sl2) {
+        L[i] = static_cast<std::int8_t>(l);
+        sumlx = slx;
+        suml2 = sl2;
+        ++changed;
+      }
+    }
+    if (!changed) break;
+  }
+  for (int i = 0; i < n; ++i) L[i] = static_cast<std::int8_t>(L[i] + nmax);
+  return suml2 > 0 ? sumlx / suml2 : 0.f;
 }
 
 namespace {

@@ -1,9 +1,10 @@
 // The scale searches of the K-quant weight quantizers: the asymmetric scale and
-// min of Q2_K, Q4_K and Q5_K (ggml's make_qkx2_quants) and the symmetric scale
-// of Q6_K (make_qx_quants), each for one group and for four groups side by
-// side with the same operations in the same order (each SIMD lane one group).
-// The four give the same bits several times faster: a search is a chain of
-// dependent float additions per group.
+// min of Q2_K, Q4_K and Q5_K (ggml's make_qkx2_quants), the symmetric scale of
+// Q6_K (make_qx_quants) and Q3_K's (make_q3_quants). The ones the common mixes
+// spend their time in also come for four groups side by side, with the same
+// operations in the same order (each SIMD lane one group): the same bits,
+// several times faster, since a search is a chain of dependent float additions
+// per group.
 #pragma once
 
 #include <cstdint>
@@ -39,5 +40,12 @@ float fit_scale_sym(int n, int nmax, const float* x, std::int8_t* L);
 // fit_scale_sym for the four groups x[n*g .. n*g + n), g = 0..3, n <= 32,
 // without the levels: scale[g] is the bits fit_scale_sym gives for group g.
 void fit_scale_sym_x4(int n, int nmax, const float* x, float* scale);
+
+// Symmetric fit for Q3_K, x ~= scale * (L - nmax) with L - nmax in [-nmax, nmax),
+// weighted by x^2: start from the max mapping, then up to five passes that move
+// one level at a time to its best value given the others, keeping a move when
+// the explained energy sum(w*x*l)^2 / sum(w*l^2) grows (ggml's make_q3_quants
+// with rmse). L[0..n) receives L in [0, 2*nmax). Returns the scale.
+float fit_scale_sym_refined(int n, int nmax, const float* x, std::int8_t* L);
 
 }  // namespace seam::quant

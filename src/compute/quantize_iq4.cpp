@@ -10,13 +10,8 @@
 #include "core/half.h"
 #include "seam/error.h"
 
-// As quantize_k.cpp: no contraction, so the scale search's near-ties resolve as
-// ggml's (built without FMA) do.
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+// Last: every product from here on rounded on its own, as ggml's quantizers do.
+#include "compute/no_fp_contraction.h"
 
 namespace seam::quant {
 

@@ -13,14 +13,8 @@
 #include "core/half.h"
 #include "seam/error.h"
 
-// An opt-in -march=native build (SEAM_NATIVE) lets GCC fuse a*b+c into FMAs; keeping
-// every product rounded makes the scale search follow ggml's (which is built
-// without FMA) so that near-ties resolve the same way.
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+// Last: every product from here on rounded on its own, as ggml's quantizers do.
+#include "compute/no_fp_contraction.h"
 
 namespace seam::quant {
 
@@ -31,56 +25,6 @@ void check_k_row(std::int64_t n, const char* type) {
     throw Error(Errc::InvalidArgument, std::string(type) + " rows must be a multiple of 256 " +
                                            "elements; got " + std::to_string(n));
   }
-}
-
-// Symmetric fit for Q3_K, x ~= scale * (L - nmax) with L - nmax in [-nmax, nmax),
-// weighted by x^2: start from the max mapping, then up to five passes that move
-// one level at a time to its best value given the others, keeping a move when
-// the explained energy sum(w*x*l)^2 / sum(w*l^2) grows (ggml's make_q3_quants
-// with rmse). L[0..n) receives L in [0, 2*nmax). Returns the scale.
-float fit_scale_sym_refined(int n, int nmax, const float* x, std::int8_t* L) {
-  float amax = 0, vmax = 0;
-  for (int i = 0; i < n; ++i) {
-    if (std::fabs(x[i]) > amax) {
-      amax = std::fabs(x[i]);
-      vmax = x[i];
-    }
-  }
-  if (amax < kGroupEps) {
-    std::fill(L, L + n, 0);
-    return 0.f;
-  }
-  const float iscale = -nmax / vmax;
-  float sumlx = 0, suml2 = 0;
-  for (int i = 0; i < n; ++i) {
-    const int l = std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
-    L[i] = static_cast<std::int8_t>(l);
-    const float w = x[i] * x[i];
-    sumlx += w * x[i] * l;
-    suml2 += w * l * l;
-  }
-  for (int pass = 0; pass < 5; ++pass) {
-    int changed = 0;
-    for (int i = 0; i < n; ++i) {
-      const float w = x[i] * x[i];
-      float slx = sumlx - w * x[i] * L[i];
-      if (slx <= 0) continue;
-      float sl2 = suml2 - w * L[i] * L[i];
-      const int l = std::clamp(nearest_int(x[i] * sl2 / slx), -nmax, nmax - 1);
-      if (l == L[i]) continue;
-      slx += w * x[i] * l;
-      sl2 += w * l * l;
-      if (sl2 > 0 && slx * slx * suml2 > sumlx * sumlx * sl2) {
-        L[i] = static_cast<std::int8_t>(l);
-        sumlx = slx;
-        suml2 = sl2;
-        ++changed;
-      }
-    }
-    if (!changed) break;
-  }
-  for (int i = 0; i < n; ++i) L[i] = static_cast<std::int8_t>(L[i] + nmax);
-  return suml2 > 0 ? sumlx / suml2 : 0.f;
 }
 
 // Q2_K and Q3_K pack 2-bit levels the same way: qs[32*h + l] holds element
