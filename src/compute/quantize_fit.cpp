@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "compute/quant_blocks.h"
 #include "compute/round.h"
 
 // Last: every product from here on rounded on its own, as ggml's quantizers do.
@@ -162,6 +163,44 @@ float fit_scale_sym_refined(int n, int nmax, const float* x, std::int8_t* L) {
   return suml2 > 0 ? sumlx / suml2 : 0.f;
 }
 
+int nearest_iq4_code(float v) {
+  const std::int8_t* c = kIQ4Values;
+  if (v <= c[0]) return 0;
+  if (v >= c[15]) return 15;
+  int lo = 0, hi = 15;
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    (v < c[mid] ? hi : lo) = mid;
+  }
+  return v - c[hi - 1] < c[hi] - v ? hi - 1 : hi;
+}
+
+float fit_scale_iq4(const float* x) {
+  const float vmax = largest_magnitude(32, x);
+  if (std::fabs(vmax) < kGroupEps) return 0.f;
+  auto energy = [x](float id, float& sumqx, float& sumq2) {
+    sumqx = sumq2 = 0;
+    for (int j = 0; j < 32; ++j) {
+      const float q = kIQ4Values[nearest_iq4_code(id * x[j])];
+      const float w = x[j] * x[j];
+      sumqx += w * q * x[j];
+      sumq2 += w * q * q;
+    }
+  };
+  float sumqx, sumq2;
+  energy(1.f / (-vmax / kIQ4Values[0]), sumqx, sumq2);
+  float d = sumq2 > 0 ? sumqx / sumq2 : 0.f;
+  float best = d * sumqx;
+  for (int k = -7; k <= 7; ++k) {
+    energy((k + kIQ4Values[0]) / vmax, sumqx, sumq2);
+    if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+      d = sumqx / sumq2;
+      best = d * sumqx;
+    }
+  }
+  return d;
+}
+
 namespace {
 
 // Four lanes, one group each: GCC's vector extensions give lane-wise IEEE
@@ -179,6 +218,37 @@ using I4 = std::int32_t __attribute__((vector_size(16)));
   v = v > lo ? v : lo + F4{};
   v = v < hi ? v : hi + F4{};
   return (v + 12582912.0f) - 12582912.0f;
+}
+
+// The codebook value nearest_iq4_code picks, lane by lane: below the lowest
+// code lo and hi stay code 0 and 1; past each code k <= v they move to codes
+// k and k + 1 (the last to 15 and 15), and the nearer of the two wins, the
+// higher on a tie, by nearest_iq4_code's own comparison.
+[[gnu::always_inline]] inline F4 nearest_iq4_value_x4(F4 v) {
+  F4 lo = kIQ4Values[0] + F4{}, hi = kIQ4Values[1] + F4{};
+  for (int k = 1; k < 16; ++k) {
+    const F4 code = kIQ4Values[k] + F4{};
+    const auto past = ~(v < code);  // code <= v, and NaN runs to 15 as in the search
+    lo = past ? code : lo;
+    hi = past ? kIQ4Values[std::min(k + 1, 15)] + F4{} : hi;
+  }
+  return v - lo < hi - v ? lo : hi;
+}
+
+[[gnu::always_inline]] inline F4 fabs_x4(F4 v) {  // clears the sign bit
+  return reinterpret_cast<F4>(reinterpret_cast<I4>(v) & 0x7fffffff);
+}
+
+// largest_magnitude, lane by lane, of xt[0..n).
+F4 largest_magnitude_x4(int n, const F4* xt) {
+  F4 amax{}, vmax{};
+  for (int i = 0; i < n; ++i) {
+    const F4 a = fabs_x4(xt[i]);
+    const auto larger = a > amax;
+    amax = larger ? a : amax;
+    vmax = larger ? xt[i] : vmax;
+  }
+  return vmax;
 }
 
 // in[n*g + i] -> out[i][g].
@@ -200,7 +270,7 @@ void fit_scale_min_x4(int n, int nmax, const float* x, const float* w, float* sc
   transpose_x4(n, x, xt);
   transpose_x4(n, w, wt);
   auto cost = [abs_error](F4 diff) {  // fabs clears the sign bit
-    return abs_error ? reinterpret_cast<F4>(reinterpret_cast<I4>(diff) & 0x7fffffff) : diff * diff;
+    return abs_error ? fabs_x4(diff) : diff * diff;
   };
   const auto fmax = static_cast<float>(nmax);
   F4 lo = xt[0], hi = xt[0];
@@ -255,14 +325,8 @@ void fit_scale_min_x4(int n, int nmax, const float* x, const float* w, float* sc
 void fit_scale_sym_x4(int n, int nmax, const float* x, float* scale) {
   F4 xt[32] = {};
   transpose_x4(n, x, xt);
-  F4 amax{}, vmax{};
-  for (int i = 0; i < n; ++i) {
-    const F4 a = reinterpret_cast<F4>(reinterpret_cast<I4>(xt[i]) & 0x7fffffff);
-    const auto larger = a > amax;
-    amax = larger ? a : amax;
-    vmax = larger ? xt[i] : vmax;
-  }
-  const auto flat = amax < kGroupEps;
+  const F4 vmax = largest_magnitude_x4(n, xt);
+  const auto flat = fabs_x4(vmax) < kGroupEps;
   const auto fmax = static_cast<float>(nmax);
   auto sums = [&](F4 iscale, F4& sumlx, F4& suml2) {
     sumlx = suml2 = F4{};
@@ -286,6 +350,42 @@ void fit_scale_sym_x4(int n, int nmax, const float* x, float* scale) {
     best = better ? s * sumlx : best;
   }
   for (int g = 0; g < 4; ++g) scale[g] = flat[g] ? 0.f : best_scale[g];
+}
+
+// As fit_scale_sym_x4, fit_scale_iq4's statements lane by lane.
+void fit_scale_iq4_x4(const float* x, float* scale) {
+  F4 xt[32] = {};
+  transpose_x4(32, x, xt);
+  const F4 vmax = largest_magnitude_x4(32, xt);
+  const auto flat = fabs_x4(vmax) < kGroupEps;
+  auto energy = [&xt](F4 id, F4& sumqx, F4& sumq2) {
+    sumqx = sumq2 = F4{};
+    for (int j = 0; j < 32; ++j) {
+      const F4 q = nearest_iq4_value_x4(id * xt[j]);
+      const F4 w = xt[j] * xt[j];
+      sumqx += w * q * xt[j];
+      sumq2 += w * q * q;
+    }
+  };
+  F4 sumqx, sumq2;
+  energy(1.f / (-vmax / static_cast<float>(kIQ4Values[0])), sumqx, sumq2);
+  F4 d = sumq2 > 0 ? sumqx / sumq2 : F4{};
+  F4 best = d * sumqx;
+  for (int k = -7; k <= 7; ++k) {
+    energy(static_cast<float>(k + kIQ4Values[0]) / vmax, sumqx, sumq2);
+    const auto better = (sumq2 > 0) & (sumqx * sumqx > best * sumq2);
+    const F4 s = sumqx / sumq2;
+    d = better ? s : d;
+    best = better ? s * sumqx : best;
+  }
+  for (int g = 0; g < 4; ++g) scale[g] = flat[g] ? 0.f : d[g];
+}
+
+void nearest_iq4_values_x4(const float* v, float* out) {
+  F4 lanes;
+  for (int g = 0; g < 4; ++g) lanes[g] = v[g];
+  const F4 q = nearest_iq4_value_x4(lanes);
+  for (int g = 0; g < 4; ++g) out[g] = q[g];
 }
 
 }  // namespace seam::quant

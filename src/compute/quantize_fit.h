@@ -1,6 +1,7 @@
 // The scale searches of the K-quant weight quantizers: the asymmetric scale and
 // min of Q2_K, Q4_K and Q5_K (ggml's make_qkx2_quants), the symmetric scale of
-// Q6_K (make_qx_quants) and Q3_K's (make_q3_quants). The ones the common mixes
+// Q6_K (make_qx_quants) and Q3_K's (make_q3_quants), and IQ4_NL / IQ4_XS's
+// codebook scale. The ones the common mixes
 // spend their time in also come for four groups side by side, with the same
 // operations in the same order (each SIMD lane one group): the same bits,
 // several times faster, since a search is a chain of dependent float additions
@@ -47,5 +48,21 @@ void fit_scale_sym_x4(int n, int nmax, const float* x, float* scale);
 // the explained energy sum(w*x*l)^2 / sum(w*l^2) grows (ggml's make_q3_quants
 // with rmse). L[0..n) receives L in [0, 2*nmax). Returns the scale.
 float fit_scale_sym_refined(int n, int nmax, const float* x, std::int8_t* L);
+
+// The IQ4_NL / IQ4_XS codebook (kIQ4Values) index nearest to v, the higher one
+// on a tie (as ggml's best_index_int8).
+int nearest_iq4_code(float v);
+// kIQ4Values[nearest_iq4_code(v[g])] for g = 0..3, as the four-lane fit finds it.
+void nearest_iq4_values_x4(const float* v, float* out);
+
+// The best scale for 32 values x ~= d * kIQ4Values[L], weighted by x^2: the
+// scale that maps the extreme value onto the codebook's extreme, refined by
+// least squares, then 15 neighbouring inverse scales ((k + code[0]) / max, k in
+// -7..7), keeping the one with the largest explained energy.
+float fit_scale_iq4(const float* x);
+
+// fit_scale_iq4 for the four blocks x[32*g .. 32*g + 32), g = 0..3: scale[g]
+// is the bits fit_scale_iq4 gives for block g.
+void fit_scale_iq4_x4(const float* x, float* scale);
 
 }  // namespace seam::quant

@@ -1,7 +1,7 @@
 // The four-lane scale searches give, group for group, the bits of the
-// one-group searches they stand in for (the quantizers' output must stay byte
-// for byte llama-quantize's, quantize_k_test): the same IEEE operations in the
-// same order, so the comparison is of bits, on groups that take every branch.
+// one-group searches they stand in for (the K-quants' output must stay byte
+// for byte llama-quantize's, quantize_k_test; IQ4's the same as before): the same IEEE operations
+// in the same order, so the comparison is of bits, on groups that take every branch.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "compute/quant_blocks.h"
 #include "compute/quantize_fit.h"
 
 namespace seam::quant {
@@ -122,6 +123,64 @@ TEST(QuantizeFit, FourLanesGiveTheOneGroupSymmetricScaleBits) {
         EXPECT_EQ(bits(scale[g]), bits(want))
             << "n " << n << ", group " << g0 + g << ": " << scale[g] << " vs " << want;
       }
+    }
+  }
+}
+
+TEST(QuantizeFit, FourLanesGiveTheOneBlockIq4ScaleBits) {
+  auto groups = test_groups(32);
+  // Blocks whose first candidate scale (id = 127 / max = 1) puts values on the
+  // midpoints between codes, where the tie rule decides.
+  for (int r = 0; r < 4; ++r) {
+    std::vector<float> ties(32);
+    ties[0] = 127.f;
+    for (int i = 1; i < 32; ++i) {
+      const int k = (i + r) % 15;
+      ties[i] = (kIQ4Values[k] + kIQ4Values[k + 1]) / 2.f;
+    }
+    groups.push_back(ties);
+  }
+  for (std::size_t g0 = 0; g0 < groups.size(); g0 += 4) {
+    std::vector<float> x(4 * 32);
+    for (int g = 0; g < 4; ++g) {
+      for (int i = 0; i < 32; ++i) x[32 * g + i] = groups[g0 + g][i];
+    }
+    float scale[4];
+    fit_scale_iq4_x4(x.data(), scale);
+    for (int g = 0; g < 4; ++g) {
+      const float want = fit_scale_iq4(x.data() + 32 * g);
+      EXPECT_EQ(bits(scale[g]), bits(want))
+          << "block " << g0 + g << ": " << scale[g] << " vs " << want;
+    }
+  }
+}
+
+// The code search, against the plain rule, and the four lanes' against it: the
+// nearest codebook value, the higher of two at the same distance (distances
+// in double, exact for these floats).
+TEST(QuantizeFit, NearestIq4CodeIsTheNearestValueTheHigherOnATie) {
+  std::vector<float> probes = {-1e9f, -200.f, -127.f, -126.9f, 113.f, 113.5f, 1e9f};
+  for (int k = 0; k < 15; ++k) {
+    const float a = kIQ4Values[k], b = kIQ4Values[k + 1];
+    for (float v : {a, b, (a + b) / 2, std::nextafter((a + b) / 2, a),
+                    std::nextafter((a + b) / 2, b), a + 0.25f * (b - a)})
+      probes.push_back(v);
+  }
+  for (float v : probes) {
+    int want = 0;
+    for (int k = 1; k < 16; ++k) {
+      const double here = std::fabs(double{v} - kIQ4Values[k]);
+      if (here <= std::fabs(double{v} - kIQ4Values[want])) want = k;
+    }
+    EXPECT_EQ(nearest_iq4_code(v), want) << v;
+  }
+  probes.push_back(std::numeric_limits<float>::quiet_NaN());
+  while (probes.size() % 4) probes.push_back(0.f);
+  for (std::size_t i = 0; i < probes.size(); i += 4) {
+    float lanes[4];
+    nearest_iq4_values_x4(probes.data() + i, lanes);
+    for (int g = 0; g < 4; ++g) {
+      EXPECT_EQ(lanes[g], kIQ4Values[nearest_iq4_code(probes[i + g])]) << probes[i + g];
     }
   }
 }
