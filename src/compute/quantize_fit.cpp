@@ -265,7 +265,7 @@ void transpose_x4(int n, const float* in, F4* out) {
 // Each lane runs fit_scale_min's statements in its order; where fit_scale_min
 // branches, the lanes select. std::min(lo, x) is (x < lo ? x : lo), and so on.
 void fit_scale_min_x4(int n, int nmax, const float* x, const float* w, float* scale, float* min_out,
-                      float rmin, float rdelta, int nstep, bool abs_error) {
+                      float rmin, float rdelta, int nstep, bool abs_error, std::uint8_t* L) {
   F4 xt[32] = {}, wt[32] = {};  // [i][group]; n <= 32 of them used
   transpose_x4(n, x, xt);
   transpose_x4(n, w, wt);
@@ -287,8 +287,10 @@ void fit_scale_min_x4(int n, int nmax, const float* x, const float* w, float* sc
   F4 iscale = fmax / (hi - lo);
   F4 best_scale = 1.f / iscale;
   F4 best{};
+  F4 levels[32];  // the best candidate's, where L asks for them
   for (int i = 0; i < n; ++i) {
     const F4 l = round_clamped_x4(iscale * (xt[i] - lo), 0.f, fmax);
+    levels[i] = l;
     best += wt[i] * cost(best_scale * l + lo - xt[i]);
   }
   F4 aux[32];
@@ -314,10 +316,16 @@ void fit_scale_min_x4(int n, int nmax, const float* x, const float* w, float* sc
     best = better ? err : best;
     best_scale = better ? s : best_scale;
     lo = better ? m : lo;
+    if (L) {
+      for (int i = 0; i < n; ++i) levels[i] = better ? aux[i] : levels[i];
+    }
   }
   for (int g = 0; g < 4; ++g) {
     scale[g] = flat[g] ? 0.f : best_scale[g];
     min_out[g] = flat[g] ? flat_min[g] : -lo[g];
+    if (!L) continue;
+    for (int i = 0; i < n; ++i)
+      L[n * g + i] = flat[g] ? 0 : static_cast<std::uint8_t>(levels[i][g]);
   }
 }
 

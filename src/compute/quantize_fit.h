@@ -26,10 +26,11 @@ float fit_scale_min(int n, int nmax, const float* x, const float* w, std::uint8_
                     float* min_out, float rmin, float rdelta, int nstep, bool abs_error = false);
 
 // fit_scale_min for the four groups x[n*g .. n*g + n) (weights w likewise),
-// g = 0..3, n <= 32, without the levels: scale[g] and min_out[g] are the bits
-// fit_scale_min gives for group g.
+// g = 0..3, n <= 32: scale[g] and min_out[g] are the bits fit_scale_min gives
+// for group g, and L[n*g .. n*g + n) its levels where L is given.
 void fit_scale_min_x4(int n, int nmax, const float* x, const float* w, float* scale, float* min_out,
-                      float rmin, float rdelta, int nstep, bool abs_error = false);
+                      float rmin, float rdelta, int nstep, bool abs_error = false,
+                      std::uint8_t* L = nullptr);
 
 // Symmetric fit x ~= scale * (L - nmax), levels in [0, 2*nmax), weighted by x^2 so
 // that large values (which dominate a matmul) are reproduced best. Tries

@@ -179,13 +179,15 @@ void quantize_row_q2_K(const float* x, void* dst, std::int64_t n) {
   for (std::int64_t b = 0; b < n / kQK_K; ++b, x += kQK_K) {
     BlockQ2_K& blk = out[b];
     // 16 sub-blocks of 16, each x ~= scale * q - min with q in 0..3, weighted by |x|.
-    // The one-group fit: a sub-block whose scale rounds to zero keeps its levels.
-    float scales[16], mins[16], w[16];
+    // The fit's levels too: a sub-block whose scale rounds to zero keeps them.
+    float scales[16], mins[16], w[kQK_K];
+    for (int l = 0; l < kQK_K; ++l) w[l] = std::fabs(x[l]);
+    for (int j = 0; j < 16; j += 4) {
+      fit_scale_min_x4(16, 3, x + 16 * j, w + 16 * j, scales + j, mins + j, -0.5f, 0.1f, 15,
+                       /*abs_error=*/true, L + 16 * j);
+    }
     float max_scale = 0, max_min = 0;
     for (int j = 0; j < 16; ++j) {
-      for (int l = 0; l < 16; ++l) w[l] = std::fabs(x[16 * j + l]);
-      scales[j] = fit_scale_min(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], -0.5f, 0.1f, 15,
-                                /*abs_error=*/true);
       max_scale = std::max(max_scale, scales[j]);
       max_min = std::max(max_min, mins[j]);
     }

@@ -68,7 +68,8 @@ struct MinFitCase {
   bool abs_error;
 };
 
-// Q4_K, Q5_K and Q2_K's parameters, and the absolute error at n = 32.
+// Q4_K, Q5_K and Q2_K's parameters (Q2_K uses the levels), and the absolute
+// error at n = 32.
 const MinFitCase kMinFits[] = {{32, 15, -1.f, 0.1f, 20, false},
                                {32, 31, -0.5f, 0.1f, 15, false},
                                {16, 3, -0.5f, 0.1f, 15, true},
@@ -93,6 +94,11 @@ TEST(QuantizeFit, FourLanesGiveTheOneGroupFitsScaleAndMinBits) {
       float scale[4], min[4];
       fit_scale_min_x4(c.n, c.nmax, x.data(), w.data(), scale, min, c.rmin, c.rdelta, c.nstep,
                        c.abs_error);
+      // With the levels asked for: the same scales and mins, and fit_scale_min's levels.
+      float scale_l[4], min_l[4];
+      std::vector<std::uint8_t> levels(4 * c.n, 0xAA);
+      fit_scale_min_x4(c.n, c.nmax, x.data(), w.data(), scale_l, min_l, c.rmin, c.rdelta, c.nstep,
+                       c.abs_error, levels.data());
       for (int g = 0; g < 4; ++g) {
         std::uint8_t L[32];
         float want_min = 0;
@@ -102,6 +108,11 @@ TEST(QuantizeFit, FourLanesGiveTheOneGroupFitsScaleAndMinBits) {
                                (c.abs_error ? " abs" : "") + ", group " + std::to_string(g0 + g);
         EXPECT_EQ(bits(scale[g]), bits(want)) << at << ": " << scale[g] << " vs " << want;
         EXPECT_EQ(bits(min[g]), bits(want_min)) << at << ": " << min[g] << " vs " << want_min;
+        EXPECT_EQ(bits(scale_l[g]), bits(want)) << at << " (levels asked for)";
+        EXPECT_EQ(bits(min_l[g]), bits(want_min)) << at << " (levels asked for)";
+        for (int i = 0; i < c.n; ++i) {
+          EXPECT_EQ(int{levels[c.n * g + i]}, int{L[i]}) << at << ", level " << i;
+        }
       }
     }
   }
