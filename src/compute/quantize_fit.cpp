@@ -251,6 +251,17 @@ F4 largest_magnitude_x4(int n, const F4* xt) {
   return vmax;
 }
 
+// The symmetric searches' choice, lane by lane: a candidate's least-squares
+// scale sumqx / sumq2 replaces the best so far where it explains more energy
+// (sumqx^2 / sumq2), as fit_scale_sym and fit_scale_iq4 decide. (Their sums
+// stay apart: they multiply in different orders.)
+[[gnu::always_inline]] inline void keep_if_better_x4(F4 sumqx, F4 sumq2, F4& scale, F4& best) {
+  const auto better = (sumq2 > 0) & (sumqx * sumqx > best * sumq2);
+  const F4 s = sumqx / sumq2;
+  scale = better ? s : scale;
+  best = better ? s * sumqx : best;
+}
+
 // in[n*g + i] -> out[i][g].
 void transpose_x4(int n, const float* in, F4* out) {
   for (int i = 0; i < n; ++i) {
@@ -352,10 +363,7 @@ void fit_scale_sym_x4(int n, int nmax, const float* x, float* scale) {
   for (int k = -9; k <= 9; ++k) {
     if (k == 0) continue;
     sums(-(fmax + 0.1f * static_cast<float>(k)) / vmax, sumlx, suml2);
-    const auto better = (suml2 > 0) & (sumlx * sumlx > best * suml2);
-    const F4 s = sumlx / suml2;
-    best_scale = better ? s : best_scale;
-    best = better ? s * sumlx : best;
+    keep_if_better_x4(sumlx, suml2, best_scale, best);
   }
   for (int g = 0; g < 4; ++g) scale[g] = flat[g] ? 0.f : best_scale[g];
 }
@@ -381,10 +389,7 @@ void fit_scale_iq4_x4(const float* x, float* scale) {
   F4 best = d * sumqx;
   for (int k = -7; k <= 7; ++k) {
     energy(static_cast<float>(k + kIQ4Values[0]) / vmax, sumqx, sumq2);
-    const auto better = (sumq2 > 0) & (sumqx * sumqx > best * sumq2);
-    const F4 s = sumqx / sumq2;
-    d = better ? s : d;
-    best = better ? s * sumqx : best;
+    keep_if_better_x4(sumqx, sumq2, d, best);
   }
   for (int g = 0; g < 4; ++g) scale[g] = flat[g] ? 0.f : d[g];
 }

@@ -1,11 +1,10 @@
-// The scale searches of the K-quant weight quantizers: the asymmetric scale and
-// min of Q2_K, Q4_K and Q5_K (ggml's make_qkx2_quants), the symmetric scale of
-// Q6_K (make_qx_quants) and Q3_K's (make_q3_quants), and IQ4_NL / IQ4_XS's
-// codebook scale. The ones the common mixes
-// spend their time in also come for four groups side by side, with the same
-// operations in the same order (each SIMD lane one group): the same bits,
-// several times faster, since a search is a chain of dependent float additions
-// per group.
+// The scale searches of the K-quant and IQ4 weight quantizers: the asymmetric
+// scale and min of Q2_K, Q4_K and Q5_K (ggml's make_qkx2_quants), the symmetric
+// scale of Q6_K (make_qx_quants) and of Q3_K (make_q3_quants), and IQ4_NL /
+// IQ4_XS's codebook scale. Those the common mixes spend their time in also
+// come for four groups side by side, with the same operations in the same
+// order (each SIMD lane one group): the same bits, several times faster, since
+// a search is a chain of dependent float additions per group.
 #pragma once
 
 #include <cstdint>

@@ -42,17 +42,15 @@ void quantize_row_iq4_nl(const float* x, void* dst, std::int64_t n) {
   auto* out = static_cast<BlockIQ4_NL*>(dst);
   const std::int64_t n_blocks = n / 32;
   for (std::int64_t b = 0; b < n_blocks; b += 4) {
+    // Four blocks at a time; a row's last one to three by the one-block search.
+    const int m = static_cast<int>(std::min<std::int64_t>(4, n_blocks - b));
     float d[4];
-    if (b + 4 <= n_blocks) {
-      fit_scale_iq4_x4(x + 32 * b, d);
-    } else {
-      for (std::int64_t i = b; i < n_blocks; ++i) d[i - b] = fit_scale_iq4(x + 32 * i);
-    }
-    for (std::int64_t i = b; i < std::min(b + 4, n_blocks); ++i) {
-      const float di = d[i - b];
-      out[i].d = f32_to_fp16(di);
+    if (m == 4) fit_scale_iq4_x4(x + 32 * b, d);
+    for (int i = 0; i < m; ++i) {
+      if (m < 4) d[i] = fit_scale_iq4(x + 32 * (b + i));
+      out[b + i].d = f32_to_fp16(d[i]);
       // Codes against the scale as found (llama-quantize does the same, not the f16 one).
-      pack_codes(x + 32 * i, di != 0 ? 1.f / di : 0.f, out[i].qs);
+      pack_codes(x + 32 * (b + i), d[i] != 0 ? 1.f / d[i] : 0.f, out[b + i].qs);
     }
   }
 }
