@@ -154,6 +154,23 @@ bool MappedFile::set_writable(bool writable) {
                     writable ? PROT_READ | PROT_WRITE : PROT_READ) == 0;
 }
 
+void MappedFile::release(std::span<const std::byte> range) const {
+  if (in_memory_ || range.empty()) return;
+  const auto base = reinterpret_cast<std::uintptr_t>(data_);
+  const std::uintptr_t from = std::max(reinterpret_cast<std::uintptr_t>(range.data()), base);
+  const std::uintptr_t to =
+      std::min(reinterpret_cast<std::uintptr_t>(range.data() + range.size()), base + size_);
+  if (from >= to) return;
+  // Whole pages, the partial ones at either end included: the mapping is
+  // read-only, so a page shared with a neighbour loses nothing and is mapped
+  // again from the page cache when the neighbour is read.
+  const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const std::uintptr_t start = from & ~(page - 1);
+  const std::uintptr_t end = (to + page - 1) & ~(page - 1);
+  ::madvise(reinterpret_cast<void*>(start), end - start,
+            MADV_DONTNEED);  // advice: no error to report
+}
+
 MappedFile::MappedFile(MappedFile&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)),

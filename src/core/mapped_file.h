@@ -39,6 +39,11 @@ class MappedFile {
   // rewrites it in place (the loader puts weights in its kernels' layout):
   // true when the protection changed, false (nothing done) for a mapping.
   bool set_writable(bool writable);
+  // The reader is done with `range` (within bytes()): a mapping's pages over it
+  // leave this process's resident set. The page cache keeps them, so a later
+  // read costs a page fault, not a disk read. Nothing for a copy in memory,
+  // whose pages are the only copy.
+  void release(std::span<const std::byte> range) const;
 
  private:
   const std::byte* data_ = nullptr;

@@ -4,6 +4,7 @@
 // size in memory and always ends in Error(BadFormat) naming the problem.
 #include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -379,6 +380,24 @@ const GgufValue* GgufFile::find(std::string_view key) const {
 const GgufTensor* GgufFile::find_tensor(std::string_view name) const {
   auto it = tensor_index_.find(name);
   return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
+}
+
+void GgufFile::release_pages(const GgufTensor& t) const {
+  const auto at = reinterpret_cast<std::uintptr_t>(t.data);
+  const auto holds = [&](const MappedFile& m) {
+    const auto from = reinterpret_cast<std::uintptr_t>(m.bytes().data());
+    return at >= from && at - from + t.nbytes <= m.bytes().size();
+  };
+  if (file_ && holds(*file_)) {
+    file_->release({t.data, t.nbytes});
+    return;
+  }
+  for (const auto& m : mappings_) {
+    if (holds(*m)) {
+      m->release({t.data, t.nbytes});
+      return;
+    }
+  }
 }
 
 namespace {

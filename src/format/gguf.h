@@ -101,14 +101,16 @@ class GgufFile {
   // Parses bytes owned by the caller (they must outlive the GgufFile).
   static GgufFile parse(std::span<const std::byte> bytes, std::string source_name = "<memory>");
   // Assembles a file from metadata and tensors whose `data` point into memory
-  // kept alive by `keepalive` (other mappings, converted copies); used to present
-  // other checkpoint formats through this interface. Tensor `offset` is ignored.
+  // kept alive by `keepalive` (converted copies) or into `mappings` (the files
+  // they come from, which release_pages() may act on); used to present other
+  // checkpoint formats through this interface. Tensor `offset` is ignored.
   // Throws Error(BadFormat) for duplicate keys or tensor names, or a tensor whose
   // nbytes does not match its type and shape.
   static GgufFile assemble(std::string source_name,
                            std::vector<std::pair<std::string, GgufValue>> metadata,
                            std::vector<GgufTensor> tensors,
-                           std::vector<std::shared_ptr<const void>> keepalive);
+                           std::vector<std::shared_ptr<const void>> keepalive,
+                           std::vector<std::shared_ptr<const MappedFile>> mappings = {});
 
   std::uint32_t version() const { return version_; }
   std::uint64_t alignment() const { return alignment_; }
@@ -135,6 +137,10 @@ class GgufFile {
   // bytes the caller owns, which stay as they are.
   bool set_tensors_writable(bool writable) const { return file_ && file_->set_writable(writable); }
   const GgufTensor* find_tensor(std::string_view name) const;
+  // A reader that goes through the tensors once (the quantizer) is done with
+  // `t`: where its bytes are a file mapping's, their pages leave the resident
+  // set (MappedFile::release); bytes in memory stay.
+  void release_pages(const GgufTensor& t) const;
 
  private:
   std::shared_ptr<MappedFile> file_;  // empty for parse()
@@ -146,7 +152,8 @@ class GgufFile {
   std::map<std::string, std::size_t, std::less<>> kv_index_;
   std::vector<GgufTensor> tensors_;
   std::map<std::string, std::size_t, std::less<>> tensor_index_;
-  std::vector<std::shared_ptr<const void>> keepalive_;  // assemble(): what tensors point into
+  std::vector<std::shared_ptr<const void>> keepalive_;       // assemble(): converted copies
+  std::vector<std::shared_ptr<const MappedFile>> mappings_;  // assemble(): the files among them
 };
 
 // Builds a GGUF v3 file in memory or on disk. Tensors are written in the order

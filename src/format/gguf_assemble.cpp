@@ -7,7 +7,8 @@ namespace seam {
 GgufFile GgufFile::assemble(std::string source_name,
                             std::vector<std::pair<std::string, GgufValue>> metadata,
                             std::vector<GgufTensor> tensors,
-                            std::vector<std::shared_ptr<const void>> keepalive) {
+                            std::vector<std::shared_ptr<const void>> keepalive,
+                            std::vector<std::shared_ptr<const MappedFile>> mappings) {
   GgufFile g;
   g.source_ = std::move(source_name);
   g.version_ = 3;
@@ -34,6 +35,7 @@ GgufFile GgufFile::assemble(std::string source_name,
     t.offset = 0;
   }
   g.keepalive_ = std::move(keepalive);
+  g.mappings_ = std::move(mappings);
   return g;
 }
 

@@ -510,8 +510,7 @@ GgufFile open_hf_model(const std::string& dir, Residency residency) {
   }
 
   const SafetensorsSet weights = SafetensorsSet::open_dir(dir, residency);
-  Keepalive keepalive;
-  for (auto& m : weights.mappings()) keepalive.push_back(m);
+  Keepalive keepalive;  // the converted copies; the shards' mappings go in as such
   std::vector<GgufTensor> tensors;
   ExpertStacks experts;
   GptOssExpertSets gpt_oss_experts;
@@ -566,7 +565,8 @@ GgufFile open_hf_model(const std::string& dir, Residency residency) {
   for (auto& [tname, values] : extra) {
     tensors.push_back(owned_f32_tensor(tname, std::move(values), keepalive));
   }
-  return GgufFile::assemble(dir, std::move(kv), std::move(tensors), std::move(keepalive));
+  return GgufFile::assemble(dir, std::move(kv), std::move(tensors), std::move(keepalive),
+                            weights.mappings());
 }
 
 GgufFile open_model_file(const std::string& path, Residency residency) {

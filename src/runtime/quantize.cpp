@@ -321,7 +321,10 @@ QuantizeReport quantize_model(const std::string& in, const std::string& out,
   // Each tensor is made when the writer reaches it, so that memory holds one
   // output tensor at a time rather than the whole output file.
   const std::size_t n_tensors = plan.size();
-  auto done = [&options, n_tensors](std::size_t i) {
+  // Each source tensor is read once: its mapped pages go as soon as it is done,
+  // or an 8B input would stay resident in full (8.8 GB for an 8.1 GiB file).
+  auto done = [&options, &file, n_tensors](const GgufTensor& t, std::size_t i) {
+    file.release_pages(t);
     if (options.on_tensor) options.on_tensor(i + 1, n_tensors);
   };
   for (const PlannedTensor& p : plan) {
@@ -337,7 +340,7 @@ QuantizeReport quantize_model(const std::string& in, const std::string& out,
       // Unchanged type: the bytes are copied as they are (no decode/encode drift).
       w.add_deferred_tensor(t.name, t.ne, t.type, [&t, index, &done](std::span<std::byte> dst) {
         std::memcpy(dst.data(), t.data, dst.size());
-        done(index);
+        done(t, index);
       });
       r.bytes_out = t.nbytes;
     } else {
@@ -358,7 +361,7 @@ QuantizeReport quantize_model(const std::string& in, const std::string& out,
                                            static_cast<std::int64_t>(row));
               }
             });
-            done(index);
+            done(t, index);
           });
       r.bytes_out = out_row * rows;
     }

@@ -17,6 +17,7 @@
 #include "seam/error.h"
 #include "seam/inspect.h"
 #include "seam/model.h"
+#include "seam/quantize.h"
 #include "seam/session.h"
 #include "test_model.h"
 
@@ -298,6 +299,31 @@ std::vector<Case> peer_cases() {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, HfLlamaCpp, ::testing::ValuesIn(peer_cases()),
                          [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
+
+// Quantizing reads a directory's shards through their mappings, letting each
+// tensor's pages go once it is written: the output is the conversion's, byte
+// for byte.
+TEST(HfModel, QuantizedDirectoryIsTheQuantizedConversion) {
+  const HfPair p =
+      generate_hf("f32_sharded", "--dim 48 --layers 3 --heads 3 --ffn 100 --seed 6 --shards 3");
+  QuantizeOptions o;
+  o.type = "Q8_0";
+  o.n_threads = 2;
+  const std::string from_dir = scratch_dir() + "/hf_f32_sharded.q8_0.gguf";
+  const std::string from_gguf = scratch_dir() + "/hf_f32_sharded.gguf.q8_0.gguf";
+  quantize_model(p.dir, from_dir, o);
+  quantize_model(p.gguf, from_gguf, o);
+  const GgufFile a = GgufFile::open(from_dir);
+  const GgufFile b = GgufFile::open(from_gguf);
+  ASSERT_EQ(a.tensors().size(), b.tensors().size());
+  for (const GgufTensor& t : a.tensors()) {
+    const GgufTensor* u = b.find_tensor(t.name);
+    ASSERT_NE(u, nullptr) << t.name;
+    EXPECT_EQ(t.type, u->type) << t.name;
+    ASSERT_EQ(t.nbytes, u->nbytes) << t.name;
+    EXPECT_EQ(0, std::memcmp(t.data, u->data, t.nbytes)) << t.name;
+  }
+}
 
 TEST(HfModel, OlderMultimodalLayoutReadsTheSameLanguageModel) {
   // transformers before 4.52 saved Gemma3ForConditionalGeneration's language model as
