@@ -377,6 +377,11 @@ const GgufValue* GgufFile::find(std::string_view key) const {
   return it == kv_index_.end() ? nullptr : &kv_[it->second].second;
 }
 
+void GgufFile::release_metadata() {
+  std::vector<std::pair<std::string, GgufValue>>().swap(kv_);  // clear() would keep the capacity
+  kv_index_.clear();
+}
+
 const GgufTensor* GgufFile::find_tensor(std::string_view name) const {
   auto it = tensor_index_.find(name);
   return it == tensor_index_.end() ? nullptr : &tensors_[it->second];

@@ -110,6 +110,9 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
   }
   impl->info =
       describe(impl->file, path, opts.vocab_only ? nullptr : &impl->spec, *impl->tokenizer);
+  // Everything read from the metadata is copied out by now; the model keeps
+  // the file for its tensors alone.
+  impl->file.release_metadata();
   return std::shared_ptr<const Model>(new Model(std::move(impl)));
 }
 

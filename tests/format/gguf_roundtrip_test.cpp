@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -282,6 +283,25 @@ TEST(GgufRoundTrip, ReleasingPagesKeepsTheTensors) {
               0);
   }
   std::filesystem::remove(path);
+}
+
+// A loaded model keeps its file for the tensors alone: the metadata goes,
+// every tensor stays as it was.
+TEST(GgufRoundTrip, ReleasingTheMetadataKeepsTheTensors) {
+  GgufWriter w;
+  w.set("general.name", GgufValue::str("release"));
+  w.set("tokenizer.ggml.tokens", GgufValue::strings({"a", "b", "c"}));
+  w.add_tensor("w", {64, 2}, TensorType::Q8_0, fill(2 * 2 * 34, 6));
+  const auto bytes = w.to_bytes();
+  GgufFile g = GgufFile::parse(bytes);
+  ASSERT_EQ(g.metadata().size(), 2u);
+  g.release_metadata();
+  EXPECT_TRUE(g.metadata().empty());
+  EXPECT_EQ(g.find("general.name"), nullptr);
+  EXPECT_EQ(g.get_string("general.name"), std::nullopt);
+  EXPECT_EQ(g.get_array("tokenizer.ggml.tokens"), nullptr);
+  ASSERT_NE(g.find_tensor("w"), nullptr);
+  EXPECT_EQ(std::memcmp(g.find_tensor("w")->data, fill(136, 6).data(), 136), 0);
 }
 
 // Tensors made only when the writer reaches them (the quantizer's output, one
