@@ -45,22 +45,31 @@ ForwardScratch::ForwardScratch(const ModelSpec& spec, std::uint32_t n_batch) : p
   const LayerMaxima m = layer_maxima(spec.layers);
   x.resize(b * spec.hp.n_embd);
   h.resize(b * spec.hp.n_embd);
-  if (!spec.recipe.gated_q) q.resize(b * m.q_width);  // gated_q: q lives in q_raw
-  k.resize(b * m.kv_width);
-  v.resize(b * m.kv_width);
   std::size_t f = 0;  // the FFN's rows per pass
   for (const LayerSpec& L : spec.layers)
     f = std::max(f, static_cast<std::size_t>(ffn_rows_per_pass(L, n_batch)));
-  gate.resize(f * m.ff_width);
-  up.resize(f * m.ff_width);
+  // Offsets into `phases`: attention's q (or gated_q's q_gate and q_raw), k, v;
+  // the FFN's gate and up from the start again.
+  const std::size_t qw = b * m.q_width, kvw = b * m.kv_width, ffw = f * m.ff_width;
+  const std::size_t attention = (spec.recipe.gated_q ? 3 * qw : qw) + 2 * kvw;
+  phases.resize(std::max(attention, 2 * ffw));
+  float* at = phases.data();
+  if (spec.recipe.gated_q) {  // q lives in q_raw
+    q_gate = at;
+    q_raw = at + qw;
+    at += 3 * qw;
+  } else {
+    q = at;
+    at += qw;
+  }
+  k = at;
+  v = at + kvw;
+  gate = phases.data();
+  up = gate + ffw;
   router.resize(f * m.n_expert);
   expert_ids.resize(f * m.n_expert_used);
   expert_w.resize(f * m.n_expert_used);
   rows.resize(b * spec.hp.n_embd);
-  if (spec.recipe.gated_q) {
-    q_gate.resize(b * m.q_width);
-    q_raw.resize(2 * b * m.q_width);
-  }
   if (std::any_of(spec.layers.begin(), spec.layers.end(),
                   [](const LayerSpec& L) { return L.n_ff_shexp > 0 || L.n_ff_dense > 0; })) {
     shexp.resize(f * spec.hp.n_embd);
@@ -119,11 +128,10 @@ void dense_and_experts_block(const ModelSpec& spec, const LayerSpec& ls, const L
   const std::int64_t E = hp.n_embd, FD = ls.n_ff_dense;
   const float eps = hp.norm_eps;
   be.rms_norm(x, L.ffn_norm, T, E, eps, h);
-  const MatmulJob gate_up[2] = {{L.ffn_gate, h, T, s.gate.data(), FD},
-                                {L.ffn_up, h, T, s.up.data(), FD}};
+  const MatmulJob gate_up[2] = {{L.ffn_gate, h, T, s.gate, FD}, {L.ffn_up, h, T, s.up, FD}};
   be.matmul_many(gate_up);
-  be.gated_activation(s.gate.data(), s.up.data(), T * FD, r.ffn_act, s.gate.data());
-  be.matmul(L.ffn_down, s.gate.data(), T, s.shexp.data(), E);
+  be.gated_activation(s.gate, s.up, T * FD, r.ffn_act, s.gate);
+  be.matmul(L.ffn_down, s.gate, T, s.shexp.data(), E);
   be.rms_norm(s.shexp.data(), L.post_ffn_norm_1, T, E, eps, s.shexp.data());
 
   be.rms_norm(x, nullptr, T, E, eps, s.router_in.data());
@@ -155,11 +163,11 @@ void ffn_rows(const ModelSpec& spec, const LayerSpec& ls, const LayerWeights& L,
   if (ls.n_ff_shexp > 0) {
     // Before the routed experts, which reuse gate and up: shexp [T][E].
     const std::int64_t FS = ls.n_ff_shexp;
-    const MatmulJob gate_up[2] = {{L.ffn_gate_shexp, h, T, s.gate.data(), FS},
-                                  {L.ffn_up_shexp, h, T, s.up.data(), FS}};
+    const MatmulJob gate_up[2] = {{L.ffn_gate_shexp, h, T, s.gate, FS},
+                                  {L.ffn_up_shexp, h, T, s.up, FS}};
     be.matmul_many(gate_up);
-    be.gated_activation(s.gate.data(), s.up.data(), T * FS, r.ffn_act, s.gate.data());
-    be.matmul(L.ffn_down_shexp, s.gate.data(), T, s.shexp.data(), E);
+    be.gated_activation(s.gate, s.up, T * FS, r.ffn_act, s.gate);
+    be.matmul(L.ffn_down_shexp, s.gate, T, s.shexp.data(), E);
     WeightView gate_inp;  // the 1-D gate as a one-row matrix
     gate_inp.n_in = E;
     gate_inp.n_out = 1;
@@ -177,11 +185,10 @@ void ffn_rows(const ModelSpec& spec, const LayerSpec& ls, const LayerWeights& L,
     y = s.experts_out.data();
     routed_experts(spec, ls, L, be, s, T, h, y);
   } else {
-    const MatmulJob gate_up[2] = {{L.ffn_gate, h, T, s.gate.data(), FF},
-                                  {L.ffn_up, h, T, s.up.data(), FF}};
+    const MatmulJob gate_up[2] = {{L.ffn_gate, h, T, s.gate, FF}, {L.ffn_up, h, T, s.up, FF}};
     be.matmul_many(gate_up);
-    be.gated_activation(s.gate.data(), s.up.data(), T * FF, r.ffn_act, s.gate.data());
-    be.matmul(L.ffn_down, s.gate.data(), T, h, E);
+    be.gated_activation(s.gate, s.up, T * FF, r.ffn_act, s.gate);
+    be.matmul(L.ffn_down, s.gate, T, h, E);
   }
   if (ls.n_ff_shexp > 0) be.add(y, s.shexp.data(), T * E);
   if (r.post_norms) be.rms_norm(y, L.post_ffn_norm, T, E, hp.norm_eps, y);
@@ -265,7 +272,7 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
     if (ls.rope_factors) rope.freq_factors = freq_factors;
 
     // The queries: gated_q compacts them within q_raw, after its gates.
-    float* q = r.gated_q ? s.q_raw.data() : s.q.data();
+    float* q = r.gated_q ? s.q_raw : s.q;
     AttentionArgs att;
     att.q = q;
     att.out = q;  // in place: q is dead once its row's attention is done
@@ -290,17 +297,17 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
     // and run the three in one dispatch. v_from_k (no attn_v): V is the raw K
     // projection, computed again rather than copied on the host so every step
     // stays a backend op.
-    const MatmulJob qkv[3] = {r.gated_q ? MatmulJob{L.wq, s.h.data(), T, s.q_raw.data(), 2 * QW}
+    const MatmulJob qkv[3] = {r.gated_q ? MatmulJob{L.wq, s.h.data(), T, s.q_raw, 2 * QW}
                                         : MatmulJob{L.wq, s.h.data(), T, q, QW},
-                              {L.wk, s.h.data(), T, s.k.data(), KW},
-                              {L.wv.data ? L.wv : L.wk, s.h.data(), T, s.v.data(), KW}};
+                              {L.wk, s.h.data(), T, s.k, KW},
+                              {L.wv.data ? L.wv : L.wk, s.h.data(), T, s.v, KW}};
     be.matmul_many(std::span(qkv, owns_kv ? 3 : 1));
     if (r.gated_q) {
       // Per head [q | gate]: q_raw [T][H][2 D] -> q_gate [T][H][D], then the
       // queries compacted in place to q_raw's first [T][H][D].
       const std::int64_t D = ls.head_dim;
-      be.copy_rows(s.q_raw.data() + D, 2 * D, T * ls.n_head, D, s.q_gate.data(), D);
-      be.copy_rows(s.q_raw.data(), 2 * D, T * ls.n_head, D, q, D);
+      be.copy_rows(s.q_raw + D, 2 * D, T * ls.n_head, D, s.q_gate, D);
+      be.copy_rows(s.q_raw, 2 * D, T * ls.n_head, D, q, D);
     }
     if (r.qkv_bias) be.add_bias(q, L.bq, T, QW);
     if (r.qk_norm) {
@@ -309,29 +316,29 @@ void forward(const ModelSpec& spec, const ModelWeights& w, ComputeBackend& be, K
     be.rope(q, T, att.n_head, att.head_dim, pos, rope);
     if (owns_kv) {
       if (r.qkv_bias) {
-        be.add_bias(s.k.data(), L.bk, T, KW);
-        be.add_bias(s.v.data(), L.bv, T, KW);
+        be.add_bias(s.k, L.bk, T, KW);
+        be.add_bias(s.v, L.bv, T, KW);
       }
       if (r.qk_norm) {
-        be.rms_norm(s.k.data(), L.k_norm, T * ls.n_head_kv, ls.head_dim, hp.norm_eps, s.k.data());
+        be.rms_norm(s.k, L.k_norm, T * ls.n_head_kv, ls.head_dim, hp.norm_eps, s.k);
       }
       if (r.v_norm) {
-        be.rms_norm(s.v.data(), nullptr, T * ls.n_head_kv, ls.head_dim, hp.norm_eps, s.v.data());
+        be.rms_norm(s.v, nullptr, T * ls.n_head_kv, ls.head_dim, hp.norm_eps, s.v);
       }
-      be.rope(s.k.data(), T, att.n_head_kv, att.head_dim, pos, rope);
+      be.rope(s.k, T, att.n_head_kv, att.head_dim, pos, rope);
     }
     if (hp.attn_temp_scale > 0.0f) be.scale_rows(q, T, QW, s.q_temp.data());
 
     if (owns_kv) {
-      be.store_kv(kv.k_data(l), kv.v_data(l), kv.type(), KW, cells, s.k.data(), s.v.data());
+      be.store_kv(kv.k_data(l), kv.v_data(l), kv.type(), KW, cells, s.k, s.v);
     }
     att.k = kv.k(ls.kv_source);
     att.v = kv.v(ls.kv_source);
     att.kv_type = kv.type();
     be.attention(att);
     if (r.gated_q) {
-      be.sigmoid(s.q_gate.data(), T * QW, s.q_gate.data());
-      be.mul(q, s.q_gate.data(), T * QW);
+      be.sigmoid(s.q_gate, T * QW, s.q_gate);
+      be.mul(q, s.q_gate, T * QW);
     }
     be.matmul(L.wo, q, T, s.h.data(), E);
     if (L.bo) be.add_bias(s.h.data(), L.bo, T, E);
