@@ -41,8 +41,7 @@ class BpeTokenizer final : public Tokenizer {
       for (int b = 0; b < 256; ++b) {
         std::string s;
         unicode::append_utf8(s, alphabet[b]);
-        auto it = v_.index.find(s);
-        byte_token_[b] = it == v_.index.end() ? -1 : it->second;
+        byte_token_[b] = v_.text.find(s).value_or(-1);
         byte_char_[b] = std::move(s);
       }
     }
@@ -216,7 +215,7 @@ void BpeTokenizer::bpe(std::string_view word, std::vector<Token>& out) const {
 }
 
 std::string BpeTokenizer::normal_piece(Token t) const {
-  const std::string& s = v_.text[t];
+  const std::string_view s = v_.text[t];
   if (pre_.flags() & kMetaspace) {
     const int b = unicode::byte_of_piece(s);
     if (b >= 0 && v_.attr[t] == TokenAttr::Byte) return std::string(1, static_cast<char>(b));

@@ -53,11 +53,11 @@ class SpmTokenizer final : public Tokenizer {
   // Pieces a merge may produce: sentencepiece never merges into control,
   // unknown, byte or unused pieces.
   std::optional<Token> mergeable(std::string_view s) const {
-    auto it = v_.index.find(s);
-    if (it == v_.index.end()) return std::nullopt;
-    const TokenAttr a = v_.attr[it->second];
+    const std::optional<Token> t = v_.text.find(s);
+    if (!t) return std::nullopt;
+    const TokenAttr a = v_.attr[*t];
     if (a != TokenAttr::Normal && a != TokenAttr::UserDefined) return std::nullopt;
-    return it->second;
+    return t;
   }
 
   void encode_segment(std::string_view s, std::vector<Token>& out) const;
@@ -173,7 +173,7 @@ void SpmTokenizer::encode_segment(std::string_view s, std::vector<Token>& out) c
 }
 
 std::string SpmTokenizer::normal_piece(Token t) const {
-  const std::string& s = v_.text[t];
+  const std::string_view s = v_.text[t];
   const int b = unicode::byte_of_piece(s);
   if (b >= 0 && byte_token_[b] == t) return std::string(1, static_cast<char>(b));
   return unicode::metaspace_to_spaces(s);

@@ -76,7 +76,9 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
   const std::size_t n = tokens.items.size();
   if (n == 0) bad_format(f, "tokenizer.ggml.tokens is empty");
   if (n > static_cast<std::size_t>(INT32_MAX)) bad_format(f, "tokenizer.ggml.tokens is too long");
-  v.text.reserve(n);
+  std::size_t n_bytes = 0;
+  for (const GgufValue& t : tokens.items) n_bytes += std::get<std::string>(t.v).size();
+  v.text.reserve(n, n_bytes);
   for (const GgufValue& t : tokens.items) v.text.push_back(std::get<std::string>(t.v));
 
   v.score.assign(n, 0.0f);
@@ -107,8 +109,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
     }
   }
 
-  v.index.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) v.index.emplace(v.text[i], static_cast<Token>(i));
+  v.text.build_index();
 
   const auto id = [&](std::string_view key) -> std::optional<Token> {
     const auto x = f.get_int(key);
@@ -141,10 +142,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
   v.add_bos = f.get_bool("tokenizer.ggml.add_bos_token").value_or(v.add_bos);
   v.add_eos = f.get_bool("tokenizer.ggml.add_eos_token").value_or(v.add_eos);
 
-  const auto by_text = [&](std::string_view s) -> std::optional<Token> {
-    auto it = v.index.find(s);
-    return it == v.index.end() ? std::nullopt : std::optional<Token>(it->second);
-  };
+  const auto by_text = [&](std::string_view s) { return v.text.find(s); };
   if (!v.eot) {
     for (std::string_view s : kEotTexts) {
       if (auto t = by_text(s)) {
@@ -227,7 +225,7 @@ void Tokenizer::build_trie() {
   for (std::size_t id = 0; id < v_.text.size(); ++id) {
     const TokenAttr a = v_.attr[id];
     if (a != TokenAttr::Control && a != TokenAttr::UserDefined && a != TokenAttr::Unknown) continue;
-    const std::string& s = v_.text[id];
+    const std::string_view s = v_.text[id];
     if (s.empty()) continue;
     std::uint32_t node = 0;
     for (unsigned char c : s) {
@@ -311,7 +309,7 @@ void Tokenizer::check(Token t) const {
   }
 }
 
-const std::string& Tokenizer::token_text(Token t) const {
+std::string_view Tokenizer::token_text(Token t) const {
   check(t);
   return v_.text[t];
 }
@@ -331,11 +329,7 @@ bool Tokenizer::is_eog(Token t) const {
   return std::binary_search(v_.eog.begin(), v_.eog.end(), t);
 }
 
-std::optional<Token> Tokenizer::find(std::string_view text) const {
-  auto it = v_.index.find(text);
-  if (it == v_.index.end()) return std::nullopt;
-  return it->second;
-}
+std::optional<Token> Tokenizer::find(std::string_view text) const { return v_.text.find(text); }
 
 std::string Tokenizer::piece(Token t, Detok mode) const {
   check(t);
@@ -343,9 +337,9 @@ std::string Tokenizer::piece(Token t, Detok mode) const {
     case TokenAttr::Control:
     case TokenAttr::Unknown:
     case TokenAttr::Unused:
-      return mode == Detok::Text ? v_.text[t] : std::string();
+      return mode == Detok::Text ? std::string(v_.text[t]) : std::string();
     case TokenAttr::UserDefined:
-      return v_.text[t];
+      return std::string(v_.text[t]);
     case TokenAttr::Normal:
     case TokenAttr::Byte:
       break;

@@ -22,10 +22,10 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "seam/types.h"
+#include "tokenizer/token_texts.h"
 
 namespace seam {
 
@@ -35,19 +35,11 @@ class GgufFile;
 enum class TokenAttr : std::uint8_t { Normal, Unknown, Control, UserDefined, Unused, Byte };
 
 // Everything the families share, as read from the file. Built by from_gguf.
-// Move-only: `index` views the strings in `text`.
 struct Vocab {
-  Vocab() = default;
-  Vocab(Vocab&&) = default;
-  Vocab& operator=(Vocab&&) = default;
-  Vocab(const Vocab&) = delete;
-  Vocab& operator=(const Vocab&) = delete;
-
-  std::vector<std::string> text;     // [n_vocab] raw vocab strings
+  TokenTexts text;                   // [n_vocab] raw vocab strings, indexed (text.find)
   std::vector<float> score;          // [n_vocab] SPM merge priority (0 where absent)
   std::vector<TokenAttr> attr;       // [n_vocab]
   std::vector<std::uint8_t> rstrip;  // [n_vocab] 1: whitespace after this special token is dropped
-  std::unordered_map<std::string_view, Token> index;  // text -> lowest id with that text
 
   std::string model;  // tokenizer.ggml.model
   std::string pre;    // tokenizer.ggml.pre ("default" when absent)
@@ -88,7 +80,7 @@ class Tokenizer {
   // removed, so decode(encode(s)) == s.
   std::string decode(std::span<const Token> tokens, Detok mode) const;
 
-  const std::string& token_text(Token t) const;  // raw vocab string
+  std::string_view token_text(Token t) const;  // raw vocab string
   TokenAttr attr(Token t) const;
   float score(Token t) const;
   std::optional<Token> bos() const { return v_.bos; }

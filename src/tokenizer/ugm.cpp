@@ -124,7 +124,7 @@ class UgmTokenizer final : public Tokenizer {
   void encode_fragment(std::string_view text, bool after_special,
                        std::vector<Token>& out) const override;
   std::string normal_piece(Token t) const override {
-    const std::string& s = v_.text[t];
+    const std::string_view s = v_.text[t];
     const int b = unicode::byte_of_piece(s);
     if (b >= 0 && v_.attr[t] == TokenAttr::Byte) return std::string(1, static_cast<char>(b));
     return unicode::metaspace_to_spaces(s);

@@ -72,7 +72,8 @@ bool is_punctuation(char32_t c) {
 class WpmTokenizer final : public Tokenizer {
  public:
   explicit WpmTokenizer(Vocab v) : Tokenizer(std::move(v)) {
-    for (const std::string& s : v_.text) max_piece_ = std::max(max_piece_, s.size());
+    for (std::size_t id = 0; id < v_.text.size(); ++id)
+      max_piece_ = std::max(max_piece_, v_.text[id].size());
   }
 
  protected:
@@ -164,7 +165,7 @@ void WpmTokenizer::word_pieces(const std::string& word, std::size_t n_chars,
 }
 
 std::string WpmTokenizer::normal_piece(Token t) const {
-  const std::string& s = v_.text[t];
+  const std::string_view s = v_.text[t];
   return unicode::metaspace_to_spaces(s);
 }
 

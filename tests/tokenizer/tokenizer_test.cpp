@@ -391,7 +391,7 @@ TEST(TokenizerAll, EverySpecialTokenWithParseSpecialOnAndOff) {
       if (a != TokenAttr::Control && a != TokenAttr::UserDefined && a != TokenAttr::Unknown) {
         continue;
       }
-      const std::string& s = t.token_text(id);
+      const std::string_view s = t.token_text(id);
       if (s.empty() || t.find(s) != id) continue;  // duplicates resolve to the first id
       ++checked;
       EXPECT_EQ(t.encode(s, false, true), std::vector<Token>{id}) << name << " " << s;
