@@ -32,6 +32,9 @@ class TokenTexts {
   std::optional<Token> find(std::string_view text) const;
 
  private:
+  // Where `text` is in slots_, or the empty slot where it would go.
+  std::size_t slot_of(std::string_view text) const;
+
   std::vector<char> bytes_;
   std::vector<std::uint32_t> ends_;  // [n] where each text ends in bytes_
   std::vector<Token> slots_;         // open addressing, a power of two at most half full; -1 empty
