@@ -42,7 +42,7 @@ struct ForwardScratch {
   ZeroedVector<float> h;  // [n_batch][n_embd] normed input / block output
   // A layer's attention rows are dead once its output is in h, and its FFN
   // reads only x and h: the two phases' buffers share one region (8B, 512
-  // tokens: the FFN's 14.7 MiB instead of 27.3 for both).
+  // tokens: the FFN's 14 MiB instead of 26 for both).
   ZeroedVector<float> phases;
   // Attention phase.
   float* q = nullptr;       // [n_batch][max q width] queries, then out (not gated_q)
