@@ -25,6 +25,34 @@ float largest_magnitude(int n, const float* x) {
   return vmax;
 }
 
+// The symmetric fits' levels of x at inverse scale iscale, in [-nmax, nmax),
+// into L, and the sums they weigh them by (w = x^2): sum w x l and sum w l^2.
+void sym_levels(int n, int nmax, const float* x, float iscale, std::int8_t* L, float& sumlx,
+                float& suml2) {
+  sumlx = suml2 = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+    L[i] = static_cast<std::int8_t>(l);
+    const float w = x[i] * x[i];
+    sumlx += w * x[i] * l;
+    suml2 += w * l * l;
+  }
+}
+
+// The symmetric fits' start: the value of largest magnitude and the levels
+// that map it onto -nmax, with their sums. False for a group below kGroupEps
+// (L all zero): its scale is 0.
+bool sym_start(int n, int nmax, const float* x, std::int8_t* L, float& vmax, float& sumlx,
+               float& suml2) {
+  vmax = largest_magnitude(n, x);
+  if (std::fabs(vmax) < kGroupEps) {
+    std::fill(L, L + n, 0);
+    return false;
+  }
+  sym_levels(n, nmax, x, -nmax / vmax, L, sumlx, suml2);
+  return true;
+}
+
 }  // namespace
 
 float fit_scale_min(int n, int nmax, const float* x, const float* w, std::uint8_t* L,
@@ -86,37 +114,16 @@ float fit_scale_min(int n, int nmax, const float* x, const float* w, std::uint8_
 }
 
 float fit_scale_sym(int n, int nmax, const float* x, std::int8_t* L) {
-  const float vmax = largest_magnitude(n, x);
-  if (std::fabs(vmax) < kGroupEps) {
-    std::fill(L, L + n, 0);
-    return 0.f;
-  }
-  auto level = [&](float iscale, float v) {
-    return std::clamp(nearest_int(iscale * v), -nmax, nmax - 1);
-  };
-  float iscale = -nmax / vmax;
-  float sumlx = 0, suml2 = 0;
-  for (int i = 0; i < n; ++i) {
-    const int l = level(iscale, x[i]);
-    L[i] = static_cast<std::int8_t>(l);
-    const float w = x[i] * x[i];
-    sumlx += w * x[i] * l;
-    suml2 += w * l * l;
-  }
+  float vmax, sumlx, suml2;
+  if (!sym_start(n, nmax, x, L, vmax, sumlx, suml2)) return 0.f;
   float scale = suml2 > 0 ? sumlx / suml2 : 0.f;
   float best = scale * sumlx;
+  std::int8_t aux[32];  // n <= 32
   for (int k = -9; k <= 9; ++k) {
     if (k == 0) continue;
-    iscale = -(nmax + 0.1f * k) / vmax;
-    sumlx = suml2 = 0;
-    for (int i = 0; i < n; ++i) {
-      const int l = level(iscale, x[i]);
-      const float w = x[i] * x[i];
-      sumlx += w * x[i] * l;
-      suml2 += w * l * l;
-    }
+    sym_levels(n, nmax, x, -(nmax + 0.1f * k) / vmax, aux, sumlx, suml2);
     if (suml2 > 0 && sumlx * sumlx > best * suml2) {
-      for (int i = 0; i < n; ++i) L[i] = static_cast<std::int8_t>(level(iscale, x[i]));
+      std::copy(aux, aux + n, L);
       scale = sumlx / suml2;
       best = scale * sumlx;
     }
@@ -125,20 +132,8 @@ float fit_scale_sym(int n, int nmax, const float* x, std::int8_t* L) {
 }
 
 float fit_scale_sym_refined(int n, int nmax, const float* x, std::int8_t* L) {
-  const float vmax = largest_magnitude(n, x);
-  if (std::fabs(vmax) < kGroupEps) {
-    std::fill(L, L + n, 0);
-    return 0.f;
-  }
-  const float iscale = -nmax / vmax;
-  float sumlx = 0, suml2 = 0;
-  for (int i = 0; i < n; ++i) {
-    const int l = std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
-    L[i] = static_cast<std::int8_t>(l);
-    const float w = x[i] * x[i];
-    sumlx += w * x[i] * l;
-    suml2 += w * l * l;
-  }
+  float vmax, sumlx, suml2;
+  if (!sym_start(n, nmax, x, L, vmax, sumlx, suml2)) return 0.f;
   for (int pass = 0; pass < 5; ++pass) {
     int changed = 0;
     for (int i = 0; i < n; ++i) {

@@ -389,20 +389,16 @@ const GgufTensor* GgufFile::find_tensor(std::string_view name) const {
 
 void GgufFile::release_pages(const GgufTensor& t) const {
   const auto at = reinterpret_cast<std::uintptr_t>(t.data);
-  const auto holds = [&](const MappedFile& m) {
+  // Whether `m` holds the tensor, in which case its pages are let go.
+  const auto released_by = [&](const MappedFile& m) {
     const auto from = reinterpret_cast<std::uintptr_t>(m.bytes().data());
-    return at >= from && at - from + t.nbytes <= m.bytes().size();
+    if (at < from || at - from + t.nbytes > m.bytes().size()) return false;
+    m.release({t.data, t.nbytes});
+    return true;
   };
-  if (file_ && holds(*file_)) {
-    file_->release({t.data, t.nbytes});
-    return;
-  }
-  for (const auto& m : mappings_) {
-    if (holds(*m)) {
-      m->release({t.data, t.nbytes});
-      return;
-    }
-  }
+  if (file_ && released_by(*file_)) return;
+  for (const auto& m : mappings_)
+    if (released_by(*m)) return;
 }
 
 namespace {

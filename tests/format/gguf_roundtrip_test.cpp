@@ -25,6 +25,12 @@ std::vector<std::byte> fill(std::size_t n, unsigned salt) {
   return v;
 }
 
+// `name` in the test scratch folder, which is made if missing.
+std::string scratch_path(const std::string& name) {
+  std::filesystem::create_directories(SEAM_SCRATCH_DIR);
+  return (std::filesystem::path(SEAM_SCRATCH_DIR) / name).string();
+}
+
 std::vector<std::pair<std::string, GgufValue>> every_value() {
   const double nan_bits = std::bit_cast<double>(0x7ff8000000000123ull);
   return {
@@ -234,9 +240,7 @@ TEST(GgufRoundTrip, SetReplacesInPlace) {
 }
 
 TEST(GgufRoundTrip, WriteAndOpenFile) {
-  const std::filesystem::path dir = SEAM_SCRATCH_DIR;
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / "gguf_roundtrip.gguf").string();
+  const std::string path = scratch_path("gguf_roundtrip.gguf");
   GgufWriter w;
   w.set("general.name", GgufValue::str("disk"));
   w.add_tensor("w", {64, 2}, TensorType::Q8_0, fill(2 * 2 * 34, 9));
@@ -250,13 +254,13 @@ TEST(GgufRoundTrip, WriteAndOpenFile) {
   std::filesystem::remove(path);
 
   try {
-    w.write((dir / "no-such-dir" / "x.gguf").string());
+    w.write(scratch_path("no-such-dir/x.gguf"));
     ADD_FAILURE() << "writing into a missing directory must fail";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), Errc::Io);
   }
   try {
-    (void)GgufFile::open((dir / "no-such-file.gguf").string());
+    (void)GgufFile::open(scratch_path("no-such-file.gguf"));
     ADD_FAILURE() << "opening a missing file must fail";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), Errc::Io);
@@ -266,9 +270,7 @@ TEST(GgufRoundTrip, WriteAndOpenFile) {
 // A one-pass reader (the quantizer) lets each tensor's mapped pages go; no
 // tensor byte changes, whether the file is mapped or copied into memory.
 TEST(GgufRoundTrip, ReleasingPagesKeepsTheTensors) {
-  const std::filesystem::path dir = SEAM_SCRATCH_DIR;
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / "gguf_release.gguf").string();
+  const std::string path = scratch_path("gguf_release.gguf");
   GgufWriter w;
   w.set("general.name", GgufValue::str("release"));
   w.add_tensor("small", {5}, TensorType::F32, fill(20, 4));
@@ -329,9 +331,7 @@ TEST(GgufRoundTrip, DeferredTensorsGiveTheSameBytesAndFailCleanly) {
   EXPECT_EQ(deferred.to_bytes(), whole.to_bytes());
   EXPECT_EQ(made, (std::vector<std::string>{"a", "c"}));
 
-  const std::filesystem::path dir = SEAM_SCRATCH_DIR;
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / "gguf_deferred.gguf").string();
+  const std::string path = scratch_path("gguf_deferred.gguf");
   deferred.write(path);
   const auto bytes = whole.to_bytes();
   ASSERT_EQ(std::filesystem::file_size(path), bytes.size());
