@@ -7,6 +7,9 @@
 //   bench_kernels --benchmark_filter=Matmul
 //   SEAM_BENCH_THREADS=1 bench_kernels     (default: one thread per core)
 //   SEAM_CPU=avx2 bench_kernels            (a lower kernel level; the label names it)
+//   SEAM_BENCH_CACHED=1 bench_kernels      (one copy of the weights, read from the
+//                                           caches: the kernel's own ceiling, apart
+//                                           from DRAM's)
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -87,6 +90,11 @@ int bench_threads() {
   return s ? std::atoi(s) : 0;
 }
 
+bool bench_cached() {
+  const char* s = std::getenv("SEAM_BENCH_CACHED");
+  return s && std::strcmp(s, "0") != 0;
+}
+
 // range(2) = 1: the weights interleaved 16 rows at a time, as the loader lays
 // them out for the types the level has group kernels for.
 void BM_Matmul(benchmark::State& state) {
@@ -95,7 +103,8 @@ void BM_Matmul(benchmark::State& state) {
   const bool interleaved = state.range(2) == 1;
   std::vector<std::byte> one = make_weights(type, kN, kN);
   if (interleaved) interleave::pack_in_place(type, kN, kN, one.data());
-  const std::size_t copies = std::max<std::size_t>(1, kMinWorkingSet / one.size());
+  const std::size_t copies =
+      bench_cached() ? 1 : std::max<std::size_t>(1, kMinWorkingSet / one.size());
   std::vector<std::vector<std::byte>> w(copies, one);
   std::vector<float> x(n_tok * kN), y(n_tok * kN);
   std::mt19937 rng(1);
@@ -117,7 +126,7 @@ void BM_Matmul(benchmark::State& state) {
   state.counters["tok/s"] =
       benchmark::Counter(static_cast<double>(n_tok), benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(quant::type_name(type) + (interleaved ? " interleaved " : " ") + cpu_level() +
-                 " threads " + std::to_string(pool.size()));
+                 " threads " + std::to_string(pool.size()) + (copies == 1 ? " cached" : ""));
 }
 
 void Shapes(benchmark::internal::Benchmark* b) {

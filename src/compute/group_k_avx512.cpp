@@ -50,14 +50,16 @@ namespace {
 using namespace seam::quant;
 
 // Prepared token (64-byte rounded): int8 q[n] | f32 d[n / 256] | int16
-// s16[n / 16] (sums of 16 values, Q8_K's bsums).
+// s16[n / 16] (sums of 16 values, Q8_K's bsums) | f32 s32[n / 32] (sums of
+// 32, as floats: Q4_K and Q5_K meet each with one broadcast load).
 struct ActLayout {
-  std::size_t d, s16, bytes;
+  std::size_t d, s16, s32, bytes;
   explicit ActLayout(std::int64_t n) {
     const auto un = static_cast<std::size_t>(n);
     d = un;
     s16 = d + un / kQK_K * 4;
-    bytes = (s16 + un / 16 * 2 + 63) / 64 * 64;
+    s32 = s16 + un / 16 * 2;
+    bytes = (s32 + un / 32 * 4 + 63) / 64 * 64;
   }
 };
 
@@ -69,10 +71,13 @@ void prepare(std::int64_t n, const void* act, void* dst) {
   auto* out = static_cast<std::byte*>(dst);
   auto* d = reinterpret_cast<float*>(out + L.d);
   auto* s16 = reinterpret_cast<std::int16_t*>(out + L.s16);
+  auto* s32 = reinterpret_cast<float*>(out + L.s32);
   for (std::int64_t i = 0; i < n / kQK_K; ++i) {
     std::memcpy(out + kQK_K * i, y[i].qs, kQK_K);
     d[i] = y[i].d;
     std::memcpy(s16 + 16 * i, y[i].bsums, sizeof y[i].bsums);
+    for (int j = 0; j < 8; ++j)
+      s32[8 * i + j] = static_cast<float>(y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
   }
 }
 
@@ -81,6 +86,7 @@ struct Token {
   const std::int8_t* q = nullptr;
   const float* d = nullptr;
   const std::int16_t* s16 = nullptr;
+  const float* s32 = nullptr;
   // The token's sum over 32-element sub-block j of super-block i.
   std::int32_t sum32(std::int64_t i, int j) const {
     return s16[16 * i + 2 * j] + s16[16 * i + 2 * j + 1];
@@ -89,7 +95,8 @@ struct Token {
 
 Token token_at(const ActLayout& L, const std::byte* a) {
   return {reinterpret_cast<const std::int8_t*>(a), reinterpret_cast<const float*>(a + L.d),
-          reinterpret_cast<const std::int16_t*>(a + L.s16)};
+          reinterpret_cast<const std::int16_t*>(a + L.s16),
+          reinterpret_cast<const float*>(a + L.s32)};
 }
 
 inline __m512i broadcast4(const void* p) {
@@ -154,9 +161,8 @@ void q4_k_tile(std::int64_t n, const std::byte* group, const Token* tok, float* 
       for (int t = 0; t < NT; ++t) {
         const __m512i isum[2] = {lo[t], kQ5 ? hi[t] : _mm512_srai_epi32(hi[t], 4)};
         for (int h = 0; h < 2; ++h) {
-          const float asum = static_cast<float>(tok[t].sum32(i, 2 * p + h));
           s[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[h]), sc[h], s[t]);
-          s[t] = _mm512_fmadd_ps(mn[h], _mm512_set1_ps(asum), s[t]);
+          s[t] = _mm512_fmadd_ps(mn[h], _mm512_set1_ps(tok[t].s32[8 * i + 2 * p + h]), s[t]);
         }
       }
     }

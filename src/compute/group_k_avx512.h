@@ -48,23 +48,30 @@ static inline __m512i b32_codebook_lanes() {
 }
 
 // 16 rows' 4-bit fields packed in 8 bytes at p (row r in byte r % 8, at bit
-// 4 (r / 8)), one per int32 lane.
-static inline __m512i row_nibbles(const std::byte* p) {
+// 4 (r / 8)): row r's in byte r, or in int32 lane r.
+static inline __m128i row_nibble_bytes(const std::byte* p) {
   const __m128i nib = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
   const __m128i low = _mm_set1_epi8(0x0F);
-  return _mm512_cvtepu8_epi32(
-      _mm_unpacklo_epi64(_mm_and_si128(nib, low), _mm_and_si128(_mm_srli_epi16(nib, 4), low)));
+  return _mm_unpacklo_epi64(_mm_and_si128(nib, low), _mm_and_si128(_mm_srli_epi16(nib, 4), low));
+}
+static inline __m512i row_nibbles(const std::byte* p) {
+  return _mm512_cvtepu8_epi32(row_nibble_bytes(p));
 }
 
 // Sub-block j (0..7) of a Q4_K group block: the 6-bit scales and mins. A min's
 // top 2 bits are bits 6-7 of the scale's byte; its low nibble is one of
-// row_nibbles at kQ4KMinLow + 8j.
+// row_nibbles at kQ4KMinLow + 8j. Both are put together as bytes in 128-bit
+// registers and widened once each: on Zen 4, whose 512-bit operations take
+// two of its 256-bit pipes, the widened forms cost twice as much per step.
 static inline void q4_k_scale_min(const std::byte* blk, int j, __m512i& sc, __m512i& mn) {
-  const __m512i s = _mm512_cvtepu8_epi32(
-      _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + interleave::kQ4KScales + 16 * j)));
-  sc = _mm512_and_si512(s, _mm512_set1_epi32(63));
-  mn = _mm512_or_si512(row_nibbles(blk + interleave::kQ4KMinLow + 8 * j),
-                       _mm512_slli_epi32(_mm512_srli_epi32(s, 6), 4));
+  const __m128i s =
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + interleave::kQ4KScales + 16 * j));
+  const __m128i min_low = row_nibble_bytes(blk + interleave::kQ4KMinLow + 8 * j);
+  // Bits 6-7 of each byte to bits 4-5 (a 16-bit shift by 2: what comes down
+  // from the next byte lands in bits 6-7, which the mask drops).
+  const __m128i min_top = _mm_and_si128(_mm_srli_epi16(s, 2), _mm_set1_epi8(0x30));
+  sc = _mm512_cvtepu8_epi32(_mm_and_si128(s, _mm_set1_epi8(63)));
+  mn = _mm512_cvtepu8_epi32(_mm_or_si128(min_low, min_top));
 }
 
 // Step m (elements 4m..4m+3) of Q5_K sub-block pair p in a group block, given
