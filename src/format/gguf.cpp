@@ -388,17 +388,11 @@ const GgufTensor* GgufFile::find_tensor(std::string_view name) const {
 }
 
 void GgufFile::release_pages(const GgufTensor& t) const {
-  const auto at = reinterpret_cast<std::uintptr_t>(t.data);
-  // Whether `m` holds the tensor, in which case its pages are let go.
-  const auto released_by = [&](const MappedFile& m) {
-    const auto from = reinterpret_cast<std::uintptr_t>(m.bytes().data());
-    if (at < from || at - from + t.nbytes > m.bytes().size()) return false;
-    m.release({t.data, t.nbytes});
-    return true;
-  };
-  if (file_ && released_by(*file_)) return;
-  for (const auto& m : mappings_)
-    if (released_by(*m)) return;
+  // A tensor lies in one mapping; release() clips the range to each, so the
+  // others are left alone.
+  const std::span<const std::byte> range{t.data, t.nbytes};
+  if (file_) file_->release(range);
+  for (const auto& m : mappings_) m->release(range);
 }
 
 namespace {

@@ -142,17 +142,16 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
   v.add_bos = f.get_bool("tokenizer.ggml.add_bos_token").value_or(v.add_bos);
   v.add_eos = f.get_bool("tokenizer.ggml.add_eos_token").value_or(v.add_eos);
 
-  const auto by_text = [&](std::string_view s) { return v.text.find(s); };
   if (!v.eot) {
     for (std::string_view s : kEotTexts) {
-      if (auto t = by_text(s)) {
+      if (auto t = v.text.find(s)) {
         v.eot = t;
         v.attr[*t] = TokenAttr::Control;
         break;
       }
     }
   }
-  if (!v.eom) v.eom = by_text("<|eom_id|>");
+  if (!v.eom) v.eom = v.text.find("<|eom_id|>");
   // Tokens that end a turn or a FIM document, found by text, become control
   // tokens (as llama.cpp makes them): never split out of plain text, never
   // rendered by Detok::Plain.
@@ -164,11 +163,11 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
   };
   const auto first_of = [&](std::span<const std::string_view> texts) -> std::optional<Token> {
     for (std::string_view s : texts) {
-      if (auto t = by_text(s)) return t;
+      if (auto t = v.text.find(s)) return t;
     }
     return std::nullopt;
   };
-  for (std::string_view s : kEogTexts) add_eog(by_text(s), true);
+  for (std::string_view s : kEogTexts) add_eog(v.text.find(s), true);
   const std::pair<const char*, std::span<const std::string_view>> fim[] = {
       {"tokenizer.ggml.fim_pad_token_id", kFimPadTexts},
       {"tokenizer.ggml.fim_rep_token_id", kFimRepTexts},
@@ -187,7 +186,8 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
   eog.erase(std::unique(eog.begin(), eog.end()), eog.end());
   // gpt-oss (o200k_harmony) ends turns with <|return|> / <|call|>; its <|end|>
   // only closes a message, so it is ordinary user-defined text there.
-  const auto ret = by_text("<|return|>"), call = by_text("<|call|>"), end = by_text("<|end|>");
+  const auto ret = v.text.find("<|return|>"), call = v.text.find("<|call|>"),
+             end = v.text.find("<|end|>");
   if (ret && call && end) {
     eog.erase(std::remove(eog.begin(), eog.end(), *end), eog.end());
     v.attr[*end] = TokenAttr::UserDefined;
@@ -206,7 +206,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
           a == TokenAttr::Control || a == TokenAttr::UserDefined || a == TokenAttr::Unknown;
     }
     for (std::string_view s : {"<unk>", "<s>", "<|endoftext|>"}) {
-      if (auto t = by_text(s)) v.rstrip[*t] = 0;
+      if (auto t = v.text.find(s)) v.rstrip[*t] = 0;
     }
   }
 
