@@ -447,8 +447,9 @@ void pack16(std::int64_t n, const void* group, void* panel) {
 // One Q4_K super-block of a panel's 16 rows -> its 8 units: the nibbles of
 // sub-blocks 2p (low) and 2p + 1 (high) from step m of Src, and the f32
 // products d * sc and -dmin * mn. Src reads the rows in the file's layout
-// (Q4KGathered) or a group of interleaved rows (Q4KGroup), row r in lane r;
-// Q5KGroup adds each value's fifth bit (Q5_K's panel is Q4_K's with 5-bit values).
+// (Q4KGathered) or a group of interleaved rows (K4Group), row r in lane r;
+// K4Group<Q5_K> adds each value's fifth bit (Q5_K's panel is Q4_K's with 5-bit
+// values).
 template <class Src>
 void pack_q4_k_block(const Src& src, std::byte* u0) {
   constexpr std::size_t ub = unit_bytes<DecQ4_K>();
@@ -508,21 +509,18 @@ struct Q4KGathered {
   }
 };
 
-// A Q4_K group block (interleave.h): the same values by loads.
-struct Q4KGroup {
-  static constexpr bool kFifth = false;
+// A Q4_K or Q5_K group block (interleave.h): the same values by loads, and
+// Q5_K's fifth bits.
+template <TensorType T>
+struct K4Group {
+  static constexpr bool kFifth = T == TensorType::Q5_K;
   const std::byte* blk;
   __m512 d() const { return group_k::half16(blk); }
   __m512 dmin() const { return group_k::half16(blk + interleave::kQ4KDmin); }
   void scale_min(int j, __m512i& sc, __m512i& mn) const { group_k::q4_k_scale_min(blk, j, sc, mn); }
   __m512i step(int p, int m) const {
-    return _mm512_loadu_si512(blk + interleave::kQ4KValues + 64 * (8 * p + m));
+    return _mm512_loadu_si512(blk + interleave::k4_values(T) + 64 * (8 * p + m));
   }
-};
-
-// A Q5_K group block: Q4_K's, then the fifth bits.
-struct Q5KGroup : Q4KGroup {
-  static constexpr bool kFifth = true;
   void add_fifth(int p, int m, __m512i& lo, __m512i& hi) const {
     group_k::q5_k_add_fifth(blk, p, m, lo, hi);
   }
@@ -542,7 +540,8 @@ void pack16_q4_k(std::int64_t n, const void* group, void* panel) {
   for (std::int64_t sb = 0; sb < n / kQK_K; ++sb) {
     const std::byte* blk =
         static_cast<const std::byte*>(group) + sb * interleave::block_bytes(TensorType::Q4_K);
-    pack_q4_k_block(Q4KGroup{blk}, static_cast<std::byte*>(panel) + sb * 8 * unit_bytes<DecQ4_K>());
+    pack_q4_k_block(K4Group<TensorType::Q4_K>{blk},
+                    static_cast<std::byte*>(panel) + sb * 8 * unit_bytes<DecQ4_K>());
   }
 }
 
@@ -552,7 +551,7 @@ void pack16_q5_k(std::int64_t n, const void* group, void* panel) {
   for (std::int64_t sb = 0; sb < n / kQK_K; ++sb) {
     const std::byte* blk =
         static_cast<const std::byte*>(group) + sb * interleave::block_bytes(TensorType::Q5_K);
-    pack_q4_k_block(Q5KGroup{{blk}},
+    pack_q4_k_block(K4Group<TensorType::Q5_K>{blk},
                     static_cast<std::byte*>(panel) + sb * 8 * unit_bytes<DecQ5_K>());
   }
 }

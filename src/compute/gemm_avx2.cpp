@@ -584,7 +584,7 @@ struct GroupK4 {
   __m256i step(std::int64_t u, int k, int h) const {
     const int j = static_cast<int>(u % 8);
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
-        block(u) + interleave::kQ4KValues + 64 * (8 * (j / 2) + k) + 32 * h));
+        block(u) + interleave::k4_values(T) + 64 * (8 * (j / 2) + k) + 32 * h));
     // Odd sub-blocks are the high nibbles: a shift by 4 (j odd) or 0.
     const __m128i shift = _mm_cvtsi32_si128(4 * (j & 1));
     const __m256i q = _mm256_and_si256(_mm256_srl_epi16(v, shift), _mm256_set1_epi8(0x0F));

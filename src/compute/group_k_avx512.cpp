@@ -105,39 +105,36 @@ inline __m512i broadcast4(const void* p) {
   return _mm512_set1_epi32(v);
 }
 
-// How far ahead the kernels whose bits at a block's end are read with its
-// first values (Q5_K, Q3_K; Q2_K's units as Q3_K's) prefetch, in blocks.
+// How far ahead Q3_K, which reads all of its hmask with its first units, and
+// Q2_K, whose blocks are as short, prefetch, in blocks: a fixed distance ahead
+// would ask for the hmask too late.
 constexpr int kBlocksAhead = 2;
 
 // Q4_K, or Q5_K (kQ5: each nibble's fifth bit from the group's qh steps).
 template <int NT, bool kQ5>
 void q4_k_tile(std::int64_t n, const std::byte* group, const Token* tok, float* out,
                std::size_t os) {
-  constexpr std::size_t kBlock = interleave::block_bytes(kQ5 ? TensorType::Q5_K : TensorType::Q4_K);
+  constexpr TensorType kType = kQ5 ? TensorType::Q5_K : TensorType::Q4_K;
+  constexpr std::size_t kBlock = interleave::block_bytes(kType);
+  constexpr std::size_t kValues = interleave::k4_values(kType);
   __m512 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   const __m512i low = _mm512_set1_epi8(0x0F), high = _mm512_set1_epi8(static_cast<char>(0xF0));
   for (std::int64_t i = 0; i < n / kQK_K; ++i) {
     const std::byte* blk = group + i * kBlock;
-    // Q5_K's fifth bits, at the block's end, are read with its first values
-    // (the compiler keeps all 8 steps of them in registers): a fixed distance
-    // ahead would ask for them too late, so its prefetches run kBlocksAhead whole
-    // blocks ahead, a quarter of a block per pair.
-    if constexpr (!kQ5) prefetch_ahead<kPrefetchAheadAvx512>(blk, interleave::kQ4KValues);
+    // The header (and Q5_K's fifth bits), then each pair's values as it is read.
+    prefetch_ahead<kPrefetchAheadAvx512>(blk, kValues);
     const __m512 d = group_k::half16(blk);
     const __m512 neg_dmin =
         _mm512_sub_ps(_mm512_setzero_ps(), group_k::half16(blk + interleave::kQ4KDmin));
     __m512 s[NT];
     for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_ps();
     for (int p = 0; p < 4; ++p) {
-      if constexpr (kQ5)
-        prefetch_range(blk + kBlocksAhead * kBlock + kBlock / 4 * p, kBlock / 4);
-      else
-        prefetch_ahead<kPrefetchAheadAvx512>(blk + interleave::kQ4KValues + 512 * p, 512);
+      prefetch_ahead<kPrefetchAheadAvx512>(blk + kValues + 512 * p, 512);
       __m512i lo[NT], hi[NT];
       for (int t = 0; t < NT; ++t) lo[t] = hi[t] = _mm512_setzero_si512();
       for (int m = 0; m < 8; ++m) {
-        const __m512i v = _mm512_loadu_si512(blk + interleave::kQ4KValues + 64 * (8 * p + m));
+        const __m512i v = _mm512_loadu_si512(blk + kValues + 64 * (8 * p + m));
         __m512i vl = _mm512_and_si512(v, low), vh;
         if constexpr (kQ5) {  // 5-bit values do not fit in place: the high ones shifted down
           vh = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
@@ -185,9 +182,7 @@ void k16_tile(std::int64_t n, const std::byte* group, const Token* tok, float* o
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   for (std::int64_t i = 0; i < n / kQK_K; ++i) {
     const std::byte* blk = group + i * kBlock;
-    // Q3_K reads all of its hmask with its first units, so it prefetches
-    // whole blocks ahead as Q5_K does (above), a sixteenth per unit; Q2_K,
-    // whose blocks are as short, the same way.
+    // Q3_K and Q2_K prefetch kBlocksAhead whole blocks ahead, a sixteenth per unit.
     if constexpr (kQ6) prefetch_ahead<kPrefetchAheadAvx512>(blk, interleave::kQ6KValues);
     const __m512 d = group_k::half16(blk), neg_dmin = group_k::k16_neg_dmin<T>(blk);
     __m512 s[NT];

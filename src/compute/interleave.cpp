@@ -93,9 +93,14 @@ void unpack_b32(const std::byte* in, std::byte* const* blk) {
   }
 }
 
-// Q4_K and Q5_K (Block): the header, the nibbles, and Q5_K's fifth bits.
+// Q4_K and Q5_K (Block): the header, Q5_K's fifth bits, and the nibbles.
+template <class Block>
+constexpr std::size_t k4_values_of = k4_values(std::is_same_v<Block, BlockQ5_K> ? TensorType::Q5_K
+                                                                                : TensorType::Q4_K);
+
 template <class Block>
 void pack_k4(const std::byte* const* blk, std::byte* out) {
+  constexpr std::size_t values = k4_values_of<Block>;
   auto* u8 = reinterpret_cast<std::uint8_t*>(out);
   std::memset(u8 + kQ4KMinLow, 0, 64);
   for (int r = 0; r < kRows; ++r) {
@@ -110,13 +115,14 @@ void pack_k4(const std::byte* const* blk, std::byte* out) {
     }
     for (int p = 0; p < 4; ++p)
       for (int m = 0; m < 8; ++m)
-        std::memcpy(out + kQ4KValues + 64 * (8 * p + m) + 4 * r, b->qs + 32 * p + 4 * m, 4);
+        std::memcpy(out + values + 64 * (8 * p + m) + 4 * r, b->qs + 32 * p + 4 * m, 4);
     if constexpr (std::is_same_v<Block, BlockQ5_K>)
       for (int m = 0; m < 8; ++m) std::memcpy(out + kQ5KHigh + 64 * m + 4 * r, b->qh + 4 * m, 4);
   }
 }
 template <class Block>
 void unpack_k4(const std::byte* in, std::byte* const* blk) {
+  constexpr std::size_t values = k4_values_of<Block>;
   const auto* u8 = reinterpret_cast<const std::uint8_t*>(in);
   for (int r = 0; r < kRows; ++r) {
     if (!blk[r]) continue;
@@ -133,7 +139,7 @@ void unpack_k4(const std::byte* in, std::byte* const* blk) {
     quant::set_scale_min_k4(sc, mn, b->scales);
     for (int p = 0; p < 4; ++p)
       for (int m = 0; m < 8; ++m)
-        std::memcpy(b->qs + 32 * p + 4 * m, in + kQ4KValues + 64 * (8 * p + m) + 4 * r, 4);
+        std::memcpy(b->qs + 32 * p + 4 * m, in + values + 64 * (8 * p + m) + 4 * r, 4);
     if constexpr (std::is_same_v<Block, BlockQ5_K>)
       for (int m = 0; m < 8; ++m) std::memcpy(b->qh + 4 * m, in + kQ5KHigh + 64 * m + 4 * r, 4);
   }

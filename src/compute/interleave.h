@@ -28,8 +28,10 @@
 //    mn[8][8]: the low nibble of the min, row r in byte r % 8 at bit 4 (r / 8);
 //    then the nibbles: for each pair p of sub-blocks and m < 8, bytes
 //    qs[32p + 4m..+3] of the rows (low nibbles: sub-block 2p, high: 2p + 1).
-//  - Q5_K (2816 bytes): Q4_K's, then for m < 8 the bytes qh[4m..4m+3] of the
-//    rows (bit j: the fifth bit of sub-block j's element 4m + i).
+//  - Q5_K (2816 bytes): Q4_K's d, dmin, sc and mn; then for m < 8 the bytes
+//    qh[4m..4m+3] of the rows (bit j: the fifth bit of sub-block j's element
+//    4m + i); then Q4_K's nibbles. The fifth bits come before the values
+//    because the first values need them: a block is read front to back.
 //  - Q2_K (1344 bytes): d[16], dmin[16] (fp16); scales[16 units][16] (the
 //    file's bytes: scale | min << 4); then per 16-element unit u the 2-bit
 //    values [16][4] (byte i: element 16u + 4s + i at bit 2s, s < 4).
@@ -136,7 +138,10 @@ constexpr std::size_t b32_values(TensorType type) {
 
 // Byte offsets inside a K-quant group block.
 inline constexpr std::size_t kQ4KDmin = 32, kQ4KScales = 64, kQ4KMinLow = 192, kQ4KValues = 256;
-inline constexpr std::size_t kQ5KHigh = 2304;
+inline constexpr std::size_t kQ5KHigh = 256, kQ5KValues = 768;
+constexpr std::size_t k4_values(TensorType type) {
+  return type == TensorType::Q5_K ? kQ5KValues : kQ4KValues;
+}
 inline constexpr std::size_t kQ2KDmin = 32, kQ2KScales = 64, kQ2KValues = 320;
 inline constexpr std::size_t kQ3KScaleLow = 32, kQ3KScaleHigh = 160, kQ3KMask = 224,
                              kQ3KValues = 736;
