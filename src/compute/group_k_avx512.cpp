@@ -105,9 +105,14 @@ inline __m512i broadcast4(const void* p) {
   return _mm512_set1_epi32(v);
 }
 
-// How far ahead Q3_K, which reads all of its hmask with its first units, and
-// Q2_K, whose blocks are as short, prefetch, in blocks: a fixed distance ahead
-// would ask for the hmask too late.
+// Software prefetch. Q4_K, Q5_K, Q6_K and IQ4_XS read each block front to
+// back, a stream the hardware prefetchers keep up with alone; prefetches 8 KiB
+// ahead as well cost them (1B decode, Zen 4, 1 thread, tok/s with -> without:
+// Q5_K_M 24.1 -> 36.0, Q4_K_M 38.5 -> 41.2, Q6_K 28.6 -> 30.8; docs/
+// performance.md, stop 51). Q3_K, bound by its 3-bit unpacking, still gains
+// from them (Q3_K_M 40.1 with, 38.0 without): it reads all of its hmask with a
+// block's first units, so it asks kBlocksAhead whole blocks ahead; Q2_K, whose
+// blocks are as short, the same way.
 constexpr int kBlocksAhead = 2;
 
 // Q4_K, or Q5_K (kQ5: each nibble's fifth bit from the group's qh steps).
@@ -122,15 +127,12 @@ void q4_k_tile(std::int64_t n, const std::byte* group, const Token* tok, float* 
   const __m512i low = _mm512_set1_epi8(0x0F), high = _mm512_set1_epi8(static_cast<char>(0xF0));
   for (std::int64_t i = 0; i < n / kQK_K; ++i) {
     const std::byte* blk = group + i * kBlock;
-    // The header (and Q5_K's fifth bits), then each pair's values as it is read.
-    prefetch_ahead<kPrefetchAheadAvx512>(blk, kValues);
     const __m512 d = group_k::half16(blk);
     const __m512 neg_dmin =
         _mm512_sub_ps(_mm512_setzero_ps(), group_k::half16(blk + interleave::kQ4KDmin));
     __m512 s[NT];
     for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_ps();
     for (int p = 0; p < 4; ++p) {
-      prefetch_ahead<kPrefetchAheadAvx512>(blk + kValues + 512 * p, 512);
       __m512i lo[NT], hi[NT];
       for (int t = 0; t < NT; ++t) lo[t] = hi[t] = _mm512_setzero_si512();
       for (int m = 0; m < 8; ++m) {
@@ -182,16 +184,12 @@ void k16_tile(std::int64_t n, const std::byte* group, const Token* tok, float* o
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   for (std::int64_t i = 0; i < n / kQK_K; ++i) {
     const std::byte* blk = group + i * kBlock;
-    // Q3_K and Q2_K prefetch kBlocksAhead whole blocks ahead, a sixteenth per unit.
-    if constexpr (kQ6) prefetch_ahead<kPrefetchAheadAvx512>(blk, interleave::kQ6KValues);
     const __m512 d = group_k::half16(blk), neg_dmin = group_k::k16_neg_dmin<T>(blk);
     __m512 s[NT];
     for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_ps();
     for (int u = 0; u < 16; ++u) {
-      if constexpr (kQ6)
-        prefetch_ahead<kPrefetchAheadAvx512>(
-            blk + interleave::kQ6KValues + interleave::kQ6KUnit * u, interleave::kQ6KUnit);
-      else
+      // Q3_K and Q2_K: kBlocksAhead whole blocks ahead, a sixteenth per unit.
+      if constexpr (!kQ6)
         prefetch_range(blk + kBlocksAhead * kBlock + kBlock * u / 16, kBlock / 16);
       __m512i q[4];
       __m512 sc, mn;
@@ -223,12 +221,10 @@ void iq4_xs_tile(std::int64_t n, const std::byte* group, const Token* tok, float
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   for (std::int64_t i = 0; i < n / kQK_K; ++i) {
     const std::byte* blk = group + i * kBlock;
-    prefetch_ahead<kPrefetchAheadAvx512>(blk, interleave::kXSValues);
     const __m512 d = group_k::half16(blk);
     __m512 s[NT];
     for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_ps();
     for (int j = 0; j < 8; ++j) {
-      prefetch_ahead<kPrefetchAheadAvx512>(blk + interleave::kXSValues + 256 * j, 256);
       __m512i lo[4], hi[4];
       group_k::iq4_xs_unit(blk, j, true, lo, hi);
       const __m512 sc =
