@@ -9,10 +9,10 @@
 // AVX2 level Q4_0 4.4 -> 12.6, Q8_0 4.7 -> 9.2 (1 to 4 KiB ahead tried, 2 best).
 // Rows are streamed in order, so prefetching past a row's end fetches the
 // start of the next row the same thread reads.
-// (The AVX-512 float kernels do without: see dot_rows_avx512.cpp; so do the
-// AVX-512 K-quant group kernels but Q3_K's and Q2_K's, which read their blocks
-// front to back, a stream Zen 4's hardware prefetchers keep up with alone: see
-// group_k_avx512.cpp.)
+// (The AVX-512 float kernels do without: see dot_rows_avx512.cpp. So do the
+// AVX-512 group kernels of Q4_K, Q5_K, Q6_K, IQ4_XS and Q8_0, whose blocks,
+// read front to back, are a stream Zen 4's hardware prefetchers keep up with
+// alone: see group_k_avx512.cpp, group32_avx512.cpp.)
 //
 // `static`: each SIMD unit keeps its own copy, no weak symbol shared with
 // baseline code (dot.h).
