@@ -142,6 +142,10 @@ inline constexpr std::size_t kQ5KHigh = 256, kQ5KValues = 768;
 constexpr std::size_t k4_values(TensorType type) {
   return type == TensorType::Q5_K ? kQ5KValues : kQ4KValues;
 }
+// Q5_K's fifth bits (8 steps) and nibbles (32 steps, 64 bytes each) tile the
+// rest of its block after Q4_K's header.
+static_assert(kQ5KHigh == kQ4KValues && kQ5KValues == kQ5KHigh + 8 * 64 &&
+              kQ5KValues + 32 * 64 == block_bytes(TensorType::Q5_K));
 inline constexpr std::size_t kQ2KDmin = 32, kQ2KScales = 64, kQ2KValues = 320;
 inline constexpr std::size_t kQ3KScaleLow = 32, kQ3KScaleHigh = 160, kQ3KMask = 224,
                              kQ3KValues = 736;
