@@ -54,11 +54,16 @@ static inline int prefetch_distance(const KvHead& kv) {
   return static_cast<int>(cells < 1 ? 1 : cells > kMost ? kMost : cells);
 }
 
-// Asks for the K and V slices of `cell` (dot::prefetch_range: into L1).
+// Asks for the K and V slices of `cell`, into L2: a chunk's worth ahead, they
+// are read thousands of cycles later, and prefetcht0 held L1's miss buffers
+// for them meanwhile. On Zen 4, 1 thread, bench_kernels AttentionTiledF16
+// from DRAM: 1B shape 16.5 / 16.8 -> 11.4 / 11.0 ms, Gemma 2's 23.0 / 24.2 ->
+// 15.2 / 14.4; decode at depth 4096, 1B Q4_K_M 17.5 / 18.2 -> 22.4 / 22.6
+// tok/s, 135M 55.9 / 51.3 -> 80.4 / 75.3 (docs/performance.md, stop 52).
 static inline void prefetch_cell(const KvHead& kv, std::uint32_t cell) {
   const std::size_t at = static_cast<std::size_t>(cell) * kv.row_bytes + kv.head_bytes;
-  dot::prefetch_range(kv.k + at, kv.slice_bytes);
-  dot::prefetch_range(kv.v + at, kv.slice_bytes);
+  dot::prefetch_range_l2(kv.k + at, kv.slice_bytes);
+  dot::prefetch_range_l2(kv.v + at, kv.slice_bytes);
 }
 
 struct AttnFns {
