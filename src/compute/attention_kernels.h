@@ -35,7 +35,7 @@ struct KvHead {
 };
 
 // How many cells ahead of the one it reads decode_chunk asks for K and V
-// slices: 16 KiB of them, at most a chunk. The hardware prefetchers alone
+// slices: 32 KiB of them, at most a chunk. The hardware prefetchers alone
 // leave the kernel waiting on DRAM (a head's slices are short runs at the
 // row's stride, and the prefetchers stop at each 4 KiB page); asking for the
 // next chunk's rows all at once before a chunk, as before, stalled the core on
@@ -45,10 +45,13 @@ struct KvHead {
 // 9.0 / 9.8 to 5.1 / 5.8 ms, at Gemma 2's (256, 4) from 12.9 / 12.2 to 8.8 /
 // 9.5, at Gemma 3's (256, 1; 131,072 cells) from 13.9 / 14.7 to 8.2 / 8.1;
 // about the same at 2 threads and at the AVX2 level. 8 and 32 KiB were no
-// better over 1 and 2 threads. `static` here and below: each SIMD unit keeps
-// its own copy (dot.h).
+// better over 1 and 2 threads then; since the slices go to L2
+// (prefetch_cell), 32 KiB beat 16 at Gemma 2's shape on Zen 4 (1 thread, three
+// runs: 14.8 / 15.0 / 15.1 -> 11.4 / 13.5 / 13.2 ms; Gemma 3's no different,
+// the head size 64 shapes a chunk either way). `static` here and below: each
+// SIMD unit keeps its own copy (dot.h).
 static inline int prefetch_distance(const KvHead& kv) {
-  constexpr std::size_t kAheadBytes = 16384;
+  constexpr std::size_t kAheadBytes = 32768;
   const std::size_t cells = kAheadBytes / (2 * kv.slice_bytes);
   constexpr std::size_t kMost = kAttnChunk;
   return static_cast<int>(cells < 1 ? 1 : cells > kMost ? kMost : cells);

@@ -133,17 +133,18 @@ TEST(AttentionKernels, DecodeAsksAheadOnlyWithinItsCellsAndKeepsTheBits) {
 }
 
 // 16 KiB of K and V slices ahead, at least the next cell and at most a chunk.
-TEST(AttentionKernels, PrefetchDistanceIsSixteenKiBOfSlicesWithinAChunk) {
+TEST(AttentionKernels, PrefetchDistanceIsThirtyTwoKiBOfSlicesWithinAChunk) {
   const auto distance = [](KvType t, std::int64_t hd) {
     attn::KvHead kv{};
     kv.slice_bytes = kv_row_bytes(t, hd);
     return attn::prefetch_distance(kv);
   };
-  EXPECT_EQ(distance(KvType::F16, 256), 16);  // 512-byte slices: 16 KiB / 1 KiB
-  EXPECT_EQ(distance(KvType::F32, 256), 8);
-  EXPECT_EQ(distance(KvType::Q8_0, 256), 30);        // 8 blocks of 34 bytes
-  EXPECT_EQ(distance(KvType::F16, 64), kAttnChunk);  // 64 cells' worth: a chunk at most
-  EXPECT_EQ(distance(KvType::F32, 4096), 1);         // 16 KiB slices: the next cell
+  EXPECT_EQ(distance(KvType::F16, 512), 16);  // 1 KiB slices: 32 KiB / 2 KiB
+  EXPECT_EQ(distance(KvType::F32, 256), 16);
+  EXPECT_EQ(distance(KvType::Q8_0, 512), 30);         // 16 blocks of 34 bytes
+  EXPECT_EQ(distance(KvType::F16, 256), kAttnChunk);  // 32 cells' worth: a chunk
+  EXPECT_EQ(distance(KvType::F16, 64), kAttnChunk);   // 128 cells' worth: a chunk at most
+  EXPECT_EQ(distance(KvType::F32, 8192), 1);          // 32 KiB slices: the next cell
 }
 
 }  // namespace
