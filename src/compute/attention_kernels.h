@@ -47,9 +47,9 @@ struct KvHead {
 // about the same at 2 threads and at the AVX2 level. 8 and 32 KiB were no
 // better over 1 and 2 threads then; since the slices go to L2
 // (prefetch_cell), 32 KiB beat 16 at Gemma 2's shape on Zen 4 (1 thread, three
-// runs: 14.8 / 15.0 / 15.1 -> 11.4 / 13.5 / 13.2 ms; Gemma 3's no different,
-// the head size 64 shapes a chunk either way). `static` here and below: each
-// SIMD unit keeps its own copy (dot.h).
+// runs: 14.8 / 15.0 / 15.1 -> 11.4 / 13.5 / 13.2 ms; Gemma 3's no different;
+// the head size 64 shapes ask a chunk ahead either way). `static` here and
+// below: each SIMD unit keeps its own copy (dot.h).
 static inline int prefetch_distance(const KvHead& kv) {
   constexpr std::size_t kAheadBytes = 32768;
   const std::size_t cells = kAheadBytes / (2 * kv.slice_bytes);

@@ -132,7 +132,7 @@ TEST(AttentionKernels, DecodeAsksAheadOnlyWithinItsCellsAndKeepsTheBits) {
   }
 }
 
-// 16 KiB of K and V slices ahead, at least the next cell and at most a chunk.
+// 32 KiB of K and V slices ahead, at least the next cell and at most a chunk.
 TEST(AttentionKernels, PrefetchDistanceIsThirtyTwoKiBOfSlicesWithinAChunk) {
   const auto distance = [](KvType t, std::int64_t hd) {
     attn::KvHead kv{};
