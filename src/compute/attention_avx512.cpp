@@ -48,20 +48,20 @@ inline float sum16(__m512 x) {
 // additions: the registers are folded in pairs, each step adding one level of
 // sum16's tree for two of them at once (lane i + i + 8, then + 4, + 2, + 1),
 // 45 operations where sixteen sum16 spend 144. The last step leaves the sum of
-// the register loaded in position 4e + k in lane 4k + e, so they are loaded in
-// that order.
+// the register taken in position 4e + k in lane 4k + e, so position i takes
+// register kOrder[i] = 4 (i % 4) + i / 4.
 inline __m512 sum16x16(const float (*x)[16]) {
-  __m512 a[8];  // pairs: lanes 0-7 register 2p's i + (i + 8), lanes 8-15 2p + 1's
+  constexpr int kOrder[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
+  __m512 a[8];  // pairs: lanes 0-7 position 2p's i + (i + 8), lanes 8-15 2p + 1's
   for (int p = 0; p < 8; ++p) {
-    const int c0 = 4 * (2 * p % 4) + 2 * p / 4, c1 = 4 * ((2 * p + 1) % 4) + (2 * p + 1) / 4;
-    const __m512 u = _mm512_load_ps(x[c0]), v = _mm512_load_ps(x[c1]);
+    const __m512 u = _mm512_load_ps(x[kOrder[2 * p]]), v = _mm512_load_ps(x[kOrder[2 * p + 1]]);
     a[p] = _mm512_add_ps(_mm512_shuffle_f32x4(u, v, 0x44), _mm512_shuffle_f32x4(u, v, 0xEE));
   }
-  __m512 b[4];  // 128-bit lane k: the (+ 4) level of register 4q + k's sum
+  __m512 b[4];  // 128-bit lane k: the (+ 4) level of position 4q + k's sum
   for (int q = 0; q < 4; ++q)
     b[q] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * q], a[2 * q + 1], 0x88),
                          _mm512_shuffle_f32x4(a[2 * q], a[2 * q + 1], 0xDD));
-  __m512 c[2];  // (+ 2): per 128-bit lane, two lanes of each of two registers
+  __m512 c[2];  // (+ 2): per 128-bit lane, two lanes of each of two positions
   for (int r = 0; r < 2; ++r) {
     const __m512d u = _mm512_castps_pd(b[2 * r]), v = _mm512_castps_pd(b[2 * r + 1]);
     c[r] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(u, v)),

@@ -65,8 +65,8 @@ static inline int prefetch_distance(const KvHead& kv) {
 // tok/s, 135M 55.9 / 51.3 -> 80.4 / 75.3 (docs/performance.md, stop 52).
 static inline void prefetch_cell(const KvHead& kv, std::uint32_t cell) {
   const std::size_t at = static_cast<std::size_t>(cell) * kv.row_bytes + kv.head_bytes;
-  dot::prefetch_range_l2(kv.k + at, kv.slice_bytes);
-  dot::prefetch_range_l2(kv.v + at, kv.slice_bytes);
+  dot::prefetch_range<dot::kIntoL2>(kv.k + at, kv.slice_bytes);
+  dot::prefetch_range<dot::kIntoL2>(kv.v + at, kv.slice_bytes);
 }
 
 struct AttnFns {

@@ -32,17 +32,16 @@ namespace seam::dot {
 inline constexpr std::size_t kPrefetchAheadAvx2 = 2048;
 inline constexpr std::size_t kPrefetchAheadAvx512 = 8192;
 
+// __builtin_prefetch's locality: into L1 (prefetcht0), or into L2 only
+// (prefetcht1) for lines read well after they are asked for, which
+// prefetcht0 would hold L1's few miss buffers for.
+inline constexpr int kIntoL1 = 3, kIntoL2 = 2;
+
 // Requests the cache lines of [p, p + bytes).
+template <int kLocality = kIntoL1>
 static inline void prefetch_range(const void* p, std::size_t bytes) {
   const char* q = static_cast<const char*>(p);
-  for (std::size_t l = 0; l < bytes; l += 64) __builtin_prefetch(q + l, 0, 3);
-}
-
-// The same into L2 only (prefetcht1): for lines read well after they are
-// asked for, which prefetcht0 would hold L1's few miss buffers for.
-static inline void prefetch_range_l2(const void* p, std::size_t bytes) {
-  const char* q = static_cast<const char*>(p);
-  for (std::size_t l = 0; l < bytes; l += 64) __builtin_prefetch(q + l, 0, 2);
+  for (std::size_t l = 0; l < bytes; l += 64) __builtin_prefetch(q + l, 0, kLocality);
 }
 
 // Requests the cache lines of [p + kAhead, p + kAhead + bytes).
