@@ -300,10 +300,14 @@ namespace {
 template <KvType t, int NQ>
 void decode_t(const KvHead& kv, const std::uint32_t* cells, int nc, int n_ask, int hd,
               const float* q, float scale, float softcap, float* m, float* l, float* acc) {
-  alignas(32) float sc[NQ][C];  // [head][cell] scores, then weights
+  alignas(32) float sc[NQ][C];       // [head][cell] scores, then weights
+  alignas(32) float part[NQ][C][8];  // [head][cell] the score's 8 partial sums
   const std::byte* vrow[C];
   const int ahead = prefetch_distance(kv);
   const int hd8 = hd & ~7;
+  // Scores: each K row is converted once, 8 elements at a time, and dotted
+  // with every head's query; the partial sums of 8 cells added up at once,
+  // then the dimensions past hd8 one at a time.
   for (int j = 0; j < nc; ++j) {
     if (j + ahead < n_ask) prefetch_cell(kv, cells[j + ahead]);
     const std::size_t at = static_cast<std::size_t>(cells[j]) * kv.row_bytes + kv.head_bytes;
@@ -316,11 +320,17 @@ void decode_t(const KvHead& kv, const std::uint32_t* cells, int nc, int n_ask, i
       for (int h = 0; h < NQ; ++h)
         s[h] = _mm256_fmadd_ps(_mm256_loadu_ps(q + h * hd + d0), kx, s[h]);
     }
-    for (int h = 0; h < NQ; ++h) {
-      float x = hsum8(s[h]);
-      for (int d = hd8; d < hd; ++d) x = fmaf(q[h * hd + d], load1<t>(row, d), x);
-      sc[h][j] = x;
-    }
+    for (int h = 0; h < NQ; ++h) _mm256_store_ps(part[h][j], s[h]);
+  }
+  const int n8 = (nc + 7) & ~7;
+  for (int j = nc; j < n8; ++j)
+    for (int h = 0; h < NQ; ++h) _mm256_store_ps(part[h][j], _mm256_setzero_ps());
+  for (int h = 0; h < NQ; ++h)
+    for (int j0 = 0; j0 < n8; j0 += 8) _mm256_store_ps(sc[h] + j0, hsum8x8(part[h] + j0));
+  for (int j = 0; hd8 < hd && j < nc; ++j) {
+    const std::byte* row = kv.k + static_cast<std::size_t>(cells[j]) * kv.row_bytes + kv.head_bytes;
+    for (int h = 0; h < NQ; ++h)
+      for (int d = hd8; d < hd; ++d) sc[h][j] = fmaf(q[h * hd + d], load1<t>(row, d), sc[h][j]);
   }
   for (int h = 0; h < NQ; ++h) {
     float* sh = sc[h];
