@@ -266,9 +266,14 @@ TEST(AttentionTiled, DecodeReadsCacheRowsForEveryGqaRatioAndHeadSize) {
     std::uint32_t depth;
     float softcap;
   };
-  for (const Shape& sh :
-       {Shape{1, 3, 20, 45, 0.0f}, Shape{3, 3, 64, 300, 0.0f}, Shape{5, 1, 80, 77, 0.0f},
-        Shape{6, 2, 96, 130, 4.0f}, Shape{8, 1, 128, 64, 0.0f}, Shape{7, 1, 36, 33, 2.5f}}) {
+  std::vector<Shape> shapes = {Shape{1, 3, 20, 45, 0.0f},  Shape{3, 3, 64, 300, 0.0f},
+                               Shape{5, 1, 80, 77, 0.0f},  Shape{6, 2, 96, 130, 4.0f},
+                               Shape{8, 1, 128, 64, 0.0f}, Shape{7, 1, 36, 33, 2.5f}};
+  // Every group size at the head sizes of the model families (64, 128, 256).
+  for (std::int32_t hd : {64, 128, 256})
+    for (std::int32_t rep = 1; rep <= 4; ++rep)
+      shapes.push_back(Shape{rep, 2, hd, 70, rep == 2 ? 3.0f : 0.0f});
+  for (const Shape& sh : shapes) {
     Problem p = sequence(sh.depth, 1, 0, 9);
     p.n_head = sh.rep * sh.kv;
     p.n_head_kv = sh.kv;
