@@ -327,11 +327,13 @@ void decode_t(const KvHead& kv, const std::uint32_t* cells, int nc, int n_ask, i
     for (int h = 0; h < NQ; ++h) _mm256_store_ps(part[h][j], _mm256_setzero_ps());
   for (int h = 0; h < NQ; ++h)
     for (int j0 = 0; j0 < n8; j0 += 8) _mm256_store_ps(sc[h] + j0, hsum8x8(part[h] + j0));
-  for (int j = 0; hd8 < hd && j < nc; ++j) {
-    const std::byte* row = kv.k + static_cast<std::size_t>(cells[j]) * kv.row_bytes + kv.head_bytes;
-    for (int h = 0; h < NQ; ++h)
-      for (int d = hd8; d < hd; ++d) sc[h][j] = fmaf(q[h * hd + d], load1<t>(row, d), sc[h][j]);
-  }
+  if (hd8 < hd)
+    for (int j = 0; j < nc; ++j) {
+      const std::byte* row =
+          kv.k + static_cast<std::size_t>(cells[j]) * kv.row_bytes + kv.head_bytes;
+      for (int h = 0; h < NQ; ++h)
+        for (int d = hd8; d < hd; ++d) sc[h][j] = fmaf(q[h * hd + d], load1<t>(row, d), sc[h][j]);
+    }
   for (int h = 0; h < NQ; ++h) {
     float* sh = sc[h];
     for (int j = 0; j < nc; ++j) sh[j] *= scale;
