@@ -85,8 +85,7 @@ void load_chunk_t(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, 
   for (int jb = 0; jb < C; jb += 8) {
     const int nv = nc - jb < 0 ? 0 : (nc - jb > 8 ? 8 : nc - jb);
     const std::byte* row[8];
-    for (int i = 0; i < nv; ++i)
-      row[i] = kv.k + static_cast<std::size_t>(cells[jb + i]) * kv.row_bytes + kv.head_bytes;
+    for (int i = 0; i < nv; ++i) row[i] = kv.k + slice_offset(kv, cells[jb + i]);
     for (int d0 = 0; d0 < hd8; d0 += 8) {
       __m256 r[8];
       if (nv == 8) {
@@ -101,7 +100,7 @@ void load_chunk_t(const KvHead& kv, const std::uint32_t* cells, int nc, int hd, 
       for (int i = 0; i < 8; ++i) kt[d * C + jb + i] = i < nv ? load1<t>(row[i], d) : 0.0f;
   }
   for (int j = 0; j < nc; ++j) {
-    const std::byte* row = kv.v + static_cast<std::size_t>(cells[j]) * kv.row_bytes + kv.head_bytes;
+    const std::byte* row = kv.v + slice_offset(kv, cells[j]);
     float* vj = v + static_cast<std::size_t>(j) * hd;
     for (int d = 0; d < hd8; d += 8) _mm256_storeu_ps(vj + d, load8<t>(row, d));
     for (int d = hd8; d < hd; ++d) vj[d] = load1<t>(row, d);
@@ -310,7 +309,7 @@ void decode_t(const KvHead& kv, const std::uint32_t* cells, int nc, int n_ask, i
   // then the dimensions past hd8 one at a time.
   for (int j = 0; j < nc; ++j) {
     if (j + ahead < n_ask) prefetch_cell(kv, cells[j + ahead]);
-    const std::size_t at = static_cast<std::size_t>(cells[j]) * kv.row_bytes + kv.head_bytes;
+    const std::size_t at = slice_offset(kv, cells[j]);
     const std::byte* row = kv.k + at;
     vrow[j] = kv.v + at;
     __m256 s[NQ];
@@ -329,8 +328,7 @@ void decode_t(const KvHead& kv, const std::uint32_t* cells, int nc, int n_ask, i
     for (int j0 = 0; j0 < n8; j0 += 8) _mm256_store_ps(sc[h] + j0, hsum8x8(part[h] + j0));
   if (hd8 < hd)
     for (int j = 0; j < nc; ++j) {
-      const std::byte* row =
-          kv.k + static_cast<std::size_t>(cells[j]) * kv.row_bytes + kv.head_bytes;
+      const std::byte* row = kv.k + slice_offset(kv, cells[j]);
       for (int h = 0; h < NQ; ++h)
         for (int d = hd8; d < hd; ++d) sc[h][j] = fmaf(q[h * hd + d], load1<t>(row, d), sc[h][j]);
     }

@@ -47,9 +47,9 @@ inline float sum16(__m512 x) {
 // The sixteen sums sum16(x[c]), c < 16, as one register (lane c), by the same
 // additions: the registers are folded in pairs, each step adding one level of
 // sum16's tree for two of them at once (lane i + i + 8, then + 4, + 2, + 1),
-// 45 operations where sixteen sum16 spend 144. The last step leaves the sum of
-// the register taken in position 4e + k in lane 4k + e, so position i takes
-// register kOrder[i] = 4 (i % 4) + i / 4.
+// 45 operations where sixteen sum16 and their stores spend 144. The last step
+// leaves the sum of the register taken in position 4e + k in lane 4k + e, so
+// position i takes register kOrder[i] = 4 (i % 4) + i / 4.
 inline __m512 sum16x16(const float (*x)[16]) {
   constexpr int kOrder[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
   __m512 a[8];  // pairs: lanes 0-7 position 2p's i + (i + 8), lanes 8-15 2p + 1's
@@ -103,7 +103,7 @@ void decode_t(const KvHead& kv, const std::uint32_t* cells, int nc, int n_ask, i
   // with every head's query; the partial sums of 16 cells added up at once.
   for (int j = 0; j < nc; ++j) {
     if (j + ahead < n_ask) prefetch_cell(kv, cells[j + ahead]);
-    const std::size_t at = static_cast<std::size_t>(cells[j]) * kv.row_bytes + kv.head_bytes;
+    const std::size_t at = slice_offset(kv, cells[j]);
     const std::byte* row = kv.k + at;
     vrow[j] = kv.v + at;
     __m512 s[NQ];

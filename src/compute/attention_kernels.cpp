@@ -62,7 +62,7 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // One kv head's row of `cell` as hd floats.
 void load_row(const std::byte* base, const KvHead& kv, std::uint32_t cell, int hd, float* out) {
-  const std::byte* p = base + static_cast<std::size_t>(cell) * kv.row_bytes + kv.head_bytes;
+  const std::byte* p = base + slice_offset(kv, cell);
   switch (kv.type) {
     case KvType::F32:
       std::memcpy(out, p, static_cast<std::size_t>(hd) * sizeof(float));

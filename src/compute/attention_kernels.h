@@ -34,6 +34,12 @@ struct KvHead {
   std::size_t slice_bytes;  // bytes of this kv head's part of a row
 };
 
+// Where cell `cell`'s slice starts in the K (and the V) cache, from its base.
+// `static`, as the look-ahead below: each SIMD unit keeps its own copy (dot.h).
+static inline std::size_t slice_offset(const KvHead& kv, std::uint32_t cell) {
+  return static_cast<std::size_t>(cell) * kv.row_bytes + kv.head_bytes;
+}
+
 // How many cells ahead of the one it reads decode_chunk asks for K and V
 // slices: 32 KiB of them, at most a chunk. The hardware prefetchers alone
 // leave the kernel waiting on DRAM (a head's slices are short runs at the
@@ -64,7 +70,7 @@ static inline int prefetch_distance(const KvHead& kv) {
 // 15.2 / 14.4; decode at depth 4096, 1B Q4_K_M 17.5 / 18.2 -> 22.4 / 22.6
 // tok/s, 135M 55.9 / 51.3 -> 80.4 / 75.3 (docs/performance.md, stop 52).
 static inline void prefetch_cell(const KvHead& kv, std::uint32_t cell) {
-  const std::size_t at = static_cast<std::size_t>(cell) * kv.row_bytes + kv.head_bytes;
+  const std::size_t at = slice_offset(kv, cell);
   dot::prefetch_range<dot::kIntoL2>(kv.k + at, kv.slice_bytes);
   dot::prefetch_range<dot::kIntoL2>(kv.v + at, kv.slice_bytes);
 }

@@ -20,9 +20,9 @@ inline float hsum8(__m256 x) {
 // The eight sums hsum8(x[c]), c < 8, as one register (lane c), by the same
 // additions: the registers are folded in pairs, each step one level of
 // hsum8's tree for two of them at once (lane i + i + 4, then + 2, + 1), 21
-// operations where eight hsum8 and their stores spend 56. The last step leaves the register
-// taken in position i in lane i / 2 (even i) or 4 + i / 2 (odd i), so position
-// i takes register kOrder[i] = 4 (i % 2) + i / 2.
+// operations where eight hsum8 and their stores spend 56. The last step
+// leaves the register taken in position i in lane i / 2 (even i) or
+// 4 + i / 2 (odd i), so position i takes register kOrder[i] = 4 (i % 2) + i / 2.
 inline __m256 hsum8x8(const float (*x)[8]) {
   constexpr int kOrder[8] = {0, 4, 1, 5, 2, 6, 3, 7};
   __m256 a[4];  // pairs: lanes 0-3 position 2p's i + (i + 4), lanes 4-7 2p + 1's
