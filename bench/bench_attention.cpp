@@ -133,13 +133,16 @@ void BM_AttentionTiledQ8_0(benchmark::State& st) { tiled(st, KvType::Q8_0); }
 void BM_AttentionTiledF16Scalar(benchmark::State& st) { tiled(st, KvType::F16, CpuLevel::Scalar); }
 
 // {depth, rows, shape}: decode at 4096, prefill of 64 rows at 0 and 4096 (135M);
-// decode at 4096 and 32768 (1B, Gemma 2 2B); decode at 4096 and 131072 (Gemma
-// 3 1B: its one kv head needs that many cells to pass L3).
+// decode at 4096 and 32768 and prefill of 64 rows at 4096 (1B: its 8 kv heads'
+// cache, 8.4 MB a layer, is read from L3 by every tile of rows); decode at 4096
+// and 32768 (Gemma 2 2B); decode at 4096 and 131072 (Gemma 3 1B: its one kv
+// head needs that many cells to pass L3).
 #define SHAPES                        \
   ->Args({4096, 1, 0})                \
       ->Args({0, 64, 0})              \
       ->Args({4096, 64, 0})           \
       ->Args({4096, 1, 1})            \
+      ->Args({4096, 64, 1})           \
       ->Args({32768, 1, 1})           \
       ->Args({4096, 1, 2})            \
       ->Args({32768, 1, 2})           \
