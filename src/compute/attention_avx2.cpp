@@ -232,6 +232,11 @@ void add_columns(const float (*sc)[C], const float* v, int jlo, int jhi, int hd,
     const float* vj = v + static_cast<std::size_t>(j) * hd + d0;
     __m256 vx[W];
     for (int i = 0; i < W; ++i) vx[i] = _mm256_loadu_ps(vj + 8 * i);
+    // Held in registers, as scores' K^T rows: folded into each FMA, the V row
+    // was loaded NQ times, and 10 loads to 8 FMAs left the loop waiting on
+    // the load ports.
+    if constexpr (NQ > 1)
+      for (int i = 0; i < W; ++i) __asm__("" : "+x"(vx[i]));
     for (int h = 0; h < NQ; ++h) {
       const __m256 p = _mm256_broadcast_ss(sc[h] + j);
       for (int i = 0; i < W; ++i) a[h][i] = _mm256_fmadd_ps(p, vx[i], a[h][i]);
