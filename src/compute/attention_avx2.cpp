@@ -180,44 +180,64 @@ void scores(const float* q, const float* kt, int hd, __m256 (*x)[4]) {
                                   _mm256_loadu_ps(kt + d * C + 8 * g), x[h][g]);
 }
 
-// query_chunk's online-softmax step for one query from its raw scores x: m, l
-// and acc rescaled to the chunk's maximum, the chunk's weights e^(s_j - m')
-// in sc. Inlined, as the AVX-512 one (attention_avx512.cpp says why).
-[[gnu::always_inline]] inline void fold_scores(const __m256 (&x)[4], int jlo, int jhi, int hd,
+// query_chunk's online-softmax step for NQ queries from their raw scores x:
+// each query's m, l and acc rescaled to its chunk maximum, the chunk's
+// weights e^(s_j - m') in sc[h]. The queries go step by step side by side,
+// so that one's reductions and exponentials fill the other's waits (one at a
+// time, the step was a fifth of query_chunk's samples on Zen 4). Inlined, as
+// the AVX-512 one (attention_avx512.cpp says why).
+template <int NQ>
+[[gnu::always_inline]] inline void fold_scores(__m256 (&x)[NQ][4], int jlo, int jhi, int hd,
                                                float scale, float softcap, float* m, float* l,
-                                               float* acc, float* sc) {
+                                               float* acc, float (*sc)[C]) {
   const __m256 vs = _mm256_set1_ps(scale);
-  for (int g = 0; g < 4; ++g) _mm256_store_ps(sc + 8 * g, _mm256_mul_ps(x[g], vs));
+  for (int h = 0; h < NQ; ++h)
+    for (int g = 0; g < 4; ++g) x[h][g] = _mm256_mul_ps(x[h][g], vs);
   // The cap through vec's, as decode_t: a row's bits do not depend on which ran.
-  if (softcap > 0.0f) vec::avx2::softcap(sc, C, softcap);
+  if (softcap > 0.0f)
+    for (int h = 0; h < NQ; ++h) {
+      for (int g = 0; g < 4; ++g) _mm256_store_ps(sc[h] + 8 * g, x[h][g]);
+      vec::avx2::softcap(sc[h], C, softcap);
+      for (int g = 0; g < 4; ++g) x[h][g] = _mm256_load_ps(sc[h] + 8 * g);
+    }
   // Lanes outside [jlo, jhi) get -inf: weight 0 below, and no effect on the max.
-  for (int j = 0; j < jlo; ++j) sc[j] = -__builtin_inff();
-  for (int j = jhi; j < C; ++j) sc[j] = -__builtin_inff();
-  __m256 x0 = _mm256_load_ps(sc), x1 = _mm256_load_ps(sc + 8);
-  __m256 x2 = _mm256_load_ps(sc + 16), x3 = _mm256_load_ps(sc + 24);
-  const float mx = hmax8(_mm256_max_ps(_mm256_max_ps(x0, x1), _mm256_max_ps(x2, x3)));
-  const float m_old = *m;
-  const float m_new = m_old > mx ? m_old : mx;
-  if (m_old != m_new) {
-    const float corr = exp_nonpositive(m_old - m_new);  // 0 when m was -inf
-    *l *= corr;
+  if (jlo > 0 || jhi < C) {
+    const __m256 ninf = _mm256_set1_ps(-__builtin_inff());
+    const __m256i lo = _mm256_set1_epi32(jlo - 1), hi = _mm256_set1_epi32(jhi);
+    for (int g = 0; g < 4; ++g) {
+      const __m256i j =
+          _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(8 * g));
+      const __m256 keep = _mm256_castsi256_ps(
+          _mm256_and_si256(_mm256_cmpgt_epi32(j, lo), _mm256_cmpgt_epi32(hi, j)));
+      for (int h = 0; h < NQ; ++h) x[h][g] = _mm256_blendv_ps(ninf, x[h][g], keep);
+    }
+  }
+  float m_new[NQ];
+  for (int h = 0; h < NQ; ++h) {
+    const float mx =
+        hmax8(_mm256_max_ps(_mm256_max_ps(x[h][0], x[h][1]), _mm256_max_ps(x[h][2], x[h][3])));
+    m_new[h] = m[h] > mx ? m[h] : mx;
+  }
+  for (int h = 0; h < NQ; ++h) {
+    if (m[h] == m_new[h]) continue;
+    const float corr = exp_nonpositive(m[h] - m_new[h]);  // 0 when m was -inf
+    l[h] *= corr;
     const __m256 vc = _mm256_set1_ps(corr);
+    float* ah = acc + static_cast<std::size_t>(h) * hd;
     int d = 0;
     for (; d + 8 <= hd; d += 8)
-      _mm256_storeu_ps(acc + d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), vc));
-    for (; d < hd; ++d) acc[d] *= corr;
-    *m = m_new;
+      _mm256_storeu_ps(ah + d, _mm256_mul_ps(_mm256_loadu_ps(ah + d), vc));
+    for (; d < hd; ++d) ah[d] *= corr;
+    m[h] = m_new[h];
   }
-  const __m256 vm = _mm256_set1_ps(m_new);
-  x0 = exp8_nonpositive(_mm256_sub_ps(x0, vm));
-  x1 = exp8_nonpositive(_mm256_sub_ps(x1, vm));
-  x2 = exp8_nonpositive(_mm256_sub_ps(x2, vm));
-  x3 = exp8_nonpositive(_mm256_sub_ps(x3, vm));
-  *l += hsum8(_mm256_add_ps(_mm256_add_ps(x0, x1), _mm256_add_ps(x2, x3)));
-  _mm256_store_ps(sc, x0);
-  _mm256_store_ps(sc + 8, x1);
-  _mm256_store_ps(sc + 16, x2);
-  _mm256_store_ps(sc + 24, x3);
+  for (int h = 0; h < NQ; ++h) {
+    const __m256 vm = _mm256_set1_ps(m_new[h]);
+    for (int g = 0; g < 4; ++g) x[h][g] = exp8_nonpositive(_mm256_sub_ps(x[h][g], vm));
+  }
+  for (int h = 0; h < NQ; ++h) {
+    l[h] += hsum8(_mm256_add_ps(_mm256_add_ps(x[h][0], x[h][1]), _mm256_add_ps(x[h][2], x[h][3])));
+    for (int g = 0; g < 4; ++g) _mm256_store_ps(sc[h] + 8 * g, x[h][g]);
+  }
 }
 
 // Columns [d0, d0 + 8 W) of add_values: W registers per query in flight
@@ -278,19 +298,16 @@ void query_chunk(const float* q, const float* kt, const float* v, int jlo, int j
     const int n = nq - h0 < 2 ? nq - h0 : 2;
     const float* qg = q + static_cast<std::size_t>(h0) * hd;
     float* ag = acc + static_cast<std::size_t>(h0) * hd;
-    __m256 x[2][4];
     alignas(32) float sc[2][C];
     if (n == 2) {
+      __m256 x[2][4];
       scores<2>(qg, kt, hd, x);
-    } else {
-      scores<1>(qg, kt, hd, x);
-    }
-    for (int h = 0; h < n; ++h)
-      fold_scores(x[h], jlo, jhi, hd, scale, softcap, m + h0 + h, l + h0 + h,
-                  ag + static_cast<std::size_t>(h) * hd, sc[h]);
-    if (n == 2) {
+      fold_scores<2>(x, jlo, jhi, hd, scale, softcap, m + h0, l + h0, ag, sc);
       add_values<2>(sc, v, jlo, jhi, hd, ag);
     } else {
+      __m256 x[1][4];
+      scores<1>(qg, kt, hd, x);
+      fold_scores<1>(x, jlo, jhi, hd, scale, softcap, m + h0, l + h0, ag, sc);
       add_values<1>(sc, v, jlo, jhi, hd, ag);
     }
   }
