@@ -283,43 +283,58 @@ void scores(const float* q, const float* kt, int hd, __m512 (*x)[2]) {
       x[h][g] = _mm512_add_ps(w0[h][g], _mm512_add_ps(u0[h][g], u1[h][g]));
 }
 
-// query_chunk's online-softmax step for one query from its raw scores x0, x1:
-// m, l and acc rescaled to the chunk's maximum, the chunk's weights
-// e^(s_j - m') in sc. Inlined: GCC otherwise calls it out of line, the
-// scores go through memory, and it took 11% of a 1B prefill at depth 4096.
-[[gnu::always_inline]] inline void fold_scores(__m512 x0, __m512 x1, int jlo, int jhi, int hd,
+// query_chunk's online-softmax step for NQ queries from their raw scores x:
+// each query's m, l and acc rescaled to its chunk maximum, the chunk's
+// weights e^(s_j - m') in sc[h]. The queries go step by step side by side, so
+// that one's reductions and exponentials fill the others' waits. Inlined:
+// GCC otherwise calls it out of line, the scores go through memory, and it
+// took 11% of a 1B prefill at depth 4096.
+template <int NQ>
+[[gnu::always_inline]] inline void fold_scores(__m512 (*x)[2], int jlo, int jhi, int hd,
                                                float scale, float softcap, float* m, float* l,
-                                               float* acc, float* sc) {
+                                               float* acc, float (*sc)[C]) {
   const __m512 vs = _mm512_set1_ps(scale);
-  x0 = _mm512_mul_ps(x0, vs);
-  x1 = _mm512_mul_ps(x1, vs);
-  if (softcap > 0.0f) {
-    x0 = softcap16(x0, softcap);
-    x1 = softcap16(x1, softcap);
-  }
   // Lanes outside [jlo, jhi) get -inf: weight 0 below, and no effect on the max.
   const __m512 ninf = _mm512_set1_ps(-__builtin_inff());
-  x0 = _mm512_mask_blend_ps(lanes(clamp16(jlo), clamp16(jhi)), ninf, x0);
-  x1 = _mm512_mask_blend_ps(lanes(clamp16(jlo - 16), clamp16(jhi - 16)), ninf, x1);
-  const float mx = _mm512_reduce_max_ps(_mm512_max_ps(x0, x1));
-  const float m_old = *m;
-  const float m_new = m_old > mx ? m_old : mx;
-  if (m_old != m_new) {
-    const float corr = exp_nonpositive(m_old - m_new);  // 0 when m was -inf
-    *l *= corr;
+  const __mmask16 k0 = lanes(clamp16(jlo), clamp16(jhi));
+  const __mmask16 k1 = lanes(clamp16(jlo - 16), clamp16(jhi - 16));
+  for (int h = 0; h < NQ; ++h) {
+    x[h][0] = _mm512_mul_ps(x[h][0], vs);
+    x[h][1] = _mm512_mul_ps(x[h][1], vs);
+    if (softcap > 0.0f) {
+      x[h][0] = softcap16(x[h][0], softcap);
+      x[h][1] = softcap16(x[h][1], softcap);
+    }
+    x[h][0] = _mm512_mask_blend_ps(k0, ninf, x[h][0]);
+    x[h][1] = _mm512_mask_blend_ps(k1, ninf, x[h][1]);
+  }
+  float m_new[NQ];
+  for (int h = 0; h < NQ; ++h) {
+    const float mx = _mm512_reduce_max_ps(_mm512_max_ps(x[h][0], x[h][1]));
+    m_new[h] = m[h] > mx ? m[h] : mx;
+  }
+  for (int h = 0; h < NQ; ++h) {
+    if (m[h] == m_new[h]) continue;
+    const float corr = exp_nonpositive(m[h] - m_new[h]);  // 0 when m was -inf
+    l[h] *= corr;
     const __m512 vc = _mm512_set1_ps(corr);
+    float* ah = acc + static_cast<std::size_t>(h) * hd;
     for (int d0 = 0; d0 < hd; d0 += 16) {
       const __mmask16 k = lanes(0, clamp16(hd - d0));
-      _mm512_mask_storeu_ps(acc + d0, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, acc + d0), vc));
+      _mm512_mask_storeu_ps(ah + d0, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, ah + d0), vc));
     }
-    *m = m_new;
+    m[h] = m_new[h];
   }
-  const __m512 vm = _mm512_set1_ps(m_new);
-  x0 = exp16_nonpositive(_mm512_sub_ps(x0, vm));
-  x1 = exp16_nonpositive(_mm512_sub_ps(x1, vm));
-  *l += sum16(_mm512_add_ps(x0, x1));
-  _mm512_store_ps(sc, x0);
-  _mm512_store_ps(sc + 16, x1);
+  for (int h = 0; h < NQ; ++h) {
+    const __m512 vm = _mm512_set1_ps(m_new[h]);
+    x[h][0] = exp16_nonpositive(_mm512_sub_ps(x[h][0], vm));
+    x[h][1] = exp16_nonpositive(_mm512_sub_ps(x[h][1], vm));
+  }
+  for (int h = 0; h < NQ; ++h) {
+    l[h] += sum16(_mm512_add_ps(x[h][0], x[h][1]));
+    _mm512_store_ps(sc[h], x[h][0]);
+    _mm512_store_ps(sc[h] + 16, x[h][1]);
+  }
 }
 
 // acc[h] += sum_j sc[h][j] v[j] for NQ queries, j in [jlo, jhi): 64 columns of
@@ -363,7 +378,7 @@ void add_values(const float (*sc)[C], const float* v, int jlo, int jhi, int hd, 
 // Queries in groups of at most 4: add_values' registers (4 x 4 x 16 columns)
 // and the scores' (4 x 2 x 2 accumulators). A group's scores come from one
 // pass over the chunk's K^T, its values from one pass over V. The three steps
-// stay in this one function, dispatched twice on the group size: as one
+// stay in this one function, dispatched on the group size for each: as one
 // template per size GCC laid them out slower (1B Q4_K_M pp512 after 4,096
 // cells, 1 thread: 111-118 against 132 tok/s).
 void query_chunk(const float* q, const float* kt, const float* v, int jlo, int jhi, int hd, int nq,
@@ -388,9 +403,20 @@ void query_chunk(const float* q, const float* kt, const float* v, int jlo, int j
         scores<4>(qg, kt, hd, x);
         break;
     }
-    for (int h = 0; h < n; ++h)
-      fold_scores(x[h][0], x[h][1], jlo, jhi, hd, scale, softcap, m + h0 + h, l + h0 + h,
-                  ag + static_cast<std::size_t>(h) * hd, sc[h]);
+    switch (n) {
+      case 1:
+        fold_scores<1>(x, jlo, jhi, hd, scale, softcap, m + h0, l + h0, ag, sc);
+        break;
+      case 2:
+        fold_scores<2>(x, jlo, jhi, hd, scale, softcap, m + h0, l + h0, ag, sc);
+        break;
+      case 3:
+        fold_scores<3>(x, jlo, jhi, hd, scale, softcap, m + h0, l + h0, ag, sc);
+        break;
+      default:
+        fold_scores<4>(x, jlo, jhi, hd, scale, softcap, m + h0, l + h0, ag, sc);
+        break;
+    }
     switch (n) {
       case 1:
         add_values<1>(sc, v, jlo, jhi, hd, ag);
