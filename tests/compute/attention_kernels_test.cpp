@@ -1,10 +1,12 @@
-// decode_chunk's look-ahead (attention_kernels.h) at every CPU level this
-// machine runs: while at cell j it asks for the K and V slices of cell j +
+// The attention steps (attention_kernels.h) at every CPU level this machine
+// runs. query_chunk: each query's state as if it were alone in the call, and
+// within a rounding bound of the scalar level's. decode_chunk's look-ahead:
+// while at cell j it asks for the K and V slices of cell j +
 // prefetch_distance(kv), into the next call's cells. A prefetch is a hint, so
 // the state it leaves must be the bits of the same calls told of no next
 // cells; and the cell lists here are heap allocations of exactly the cells
 // named, so under AddressSanitizer (CI's second run) an index read past them
-// fails the test. The numbers themselves are attention_test.cpp's: decode
+// fails the test. Decode's numbers themselves are attention_test.cpp's:
 // against the two-pass reference through attention_tiled, which runs these
 // kernels.
 #include <gtest/gtest.h>
@@ -17,6 +19,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compute/attention_kernels.h"
@@ -126,6 +129,97 @@ TEST(AttentionKernels, DecodeAsksAheadOnlyWithinItsCellsAndKeepsTheBits) {
             // Every head saw its cells: the largest weight is e^0 = 1.
             for (float l : ahead.l) EXPECT_GE(l, 1.0f) << where;
           }
+        }
+      }
+    }
+  }
+}
+
+// Two query_chunk calls for queries [h0, h0 + nq): chunk 0 over all its cells,
+// then chunk 1 over [jlo, jhi), so the second may find a new maximum and
+// rescale what the first left.
+void fold_two_chunks(const attn::AttnFns& f, const std::vector<float>& q,
+                     const std::vector<float> (&kt)[2], const std::vector<float> (&v)[2], int hd,
+                     int h0, int nq, float scale, float softcap, int jlo, int jhi, State& s) {
+  const float* qh = q.data() + static_cast<std::size_t>(h0) * hd;
+  float* acc = s.acc.data() + static_cast<std::size_t>(h0) * hd;
+  f.query_chunk(qh, kt[0].data(), v[0].data(), 0, kAttnChunk, hd, nq, scale, softcap,
+                s.m.data() + h0, s.l.data() + h0, acc);
+  f.query_chunk(qh, kt[1].data(), v[1].data(), jlo, jhi, hd, nq, scale, softcap, s.m.data() + h0,
+                s.l.data() + h0, acc);
+}
+
+// query_chunk's contract (attention_kernels.h): a query's state does not
+// depend on the others beside it in the call, for any range [jlo, jhi) of the
+// chunk's cells, with a soft cap or not. The SIMD levels fold their queries'
+// scores a group at a time (AVX2 in pairs, AVX-512 up to four), so here every
+// group size meets the bits of a lone query. attention_tiled passes jlo = 0
+// only: this is where a range starting inside the chunk is tested. Each level
+// against the scalar one within attention_test.cpp's rounding bound: a score
+// carries at most hd roundings of terms up to A = scale sum |q_d k_d|, a
+// weight moves by twice that plus its exp's and the sum's roundings, and the
+// output acc / l is a convex combination of V rows: |d out| <= max|v| u
+// (2 hd A + 2 n + 16), n the cells seen (tanh, the cap, is 1-Lipschitz).
+TEST(AttentionKernels, QueryChunkFoldsEachQueryAsIfAlone) {
+  constexpr int C = kAttnChunk;
+  constexpr int kQueries = 7;  // AVX-512: a group of 4 and one of 3; AVX2: 3 pairs and one
+  constexpr double kU32 = 1.0 / 16777216.0;
+  const std::pair<int, int> ranges[] = {{0, C}, {0, 17}, {5, C}, {3, 29}, {C - 1, C}, {8, 24}};
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const int hd : {20, 40, 64, 80}) {
+    std::vector<float> q(static_cast<std::size_t>(kQueries) * hd), kt[2], v[2];
+    for (float& x : q) x = normal(rng);
+    for (int c = 0; c < 2; ++c) {
+      kt[c].resize(static_cast<std::size_t>(hd) * C);
+      v[c].resize(static_cast<std::size_t>(C) * hd);
+      for (float& x : kt[c]) x = normal(rng);
+      for (float& x : v[c]) x = normal(rng);
+    }
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    double a_max = 0, v_max = 0;
+    for (int h = 0; h < kQueries; ++h)
+      for (int c = 0; c < 2; ++c)
+        for (int j = 0; j < C; ++j) {
+          double sum = 0;
+          for (int d = 0; d < hd; ++d)
+            sum += std::abs(static_cast<double>(q[h * hd + d]) * kt[c][d * C + j]);
+          a_max = std::max(a_max, sum * scale);
+        }
+    for (int c = 0; c < 2; ++c)
+      for (float x : v[c]) v_max = std::max(v_max, static_cast<double>(std::abs(x)));
+    for (const float softcap : {0.0f, 3.0f}) {
+      for (const auto& [jlo, jhi] : ranges) {
+        const double bound = v_max * kU32 * (2.0 * hd * a_max + 2.0 * (C + jhi - jlo) + 16.0);
+        std::vector<float> scalar_out;
+        for (int lv = 0; lv <= static_cast<int>(detected_cpu_level()); ++lv) {
+          const auto level = static_cast<CpuLevel>(lv);
+          const attn::AttnFns& f = attn::attn_fns(level);
+          const auto fresh = [&] {
+            return State{std::vector<float>(kQueries, -std::numeric_limits<float>::infinity()),
+                         std::vector<float>(kQueries, 0.0f),
+                         std::vector<float>(static_cast<std::size_t>(kQueries) * hd, 0.0f)};
+          };
+          State together = fresh(), alone = fresh();
+          fold_two_chunks(f, q, kt, v, hd, 0, kQueries, scale, softcap, jlo, jhi, together);
+          for (int h = 0; h < kQueries; ++h)
+            fold_two_chunks(f, q, kt, v, hd, h, 1, scale, softcap, jlo, jhi, alone);
+          const std::string where = std::string(cpu_level_name(level)) + " head size " +
+                                    std::to_string(hd) + " softcap " + std::to_string(softcap) +
+                                    " cells [" + std::to_string(jlo) + ", " + std::to_string(jhi) +
+                                    ")";
+          EXPECT_EQ(together.m, alone.m) << where;
+          EXPECT_EQ(together.l, alone.l) << where;
+          EXPECT_EQ(together.acc, alone.acc) << where;
+          std::vector<float> out(together.acc.size());
+          for (std::size_t i = 0; i < out.size(); ++i)
+            out[i] = together.acc[i] / together.l[i / static_cast<std::size_t>(hd)];
+          if (level == CpuLevel::Scalar)
+            scalar_out = out;
+          else
+            for (std::size_t i = 0; i < out.size(); ++i)
+              ASSERT_LE(std::abs(static_cast<double>(out[i]) - scalar_out[i]), bound)
+                  << where << " against scalar, element " << i;
         }
       }
     }
