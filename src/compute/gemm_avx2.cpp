@@ -53,7 +53,7 @@ using namespace seam::quant;
 constexpr int kRows = kPanelRows;
 constexpr int kHalf = 8;         // rows per 32-bit-lane vector
 constexpr int kIntTokens = 4;    // tokens per int micro-kernel call (see tile's registers)
-constexpr int kFloatTokens = 3;  // tokens per float micro-kernel call: 12 accumulators
+constexpr int kFloatTokens = 6;  // tokens per float micro-kernel call: 12 accumulators
 
 inline float h2f(std::uint16_t h) { return _cvtsh_ss(h); }
 
@@ -994,24 +994,29 @@ struct FloatTile {
     const float* a[NT];
     for (int t = 0; t < NT; ++t) a[t] = reinterpret_cast<const float*>(act + t * as);
     const std::int64_t n16 = n / 16 * 16, m = n16 / 16, n8 = n / 8 * 8;
-    // Chains j and j + 8 run side by side and meet at once (float_dot adds its
-    // two registers first): v[j] = chain j + chain j + 8, rows in lanes.
+    // One chain at a time over NT tokens: 2 NT accumulators, the chain's two
+    // panel vectors and a broadcast fit the 16 registers, so each step's
+    // multiplicands come from 2 + NT loads (chains j and j + 8 side by side
+    // needed one register more than there are, and reloaded a panel vector
+    // per token).
+    const auto chain = [&](int c, __m256(&acc)[2][NT]) {
+      for (int t = 0; t < NT; ++t) acc[0][t] = acc[1][t] = _mm256_setzero_ps();
+      const float* pc = p + c * m * kRows;
+      for (std::int64_t i = 0; i < m; ++i) {
+        const __m256 w0 = _mm256_loadu_ps(pc + i * kRows), w1 = _mm256_loadu_ps(pc + i * kRows + 8);
+        for (int t = 0; t < NT; ++t) {
+          const __m256 x = _mm256_broadcast_ss(a[t] + c * m + i);
+          acc[0][t] = _mm256_fmadd_ps(w0, x, acc[0][t]);
+          acc[1][t] = _mm256_fmadd_ps(w1, x, acc[1][t]);
+        }
+      }
+    };
+    // v[j] = chain j + chain j + 8 (float_dot adds its two registers first),
+    // rows in lanes.
     __m256 v[8][2][NT];
     for (int j = 0; j < 8; ++j) {
       __m256 lo[2][NT], hi[2][NT];
-      for (int t = 0; t < NT; ++t) lo[0][t] = lo[1][t] = hi[0][t] = hi[1][t] = _mm256_setzero_ps();
-      const float* pl = p + j * m * kRows;
-      const float* ph = p + (j + 8) * m * kRows;
-      for (std::int64_t i = 0; i < m; ++i) {
-        for (int t = 0; t < NT; ++t) {
-          const __m256 xl = _mm256_broadcast_ss(a[t] + j * m + i);
-          lo[0][t] = _mm256_fmadd_ps(_mm256_loadu_ps(pl + i * kRows), xl, lo[0][t]);
-          lo[1][t] = _mm256_fmadd_ps(_mm256_loadu_ps(pl + i * kRows + 8), xl, lo[1][t]);
-          const __m256 xh = _mm256_broadcast_ss(a[t] + (j + 8) * m + i);
-          hi[0][t] = _mm256_fmadd_ps(_mm256_loadu_ps(ph + i * kRows), xh, hi[0][t]);
-          hi[1][t] = _mm256_fmadd_ps(_mm256_loadu_ps(ph + i * kRows + 8), xh, hi[1][t]);
-        }
-      }
+      chain(j, lo);
       if (n8 > n16) {  // float_dot's 8-wide tail: the last element of chain j
         const float* pt = p + (n16 + j) * kRows;
         for (int t = 0; t < NT; ++t) {
@@ -1020,6 +1025,7 @@ struct FloatTile {
           lo[1][t] = _mm256_fmadd_ps(_mm256_loadu_ps(pt + 8), x, lo[1][t]);
         }
       }
+      chain(j + 8, hi);
       for (int h = 0; h < 2; ++h)
         for (int t = 0; t < NT; ++t) v[j][h][t] = _mm256_add_ps(lo[h][t], hi[h][t]);
     }

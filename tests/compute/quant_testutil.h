@@ -177,11 +177,15 @@ inline std::int64_t test_row_len(TensorType t) {
 }
 
 // Batch sizes for checks that a token's row does not depend on its batch:
-// small ones, and both sides of where `level` hands type t to its GEMM.
+// small ones, and both sides of where `level` hands type t to its GEMM: nine
+// counts from there on, so that a GEMM taking up to nine tokens per tile runs
+// its last, partial tile at every size.
 inline std::vector<std::int64_t> batch_sizes_around_gemm(TensorType t, CpuLevel level) {
   std::vector<std::int64_t> n = {2, 5, 8, 11, 12, 13, 20};
-  if (const dot::GemmFns* gemm = quant::traits(t)->dot.gemm_at(level))
-    n.insert(n.end(), {gemm->min_tokens - 1, gemm->min_tokens, gemm->min_tokens + 5});
+  if (const dot::GemmFns* gemm = quant::traits(t)->dot.gemm_at(level)) {
+    n.push_back(gemm->min_tokens - 1);
+    for (int i = 0; i < 9; ++i) n.push_back(gemm->min_tokens + i);
+  }
   return n;
 }
 
