@@ -36,6 +36,7 @@
 #include "compute/dot.h"
 #include "compute/group_k_avx512.h"
 #include "compute/interleave.h"
+#include "compute/prefetch.h"
 #include "compute/quant_blocks.h"
 
 namespace seam::dot::avx512 {
@@ -813,12 +814,14 @@ void run(std::int64_t n, const void* panel, const void* act, std::int64_t n_tok,
 // panel in L2 meets every token without re-reading activation vectors per row.
 // one(): element k of a row; sixteen(): elements [k, k + 16) as f32.
 struct CvtF32 {
+  static constexpr std::size_t kBytes = 4;
   static float one(const void* w, std::int64_t k) { return static_cast<const float*>(w)[k]; }
   static __m512 sixteen(const void* w, std::int64_t k) {
     return _mm512_loadu_ps(static_cast<const float*>(w) + k);
   }
 };
 struct CvtF16 {
+  static constexpr std::size_t kBytes = 2;
   static float one(const void* w, std::int64_t k) {
     return h2f(static_cast<const std::uint16_t*>(w)[k]);
   }
@@ -828,6 +831,7 @@ struct CvtF16 {
   }
 };
 struct CvtBF16 {
+  static constexpr std::size_t kBytes = 2;
   static float one(const void* w, std::int64_t k) {
     const std::uint32_t b = static_cast<std::uint32_t>(static_cast<const std::uint16_t*>(w)[k])
                             << 16;
@@ -914,6 +918,7 @@ void float_pack(std::int64_t n, const void* w, std::size_t row_stride, int n_row
   const std::int64_t n32 = n - n % 32;
   std::int64_t k = 0;
   for (; k + 16 <= n; k += 16) {  // 16 x 16 blocks through registers
+    prefetch_rows_ahead(rows, n_rows, static_cast<std::size_t>(k) * C::kBytes);
     __m512 x[16];
     for (int r = 0; r < kRows; ++r)
       x[r] = r < n_rows ? C::sixteen(rows[r], k) : _mm512_setzero_ps();

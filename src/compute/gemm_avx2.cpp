@@ -893,12 +893,14 @@ void pack_group(std::int64_t n, const void* group, void* panel) {
 // rows, with the token's value broadcast from memory.
 // one(): element k of a row; eight(): elements [k, k + 8) as f32.
 struct CvtF32 {
+  static constexpr std::size_t kBytes = 4;
   static float one(const void* w, std::int64_t k) { return static_cast<const float*>(w)[k]; }
   static __m256 eight(const void* w, std::int64_t k) {
     return _mm256_loadu_ps(static_cast<const float*>(w) + k);
   }
 };
 struct CvtF16 {
+  static constexpr std::size_t kBytes = 2;
   static float one(const void* w, std::int64_t k) {
     return h2f(static_cast<const std::uint16_t*>(w)[k]);
   }
@@ -908,6 +910,7 @@ struct CvtF16 {
   }
 };
 struct CvtBF16 {
+  static constexpr std::size_t kBytes = 2;
   static float one(const void* w, std::int64_t k) {
     const std::uint32_t b = static_cast<std::uint32_t>(static_cast<const std::uint16_t*>(w)[k])
                             << 16;
@@ -924,7 +927,7 @@ struct CvtBF16 {
 
 // In-register transpose of an 8 x 8 block: x[r] holds row r's 8 elements, on
 // return x[k] holds element k of the 8 rows.
-void transpose8(__m256 x[8]) {
+[[gnu::always_inline]] inline void transpose8(__m256 x[8]) {
   __m256 t[8], u[8];
   for (int i = 0; i < 8; i += 2) {
     t[i] = _mm256_unpacklo_ps(x[i], x[i + 1]);
@@ -973,6 +976,7 @@ void float_pack(std::int64_t n, const void* w, std::size_t row_stride, int n_row
   auto at = [&](std::int64_t k) { return k < n16 ? (k & 15) * m + (k >> 4) : k; };
   std::int64_t k = 0;
   for (; k + 8 <= n; k += 8) {  // 8 x 8 blocks through registers, two per 16 rows
+    prefetch_rows_ahead(rows, n_rows, static_cast<std::size_t>(k) * C::kBytes);
     for (int h = 0; h < kRows; h += 8) {
       __m256 x[8];
       for (int r = 0; r < 8; ++r)

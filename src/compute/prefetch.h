@@ -50,4 +50,19 @@ static inline void prefetch_ahead(const void* p, std::size_t bytes) {
   prefetch_range(static_cast<const char*>(p) + kAhead, bytes);
 }
 
+// The float GEMMs' panel packers read 16 rows side by side, 16 or 32 bytes of
+// each at a time: a 135M model's rows (1,152 bytes of F16) end before the
+// hardware prefetchers have followed them, and the AVX2 packer took ~10% of
+// that model's F16 prefill, waiting on DRAM (perf, Zen 4). Four lines ahead
+// on each row: ~7% (docs/performance.md, stop 56).
+inline constexpr std::size_t kPackAhead = 256;
+
+// Requests, once per cache line, the line kPackAhead bytes past byte `at` of
+// each of the n rows.
+static inline void prefetch_rows_ahead(const void* const* rows, int n, std::size_t at) {
+  if (at % 64 != 0) return;
+  for (int r = 0; r < n; ++r)
+    __builtin_prefetch(static_cast<const char*>(rows[r]) + at + kPackAhead, 0, kIntoL1);
+}
+
 }  // namespace seam::dot
