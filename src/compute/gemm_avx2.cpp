@@ -736,13 +736,12 @@ struct GroupQ6_K {
   }
 };
 
-// H halves of 8 rows (from half h0) x NT tokens: out[t * ldy + r] for the
-// n_valid rows present (8 per half at most), weights from `src`. Live
-// registers: H * NT f32 accumulators, int32 unit sums and int16 partial sums,
-// the H weight vectors, ones and one broadcast; the halves share each
-// broadcast.
+// H halves of 8 rows x NT tokens: out[t * ldy + r] for the n_valid rows
+// present (8 per half at most), weights from `src`. Live registers: H * NT f32
+// accumulators, int32 unit sums and int16 partial sums, the H weight vectors,
+// ones and one broadcast; the halves share each broadcast.
 template <class D, int H, int NT, class Src>
-void tile(std::int64_t n, const Src& src, int h0, const std::byte* act, std::size_t as, int n_valid,
+void tile(std::int64_t n, const Src& src, const std::byte* act, std::size_t as, int n_valid,
           float* out, std::size_t ldy) {
   constexpr int U = D::kUnit, SB = D::kActBlock, S = D::kSteps;
   const ActLayout<D> L(n);
@@ -763,12 +762,14 @@ void tile(std::int64_t n, const Src& src, int h0, const std::byte* act, std::siz
   for (std::int64_t u = 0; u < n / U; ++u) {
     src.prefetch(u);
     __m256i iacc[H][NT] = {};  // (adding to zero folds away)
+#pragma GCC unroll 16
     for (int k0 = 0; k0 < U / 4; k0 += S) {
       __m256i s16[H][NT];
+#pragma GCC unroll 16
       for (int k = k0; k < k0 + S; ++k) {
         __m256i wv[H], wu[H];
         for (int h = 0; h < H; ++h) {
-          wv[h] = src.step(u, k, h0 + h);
+          wv[h] = src.step(u, k, h);
           wu[h] = D::kSigned ? _mm256_sign_epi8(wv[h], wv[h]) : wv[h];  // |w| for signed weights
         }
         for (int t = 0; t < NT; ++t) {
@@ -779,6 +780,11 @@ void tile(std::int64_t n, const Src& src, int h0, const std::byte* act, std::siz
             s16[h][t] = k == k0 ? p : _mm256_add_epi16(s16[h][t], p);
           }
         }
+        // The S steps' int16 sums stay in registers step by step: unrolled
+        // without this, GCC ran every step's maddubs first and spilled them.
+        if constexpr (S > 1)
+          for (int h = 0; h < H; ++h)
+            for (int t = 0; t < NT; ++t) asm("" : "+x"(s16[h][t]));
       }
       for (int h = 0; h < H; ++h) {
         for (int t = 0; t < NT; ++t) {
@@ -788,7 +794,7 @@ void tile(std::int64_t n, const Src& src, int h0, const std::byte* act, std::siz
       }
     }
     for (int h = 0; h < H; ++h) {
-      const __m256 sc = src.scale(u, h0 + h);
+      const __m256 sc = src.scale(u, h);
       for (int t = 0; t < NT; ++t) {
         __m256i i = iacc[h][t];
         if constexpr (D::kOffset != 0) i = _mm256_add_epi32(i, _mm256_set1_epi32(acorr[t][u]));
@@ -796,7 +802,7 @@ void tile(std::int64_t n, const Src& src, int h0, const std::byte* act, std::siz
         facc[h][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), s, facc[h][t]);
       }
       if constexpr (D::kMin) {
-        const __m256 mn = src.min(u, h0 + h);
+        const __m256 mn = src.min(u, h);
         for (int t = 0; t < NT; ++t)
           facc[h][t] = _mm256_fmadd_ps(mn, _mm256_set1_ps(adsum[t][u]), facc[h][t]);
       }
@@ -821,13 +827,17 @@ void over_tokens(std::int64_t n_tok, std::size_t as, std::size_t ldy, const std:
   (std::make_integer_sequence<int, Max - 1>{});
 }
 
+// Both halves of the panel per pass, as the decode kernels below: each
+// activation broadcast then feeds two maddubs, not one. With NT = 4 the f32
+// accumulators no longer fit beside the rest and are spilled, but they are
+// touched once per unit; the broadcasts were on every step.
 template <class D>
 struct IntTile {
   template <int NT>
   struct T {
-    static void go(const std::byte* act, float* out, std::int64_t n, const std::byte* panel, int h,
+    static void go(const std::byte* act, float* out, std::int64_t n, const std::byte* panel,
                    std::size_t as, int n_valid, std::size_t ldy) {
-      tile<D, 1, NT>(n, PanelSource<D>{panel}, h, act, as, n_valid, out, ldy);
+      tile<D, 2, NT>(n, PanelSource<D>{panel}, act, as, n_valid, out, ldy);
     }
   };
 };
@@ -838,11 +848,7 @@ void run(std::int64_t n, const void* panel, const void* act, std::int64_t n_tok,
   const auto* p = static_cast<const std::byte*>(panel);
   const auto* a = static_cast<const std::byte*>(act);
   const std::size_t as = act_bytes<D>(n);
-  for (int h = 0; h * kHalf < n_rows; ++h) {
-    const int n_valid = n_rows - h * kHalf < kHalf ? n_rows - h * kHalf : kHalf;
-    over_tokens<IntTile<D>::template T, kIntTokens>(n_tok, as, ldy, a, out + h * kHalf, n, p, h, as,
-                                                    n_valid, ldy);
-  }
+  over_tokens<IntTile<D>::template T, kIntTokens>(n_tok, as, ldy, a, out, n, p, as, n_rows, ldy);
 }
 
 // Decode on interleaved weights (dot.h GroupFn): both halves of the group
@@ -856,7 +862,7 @@ struct GroupTile {
   struct T {
     static void go(const std::byte* act, float* out, std::int64_t n, const std::byte* group,
                    std::size_t as, std::size_t ldy) {
-      tile<D, 2, NT>(n, Src{group}, 0, act, as, kRows, out, ldy);
+      tile<D, 2, NT>(n, Src{group}, act, as, kRows, out, ldy);
     }
   };
 };
