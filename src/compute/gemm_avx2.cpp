@@ -1071,10 +1071,14 @@ void float_run(std::int64_t n, const void* panel, const void* act, std::int64_t 
 constexpr int kIntMinTokens = 12;
 constexpr int kFloatMinTokens = 12;
 // Q4_0's and Q8_0's dot kernels do the least work per weight: in whole models,
-// weights streaming from DRAM, they stay ahead of the GEMM up to 32 tokens
-// (`seam bench -p P -n 0 -t 2`, 1B shape, SEAM_CPU=avx2 on Zen 4, the nearer
-// stand-in for an AVX2-only Zen 3: Q4_0 pp24 138 against 143 tok/s, pp32 145
-// both; Q8_0 pp24 98 against 107, pp32 107 against 108).
+// weights streaming from DRAM, they stay ahead of the GEMM longer (`seam bench
+// -p P -n 0 -t 2`, 1B shape, SEAM_CPU=avx2 on Zen 4, the nearer stand-in for
+// an AVX2-only Zen 3). Q8_0 up to 32 tokens (pp24 98 against 107 tok/s, pp32
+// 107 against 108); Q4_0, since its GEMM shares each broadcast between the
+// panel's halves (stop 56), up to 16 (three rounds, dot kernels against GEMM:
+// pp12 155-163 against 148-153, pp16 159-172 against 147-170, pp24 169-176
+// against 177-194).
+constexpr int kQ4_0MinTokens = 16;
 constexpr int kLightIntMinTokens = 32;
 
 namespace {
@@ -1088,7 +1092,7 @@ constexpr GemmFns int_gemm(void (*pack16)(std::int64_t, const void*, void*) = nu
 
 // Constant-initialized: no start-up code runs in this unit.
 constinit const GemmFns gemm_q4_0 =
-    int_gemm<DecQ4_0>(pack_group<DecQ4_0, GroupQ4_0>, kLightIntMinTokens);
+    int_gemm<DecQ4_0>(pack_group<DecQ4_0, GroupQ4_0>, kQ4_0MinTokens);
 constinit const GemmFns gemm_q4_1 = int_gemm<DecQ4_1>(pack_group<DecQ4_1, GroupQ4_1>);
 constinit const GemmFns gemm_q5_1 = int_gemm<DecQ5_1>(pack_group<DecQ5_1, GroupQ5_1>);
 constinit const GemmFns gemm_mxfp4 = int_gemm<DecMXFP4>(pack_group<DecMXFP4, GroupMXFP4>);
