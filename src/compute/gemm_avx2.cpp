@@ -762,7 +762,6 @@ void tile(std::int64_t n, const Src& src, const std::byte* act, std::size_t as, 
   for (std::int64_t u = 0; u < n / U; ++u) {
     src.prefetch(u);
     __m256i iacc[H][NT] = {};  // (adding to zero folds away)
-#pragma GCC unroll 16
     for (int k0 = 0; k0 < U / 4; k0 += S) {
       __m256i s16[H][NT];
 #pragma GCC unroll 16
@@ -782,6 +781,7 @@ void tile(std::int64_t n, const Src& src, const std::byte* act, std::size_t as, 
         }
         // The S steps' int16 sums stay in registers step by step: unrolled
         // without this, GCC ran every step's maddubs first and spilled them.
+        // (Unrolling the k0 loop too did the same to Q8_0's int32 sums.)
         if constexpr (S > 1)
           for (int h = 0; h < H; ++h)
             for (int t = 0; t < NT; ++t) asm("" : "+x"(s16[h][t]));
@@ -1079,7 +1079,7 @@ constexpr int kFloatMinTokens = 12;
 // pp12 155-163 against 148-153, pp16 159-172 against 147-170, pp24 169-176
 // against 177-194).
 constexpr int kQ4_0MinTokens = 16;
-constexpr int kLightIntMinTokens = 32;
+constexpr int kQ8_0MinTokens = 32;
 
 namespace {
 // The int8 GEMM of decoder D; pack16 where D's weights can be interleaved.
@@ -1103,7 +1103,7 @@ constinit const GemmFns gemm_q3_k = int_gemm<DecQ3_K>(pack_group<DecQ3_K, GroupQ
 constinit const GemmFns gemm_q5_k = int_gemm<DecQ5_K>(pack_group<DecQ5_K, GroupQ5_K>);
 constinit const GemmFns gemm_q5_0 = int_gemm<DecQ5_0>(pack_group<DecQ5_0, GroupQ5_0>);
 constinit const GemmFns gemm_q8_0 =
-    int_gemm<DecQ8_0>(pack_group<DecQ8_0, GroupQ8_0>, kLightIntMinTokens);
+    int_gemm<DecQ8_0>(pack_group<DecQ8_0, GroupQ8_0>, kQ8_0MinTokens);
 constinit const GemmFns gemm_q4_k = int_gemm<DecQ4_K>(pack_group<DecQ4_K, GroupQ4_K>);
 constinit const GemmFns gemm_q6_k = int_gemm<DecQ6_K>(pack_group<DecQ6_K, GroupQ6_K>);
 constinit const GemmFns gemm_f32 = {kFloatMinTokens, float_act_bytes,    float_panel_bytes,
