@@ -55,6 +55,13 @@ struct State {
   std::vector<float> m, l, acc;
 };
 
+// The online-softmax state of nq query heads before any cell.
+State fresh_state(int nq, int hd) {
+  return State{std::vector<float>(nq, -std::numeric_limits<float>::infinity()),
+               std::vector<float>(nq, 0.0f),
+               std::vector<float>(static_cast<std::size_t>(nq) * hd, 0.0f)};
+}
+
 // The online-softmax state of nq query heads reading kv head `kv` after
 // decode_chunk over `cells` a chunk at a time, as run_segment calls it. With
 // look_ahead each call is told the next chunk's cells; without, each chunk
@@ -62,9 +69,7 @@ struct State {
 State decode(const attn::AttnFns& f, const attn::KvHead& kv,
              const std::vector<std::uint32_t>& cells, int hd, int nq, const std::vector<float>& q,
              float scale, bool look_ahead) {
-  State s{std::vector<float>(nq, -std::numeric_limits<float>::infinity()),
-          std::vector<float>(nq, 0.0f),
-          std::vector<float>(static_cast<std::size_t>(nq) * hd, 0.0f)};
+  State s = fresh_state(nq, hd);
   const int n = static_cast<int>(cells.size());
   for (int c0 = 0; c0 < n; c0 += kAttnChunk) {
     const int nc = std::min(kAttnChunk, n - c0);
@@ -195,12 +200,7 @@ TEST(AttentionKernels, QueryChunkFoldsEachQueryAsIfAlone) {
         for (int lv = 0; lv <= static_cast<int>(detected_cpu_level()); ++lv) {
           const auto level = static_cast<CpuLevel>(lv);
           const attn::AttnFns& f = attn::attn_fns(level);
-          const auto fresh = [&] {
-            return State{std::vector<float>(kQueries, -std::numeric_limits<float>::infinity()),
-                         std::vector<float>(kQueries, 0.0f),
-                         std::vector<float>(static_cast<std::size_t>(kQueries) * hd, 0.0f)};
-          };
-          State together = fresh(), alone = fresh();
+          State together = fresh_state(kQueries, hd), alone = fresh_state(kQueries, hd);
           fold_two_chunks(f, q, kt, v, hd, 0, kQueries, scale, softcap, jlo, jhi, together);
           for (int h = 0; h < kQueries; ++h)
             fold_two_chunks(f, q, kt, v, hd, h, 1, scale, softcap, jlo, jhi, alone);
